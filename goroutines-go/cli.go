@@ -1,0 +1,235 @@
+package main
+
+// Command line of the workload. threads-rs/src/cli.rs accepts exactly the same workloads, flags,
+// defaults and bad input; schema/bad-input.tsv is the shared table of refusals.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+const program = "goroutines"
+
+// maxN is the largest N any workload accepts: far beyond what a machine can hold, below overflow.
+const maxN = 100_000_000
+
+// maxGomaxprocs is the Go runtime's own ceiling on GOMAXPROCS.
+const maxGomaxprocs = 1024
+
+type workload string
+
+const (
+	sleepWorkload    workload = "sleep"
+	holdWorkload     workload = "hold"
+	churnWorkload    workload = "churn"
+	pingpongWorkload workload = "pingpong"
+	chainWorkload    workload = "chain"
+)
+
+var workloads = []workload{sleepWorkload, holdWorkload, churnWorkload, pingpongWorkload, chainWorkload}
+
+func (w workload) defaultN() uint64 {
+	switch w {
+	case pingpongWorkload:
+		return 1
+	case chainWorkload:
+		return 1_000
+	default:
+		return 10_000
+	}
+}
+
+// tasks is how many goroutines the workload spawns for a given --n (pingpong and chain: two each).
+func (w workload) tasks(n uint64) uint64 {
+	if w == pingpongWorkload || w == chainWorkload {
+		return 2 * n
+	}
+	return n
+}
+
+// config is everything a run needs, validated.
+type config struct {
+	workload   workload
+	n          uint64
+	sleepNs    uint64
+	holdForNs  *uint64
+	batch      uint64
+	rounds     uint64
+	events     uint64
+	queue      uint64
+	eventType  string
+	size       uint64
+	gomaxprocs *uint64
+	reserve    *uint64 // nil: the automatic reserve (see limits.autoReserve)
+}
+
+// flags, and the workload each applies to ("" = all).
+var flags = []struct {
+	name      string
+	appliesTo workload
+}{
+	{"--n", ""}, {"--sleep", sleepWorkload}, {"--hold-for", holdWorkload}, {"--batch", churnWorkload},
+	{"--rounds", pingpongWorkload}, {"--events", chainWorkload}, {"--queue", chainWorkload},
+	{"--type", chainWorkload}, {"--size", chainWorkload}, {"--stack-size", ""}, {"--gomaxprocs", ""},
+	{"--reserve", ""},
+}
+
+func usage() string {
+	return fmt.Sprintf(`usage: %[1]s <workload> [flags]
+
+Spawns goroutines and prints what they cost as JSON Lines on stdout.
+
+workloads:
+  sleep      --n tasks each sleep --sleep, then all are joined (the 2023 experiment, exactly N tasks)
+  hold       --n tasks stay alive together; `+"`peak`"+` when all are; released by a line or EOF on
+             stdin, or after --hold-for
+  churn      create and join --n tasks, at most --batch alive at once
+  pingpong   --n pairs bounce --rounds round trips over channels (chan)
+  chain      --n receivers with bounded queues of --queue; --n senders each send --events
+             events of --type; speed = events/s after spawning (bench-of-chan)
+
+flags:
+  --n N               tasks (pingpong: pairs; chain: receivers = senders), 1..%[2]d
+                      [sleep, hold, churn: 10000; pingpong: 1; chain: 1000]
+  --sleep DUR         sleep: how long each task sleeps [1s]
+  --hold-for DUR      hold: release after DUR instead of waiting on stdin
+  --batch B           churn: tasks alive at most [100]
+  --rounds R          pingpong: round trips per pair [10000]
+  --events M          chain: events per sender [1000]
+  --queue Q           chain: capacity of each receiver's queue [16]
+  --type T            chain: int, str, str_ptr or str_clone [int]
+  --size S            chain: bytes per string event [16]
+  --stack-size BYTES  threads only: refused here (goroutine stacks start small and grow)
+  --gomaxprocs N      GOMAXPROCS for the run, 1..%[3]d [the runtime's default]
+  --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
+                      falls below this; 0 = never [2%% of usable memory, 32..512 MiB]
+  --help, --version
+
+Durations need a unit: 500ms, 1s, 1m30s. Byte counts take an optional K, M or G (x1024).
+Exit codes: 0 done; 1 output failed; 2 bad usage; 3 spawning stopped at a limit (see the result's
+`+"`failure`"+`).
+`, program, maxN, maxGomaxprocs)
+}
+
+var (
+	errHelp    = errors.New("help")
+	errVersion = errors.New("version")
+)
+
+const workloadList = "(sleep, hold, churn, pingpong or chain)"
+
+// parseArgs parses the arguments after the program name. The error is the one-line reason
+// (without usage), or errHelp / errVersion.
+func parseArgs(args []string) (*config, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("missing workload %s", workloadList)
+	}
+	first := args[0]
+	switch first {
+	case "--help", "-h":
+		return nil, errHelp
+	case "--version":
+		return nil, errVersion
+	}
+	var w workload
+	for _, candidate := range workloads {
+		if string(candidate) == first {
+			w = candidate
+		}
+	}
+	if w == "" {
+		if strings.HasPrefix(first, "-") {
+			return nil, fmt.Errorf("missing workload before '%s' %s", first, workloadList)
+		}
+		return nil, fmt.Errorf("unknown workload '%s' %s", first, workloadList)
+	}
+	cfg := &config{
+		workload: w, n: w.defaultN(), sleepNs: 1_000_000_000, batch: 100, rounds: 10_000,
+		events: 1_000, queue: 16, eventType: "int", size: 16,
+	}
+	seen := map[string]bool{}
+	for i := 1; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--help" || arg == "-h" {
+			return nil, errHelp
+		}
+		if !strings.HasPrefix(arg, "--") {
+			return nil, fmt.Errorf("unexpected argument '%s'", arg)
+		}
+		flag, value, hasValue := strings.Cut(arg, "=")
+		known := false
+		for _, f := range flags {
+			if f.name != flag {
+				continue
+			}
+			known = true
+			if f.appliesTo != "" && f.appliesTo != w {
+				return nil, fmt.Errorf("flag '%s' does not apply to %s", flag, w)
+			}
+		}
+		if !known {
+			return nil, fmt.Errorf("unknown flag '%s' for %s", flag, w)
+		}
+		if flag == "--stack-size" {
+			return nil, errors.New("flag '--stack-size' is not supported: goroutine stacks start small and grow on demand; Go has no per-goroutine stack size")
+		}
+		if seen[flag] {
+			return nil, fmt.Errorf("flag '%s' given twice", flag)
+		}
+		seen[flag] = true
+		if !hasValue {
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("flag '%s' needs a value", flag)
+			}
+			i++
+			value = args[i]
+		}
+		if err := cfg.set(flag, value); err != nil {
+			return nil, fmt.Errorf("%s '%s': %v", flag, value, err)
+		}
+	}
+	return cfg, nil
+}
+
+// set applies one flag's value.
+func (cfg *config) set(flag, value string) (err error) {
+	switch flag {
+	case "--n":
+		cfg.n, err = parseCount(value, 1, maxN)
+	case "--sleep":
+		cfg.sleepNs, err = parseDurationNs(value)
+	case "--hold-for":
+		var ns uint64
+		ns, err = parseDurationNs(value)
+		cfg.holdForNs = &ns
+	case "--batch":
+		cfg.batch, err = parseCount(value, 1, maxN)
+	case "--rounds":
+		cfg.rounds, err = parseCount(value, 1, 1_000_000_000)
+	case "--events":
+		cfg.events, err = parseCount(value, 1, 1_000_000_000)
+	case "--queue":
+		cfg.queue, err = parseCount(value, 1, 1_000_000)
+	case "--size":
+		cfg.size, err = parseCount(value, 1, 1<<24)
+	case "--type":
+		switch value {
+		case "int", "str", "str_ptr", "str_clone":
+			cfg.eventType = value
+		default:
+			err = errors.New("must be int, str, str_ptr or str_clone")
+		}
+	case "--gomaxprocs":
+		var procs uint64
+		procs, err = parseCount(value, 1, maxGomaxprocs)
+		cfg.gomaxprocs = &procs
+	case "--reserve":
+		if value != "auto" {
+			var bytes uint64
+			bytes, err = parseBytes(value, ^uint64(0))
+			cfg.reserve = &bytes
+		}
+	}
+	return err
+}

@@ -1,0 +1,3 @@
+module spawnscope/goroutines
+
+go 1.22

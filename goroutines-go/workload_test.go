@@ -1,0 +1,235 @@
+package main
+
+// End-to-end tests of the built binary: every workload's output validates against the shared
+// schema, hold proves coexistence, and the shared bad-input table is refused as it says.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "goroutines-test")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "goroutines")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("building the goroutines binary: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type runOutput struct {
+	stdout, stderr string
+	code           int
+}
+
+func runBinary(t *testing.T, args ...string) runOutput {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if exitErr, ok := err.(*exec.ExitError); ok {
+		code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %v: %v", args, err)
+	}
+	return runOutput{stdout.String(), stderr.String(), code}
+}
+
+// events decodes JSON Lines, validating each against the schema.
+func events(t *testing.T, s *schemaValidator, stdout string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	scanner := bufio.NewScanner(strings.NewReader(stdout))
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if err := s.validateLine(line); err != nil {
+			t.Fatalf("invalid event %s: %v", line, err)
+		}
+		if !strings.HasPrefix(line, `{"event":`) {
+			t.Fatalf("`event` is not the first key: %s", line)
+		}
+		var event map[string]any
+		json.Unmarshal([]byte(line), &event)
+		out = append(out, event)
+	}
+	return out
+}
+
+func only(t *testing.T, evs []map[string]any, kind string) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, e := range evs {
+		if e["event"] == kind {
+			found = append(found, e)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want exactly one %q event, got %d", kind, len(found))
+	}
+	return found[0]
+}
+
+func TestEveryWorkloadValidates(t *testing.T) {
+	s := loadSchema(t)
+	runs := [][]string{
+		{"sleep", "--n", "300", "--sleep", "20ms"},
+		{"hold", "--n", "300", "--hold-for", "10ms"},
+		{"churn", "--n", "300", "--batch", "16"},
+		{"pingpong", "--n", "2", "--rounds", "500"},
+		{"chain", "--n", "20", "--events", "50", "--type", "int"},
+		{"chain", "--n", "20", "--events", "50", "--type", "str", "--size", "64"},
+		{"chain", "--n", "20", "--events", "50", "--type", "str_ptr"},
+		{"chain", "--n", "20", "--events", "50", "--type", "str_clone"},
+	}
+	for _, args := range runs {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out := runBinary(t, args...)
+			if out.code != 0 {
+				t.Fatalf("exit %d: %s", out.code, out.stderr)
+			}
+			evs := events(t, s, out.stdout)
+			if evs[0]["event"] != "start" || evs[len(evs)-1]["event"] != "result" {
+				t.Fatalf("want start first and result last, got %v ... %v", evs[0]["event"], evs[len(evs)-1]["event"])
+			}
+			result := only(t, evs, "result")
+			if result["spawned"] != result["target"] || result["ok"] != true {
+				t.Fatalf("spawned %v of %v, ok %v", result["spawned"], result["target"], result["ok"])
+			}
+			// The work done is exactly what was asked for: every event arrives, every hop returns.
+			wantWork := map[string][2]any{
+				"sleep": {"tasks/s", 300.0}, "hold": {"tasks/s", 300.0}, "churn": {"tasks/s", 300.0},
+				"pingpong": {"hops/s", 2.0 * 500 * 2}, "chain": {"events/s", 20.0 * 50},
+			}[args[0]]
+			tp := result["throughput"].(map[string]any)
+			if tp["unit"] != wantWork[0] || tp["count"] != wantWork[1] || tp["value"].(float64) <= 0 {
+				t.Fatalf("throughput %v, want %v", tp, wantWork)
+			}
+			// Phases are contiguous and in time order.
+			var last float64
+			for _, p := range result["phases"].([]any) {
+				span := p.(map[string]any)
+				if span["start_ns"].(float64) < last {
+					t.Fatalf("phases out of order: %v", result["phases"])
+				}
+				last = span["end_ns"].(float64)
+			}
+		})
+	}
+}
+
+func TestHoldProvesCoexistence(t *testing.T) {
+	out := runBinary(t, "hold", "--n", "2000") // stdin is empty: EOF releases at once
+	if out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	evs := events(t, loadSchema(t), out.stdout)
+	peak := only(t, evs, "peak")
+	if peak["alive"] != 2000.0 || peak["expected"] != 2000.0 {
+		t.Fatalf("peak: %v alive of %v expected, want 2000", peak["alive"], peak["expected"])
+	}
+	result := only(t, evs, "result")
+	if result["alive_at_peak"] != 2000.0 {
+		t.Fatalf("alive_at_peak %v, want 2000", result["alive_at_peak"])
+	}
+	stats := result["runtime_stats"].(map[string]any)
+	if stats["goroutine_stack_bytes"].(float64) < 2000*2048 {
+		t.Fatalf("2000 parked goroutines hold at least 2 KiB of stack each; runtime says %v bytes", stats["goroutine_stack_bytes"])
+	}
+	var names []string
+	for _, e := range evs {
+		if e["event"] == "phase" {
+			names = append(names, e["name"].(string))
+		}
+	}
+	if strings.Join(names, ",") != "spawn,steady,join,end" {
+		t.Fatalf("hold phases %v", names)
+	}
+}
+
+func TestGuardStopsSpawningAsData(t *testing.T) {
+	// A reserve larger than any machine's memory: the guard must stop at its first check, report
+	// the memory limit and exit 3 instead of crashing.
+	out := runBinary(t, "hold", "--n", "5000", "--reserve", "1048576G")
+	if out.code != 3 {
+		t.Fatalf("exit %d, want 3; stderr: %s", out.code, out.stderr)
+	}
+	result := only(t, events(t, loadSchema(t), out.stdout), "result")
+	failure := result["failure"].(map[string]any)
+	if result["ok"] != false || failure["limit"] != "memory" || failure["errno_name"] != "ENOMEM" {
+		t.Fatalf("failure %v", failure)
+	}
+	if spawned := result["spawned"].(float64); spawned >= 5000 || spawned != result["alive_at_peak"].(float64) {
+		t.Fatalf("spawned %v, alive at peak %v: spawning should stop early and all spawned be alive", spawned, result["alive_at_peak"])
+	}
+}
+
+// badInputRows reads schema/bad-input.tsv for this runtime.
+func badInputRows(t *testing.T) [][2]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "schema", "bad-input.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][2]string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cols := strings.SplitN(line, "\t", 3)
+		if len(cols) != 3 {
+			t.Fatalf("malformed row %q", line)
+		}
+		if cols[0] == "both" || cols[0] == program {
+			rows = append(rows, [2]string{cols[1], cols[2]})
+		}
+	}
+	if len(rows) < 20 {
+		t.Fatalf("only %d rows for %s", len(rows), program)
+	}
+	return rows
+}
+
+func TestBadInputIsRefused(t *testing.T) {
+	for _, row := range badInputRows(t) {
+		expect, args := row[0], strings.Fields(row[1])
+		t.Run(row[1], func(t *testing.T) {
+			out := runBinary(t, args...)
+			firstLine, _, _ := strings.Cut(out.stderr, "\n")
+			switch {
+			case out.code != 2:
+				t.Errorf("exit %d, want 2", out.code)
+			case out.stdout != "":
+				t.Errorf("stdout not empty: %q", out.stdout)
+			case !strings.HasPrefix(firstLine, program+": ") || !strings.Contains(firstLine, expect):
+				t.Errorf("first stderr line %q does not name %q", firstLine, expect)
+			case !strings.Contains(out.stderr, "usage: "+program):
+				t.Errorf("no usage on stderr")
+			}
+		})
+	}
+}
+
+func TestHelpGoesToStdout(t *testing.T) {
+	out := runBinary(t, "--help")
+	if out.code != 0 || !strings.HasPrefix(out.stdout, "usage: goroutines") || out.stderr != "" {
+		t.Fatalf("--help: exit %d, stdout %q", out.code, out.stdout)
+	}
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs every test of the project: lint (shellcheck, clippy, go vet, gofmt), the Rust and Go test
+# suites (workloads, contract, conductor) and the checks of the other parts. Installs the OS
+# packages it needs on Debian/Ubuntu when run as root (CI is), and says so.
+# Usage: ./scripts/test.sh            Exit status: 0 when every step passed.
+set -euo pipefail
+# shellcheck source=scripts/lib/common.sh
+. "$(dirname "$0")/lib/common.sh"
+cd "$REPO_ROOT"
+
+need_toolchains
+need_packages "${BUILD_PACKAGES[@]}" shellcheck || warn "some steps will fail or skip for lack of packages"
+
+passed=0
+failed=0
+failed_steps=()
+
+# step NAME CMD...: runs one step, keeps going when it fails, counts it.
+step() {
+  local name=$1
+  shift
+  say "$name"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failed_steps+=("$name")
+  fi
+}
+
+lint_shell() {
+  local scripts
+  mapfile -t scripts < <(git ls-files -co --exclude-standard -- '*.sh' '*.bash' .ci/run)
+  shellcheck -x "${scripts[@]}"
+}
+lint_gofmt() {
+  local unformatted
+  unformatted=$(gofmt -l goroutines-go)
+  [ -z "$unformatted" ] || { echo "not gofmt-clean: $unformatted"; return 1; }
+}
+in_go_module() { (cd goroutines-go && "$@"); }
+
+step "shellcheck" lint_shell
+step "rustfmt" cargo fmt --all --check
+step "clippy" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
+step "gofmt" lint_gofmt
+step "go vet" in_go_module go vet ./...
+step "go test (goroutines)" in_go_module go test -count=1 ./...
+step "cargo test (threads, contract, conductor)" cargo test --release --workspace
+
+# hold_smoke BIN: a real hold run at N=2000 must report 2000 alive at its peak.
+hold_smoke() {
+  local peak
+  peak=$("$1" hold --n 2000 </dev/null | grep '^{"event":"peak"')
+  echo "$peak"
+  grep -q '"alive":2000,"expected":2000,' <<<"$peak"
+}
+step "build the workloads" build_workloads
+step "hold 2000 threads" hold_smoke "$BIN_DIR/threads"
+step "hold 2000 goroutines" hold_smoke "$BIN_DIR/goroutines"
+
+echo
+if [ "$failed" -gt 0 ]; then
+  printf 'failed: %s\n' "${failed_steps[@]}"
+fi
+echo "test.sh: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

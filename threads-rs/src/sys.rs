@@ -1,0 +1,378 @@
+//! What the workload reads about itself and the host: the monotonic clock, rusage and rlimits
+//! (libc, which std links, declared here because the workload takes no crates), and /proc, /sys.
+
+use std::fs;
+use std::io::Read;
+use std::os::raw::{c_int, c_long};
+use std::path::{Path, PathBuf};
+
+use crate::json::Obj;
+
+#[repr(C)]
+struct Timespec {
+    tv_sec: c_long,
+    tv_nsec: c_long,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct Timeval {
+    tv_sec: c_long,
+    tv_usec: c_long,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct Rusage {
+    ru_utime: Timeval,
+    ru_stime: Timeval,
+    ru_maxrss: c_long,
+    ru_ixrss: c_long,
+    ru_idrss: c_long,
+    ru_isrss: c_long,
+    ru_minflt: c_long,
+    ru_majflt: c_long,
+    ru_nswap: c_long,
+    ru_inblock: c_long,
+    ru_oublock: c_long,
+    ru_msgsnd: c_long,
+    ru_msgrcv: c_long,
+    ru_nsignals: c_long,
+    ru_nvcsw: c_long,
+    ru_nivcsw: c_long,
+}
+
+#[repr(C)]
+struct Rlimit {
+    rlim_cur: u64,
+    rlim_max: u64,
+}
+
+extern "C" {
+    fn clock_gettime(clock: c_int, tp: *mut Timespec) -> c_int;
+    fn getrusage(who: c_int, usage: *mut Rusage) -> c_int;
+    fn getrlimit(resource: c_int, rlim: *mut Rlimit) -> c_int;
+    fn geteuid() -> u32;
+    fn sysconf(name: c_int) -> c_long;
+}
+
+const CLOCK_MONOTONIC: c_int = 1;
+const RUSAGE_SELF: c_int = 0;
+const RLIMIT_NPROC: c_int = 6;
+const RLIM_INFINITY: u64 = u64::MAX;
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock bpf_ktime_get_ns() reads, so probes can be cut by phase.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// getrusage(RUSAGE_SELF) as the `rusage` object of the schema.
+pub fn rusage() -> Obj {
+    let mut ru = Rusage::default();
+    // SAFETY: ru is a valid, writable struct rusage.
+    unsafe { getrusage(RUSAGE_SELF, &mut ru) };
+    let us = |tv: &Timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    Obj::new()
+        .with("user_us", us(&ru.ru_utime))
+        .with("sys_us", us(&ru.ru_stime))
+        .with("maxrss_kb", ru.ru_maxrss as u64)
+        .with("minflt", ru.ru_minflt as u64)
+        .with("majflt", ru.ru_majflt as u64)
+        .with("nvcsw", ru.ru_nvcsw as u64)
+        .with("nivcsw", ru.ru_nivcsw as u64)
+}
+
+/// RLIMIT_NPROC's soft limit, None when unlimited.
+pub fn rlimit_nproc() -> Option<u64> {
+    let mut rl = Rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid, writable struct rlimit.
+    let rc = unsafe { getrlimit(RLIMIT_NPROC, &mut rl) };
+    (rc == 0 && rl.rlim_cur != RLIM_INFINITY).then_some(rl.rlim_cur)
+}
+
+/// The smallest thread stack this libc accepts: sysconf(_SC_THREAD_STACK_MIN), which is
+/// PTHREAD_STACK_MIN (16 KiB on x86_64 glibc, 128 KiB on aarch64).
+pub fn min_stack_size() -> u64 {
+    const SC_THREAD_STACK_MIN: c_int = 75;
+    // SAFETY: sysconf has no preconditions; it returns -1 for names it does not know.
+    let value = unsafe { sysconf(SC_THREAD_STACK_MIN) };
+    if value > 0 {
+        value as u64
+    } else {
+        16 * 1024
+    }
+}
+
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { geteuid() }
+}
+
+/// The symbolic name of the errno values thread creation can return.
+pub fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        1 => "EPERM",
+        11 => "EAGAIN",
+        12 => "ENOMEM",
+        22 => "EINVAL",
+        24 => "EMFILE",
+        28 => "ENOSPC",
+        _ => "E?",
+    }
+}
+
+fn read_u64(path: impl AsRef<Path>) -> Option<u64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// A sysctl by its /proc/sys path, e.g. `kernel/threads-max`.
+pub fn sysctl(key: &str) -> Option<u64> {
+    read_u64(Path::new("/proc/sys").join(key))
+}
+
+/// The fields of /proc/self/status the schema's `status` object carries (kB), and Threads.
+pub fn status() -> Obj {
+    let text = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    Obj::new()
+        .with("vm_size_kb", field("VmSize"))
+        .with("vm_rss_kb", field("VmRSS"))
+        .with("vm_hwm_kb", field("VmHWM"))
+        .with("rss_anon_kb", field("RssAnon"))
+        .with("vm_pte_kb", field("VmPTE"))
+        .with("vm_stk_kb", field("VmStk"))
+        .with("threads", field("Threads"))
+}
+
+/// Threads of this process, main thread included (/proc/self/status `Threads`).
+pub fn thread_count() -> u64 {
+    let text = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    text.lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// MemAvailable from /proc/meminfo, in bytes.
+pub fn mem_available() -> Option<u64> {
+    let text = fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = text
+        .lines()
+        .find_map(|line| line.strip_prefix("MemAvailable:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// MemTotal from /proc/meminfo, in bytes.
+pub fn mem_total() -> Option<u64> {
+    let text = fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = text
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Tasks (threads) on the whole host: the denominator of /proc/loadavg's fourth field.
+pub fn tasks_on_host() -> Option<u64> {
+    let text = fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace()
+        .nth(3)?
+        .split('/')
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Memory mappings of this process (lines of /proc/self/maps), counted without holding the text.
+pub fn map_count() -> Option<u64> {
+    let mut file = fs::File::open("/proc/self/maps").ok()?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut lines = 0u64;
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Some(lines),
+            Ok(n) => lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Where this process's cgroup keeps a controller's files, and which cgroup version serves it.
+pub struct CgroupDir {
+    pub dir: PathBuf,
+    /// The controller's mount point: limits are looked up from `dir` up to here.
+    pub mount: PathBuf,
+    pub v2: bool,
+}
+
+/// Finds the directory of `controller` (`memory`, `pids`) for this process: the v1 hierarchy that
+/// has it, else the v2 (unified) one. Handles pure v1, hybrid (this dev VM) and pure v2 hosts.
+pub fn cgroup_dir(controller: &str) -> Option<CgroupDir> {
+    let membership = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mounts: Vec<(&str, &str, &str, &str)> = mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (pre, post) = line.split_once(" - ")?;
+            let pre: Vec<&str> = pre.split(' ').collect();
+            let post: Vec<&str> = post.split(' ').collect();
+            // (root within the hierarchy, mount point, fs type, super options)
+            Some((*pre.get(3)?, *pre.get(4)?, *post.first()?, *post.get(2)?))
+        })
+        .collect();
+    let join = |mount_root: &str, mount_point: &str, path: &str| {
+        let rel = path
+            .strip_prefix(mount_root)
+            .unwrap_or(path)
+            .trim_start_matches('/');
+        CgroupDir {
+            dir: Path::new(mount_point).join(rel),
+            mount: PathBuf::from(mount_point),
+            v2: false,
+        }
+    };
+    for line in membership.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if controllers.split(',').any(|c| c == controller) {
+            let (root, point, _, _) = mounts.iter().find(|(_, _, fs, opts)| {
+                *fs == "cgroup" && opts.split(',').any(|o| o == controller)
+            })?;
+            return Some(join(root, point, path));
+        }
+    }
+    let path = membership
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))?;
+    let (root, point, _, _) = mounts.iter().find(|(_, _, fs, _)| *fs == "cgroup2")?;
+    let available =
+        fs::read_to_string(Path::new(point).join("cgroup.controllers")).unwrap_or_default();
+    if !available.split_whitespace().any(|c| c == controller) {
+        return None;
+    }
+    let mut found = join(root, point, path);
+    found.v2 = true;
+    Some(found)
+}
+
+/// The smallest numeric value of `file` from `dir` up to the mount point (`max` = no limit).
+fn tightest_limit(cg: &CgroupDir, file: &str) -> Option<u64> {
+    let mut best: Option<u64> = None;
+    let mut dir = Some(cg.dir.as_path());
+    while let Some(d) = dir {
+        if let Some(v) = read_u64(d.join(file)) {
+            best = Some(best.map_or(v, |b| b.min(v)));
+        }
+        if d == cg.mount {
+            break;
+        }
+        dir = d.parent();
+    }
+    best
+}
+
+/// Values at or above this are v1's "no limit" (PAGE_COUNTER_MAX rounded to pages).
+const V1_UNLIMITED: u64 = 1 << 62;
+
+/// (limit, usage) of this cgroup's memory in bytes; limit None when unlimited.
+pub fn cgroup_memory(cg: &CgroupDir) -> (Option<u64>, Option<u64>) {
+    if cg.v2 {
+        (
+            tightest_limit(cg, "memory.max"),
+            read_u64(cg.dir.join("memory.current")),
+        )
+    } else {
+        let stat = fs::read_to_string(cg.dir.join("memory.stat")).unwrap_or_default();
+        let limit = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("hierarchical_memory_limit "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&v| v < V1_UNLIMITED);
+        (limit, read_u64(cg.dir.join("memory.usage_in_bytes")))
+    }
+}
+
+/// (pids.max, pids.current) of this cgroup; max None when unlimited.
+pub fn cgroup_pids(cg: &CgroupDir) -> (Option<u64>, Option<u64>) {
+    (
+        tightest_limit(cg, "pids.max"),
+        read_u64(cg.dir.join("pids.current")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_moves_forward() {
+        let a = monotonic_ns();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = monotonic_ns();
+        assert!(b >= a + 2_000_000, "{a} -> {b}");
+    }
+
+    #[test]
+    fn status_counts_threads() {
+        // Other tests run in threads of their own meanwhile: allow for them, not for a misread.
+        let before = thread_count();
+        let gate = std::sync::RwLock::new(());
+        let closed = gate.write().unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..64 {
+                s.spawn(|| drop(gate.read()));
+            }
+            let during = thread_count();
+            assert!(
+                (before + 64 - 12..=before + 64 + 12).contains(&during),
+                "{before} -> {during}"
+            );
+            drop(closed);
+        });
+    }
+
+    #[test]
+    fn reads_host_facts() {
+        assert!(mem_available().unwrap() > 0);
+        assert!(tasks_on_host().unwrap() >= 1);
+        assert!(map_count().unwrap() > 5);
+        assert!(sysctl("kernel/pid_max").unwrap() >= 301);
+        if Path::new("/sys/fs/cgroup").exists() {
+            let memory = cgroup_dir("memory").expect("a host with cgroups has a memory controller");
+            assert!(
+                memory.dir.starts_with(&memory.mount),
+                "{:?} outside {:?}",
+                memory.dir,
+                memory.mount
+            );
+            assert!(
+                cgroup_memory(&memory).1.is_some(),
+                "memory usage of {:?} unreadable",
+                memory.dir
+            );
+        } else {
+            eprintln!("SKIP cgroup part: /sys/fs/cgroup does not exist here");
+        }
+    }
+}

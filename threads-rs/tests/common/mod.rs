@@ -1,0 +1,119 @@
+//! Helpers shared by the threads integration tests: running a workload binary, validating its
+//! JSON Lines against schema/workload-events.schema.json, and the shared bad-input table.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+pub fn threads_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_threads"))
+}
+
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// Runs a binary with empty stdin (EOF releases `hold` at once).
+pub fn run(bin: &Path, args: &[&str]) -> Output {
+    let out = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", bin.display()));
+    Output {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+pub fn validator() -> jsonschema::Validator {
+    let text =
+        std::fs::read_to_string(repo_root().join("schema/workload-events.schema.json")).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    jsonschema::validator_for(&schema).expect("the schema compiles")
+}
+
+/// Every stdout line as JSON, each validated against the schema with `event` first.
+pub fn events(validator: &jsonschema::Validator, stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|line| {
+            let value: Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            if let Err(err) = validator.validate(&value) {
+                panic!("invalid event: {err}\n{line}");
+            }
+            assert!(
+                line.starts_with(r#"{"event":"#),
+                "`event` is not the first key: {line}"
+            );
+            value
+        })
+        .collect()
+}
+
+pub fn only<'a>(events: &'a [Value], kind: &str) -> &'a Value {
+    let found: Vec<&Value> = events.iter().filter(|e| e["event"] == kind).collect();
+    assert_eq!(found.len(), 1, "want exactly one {kind:?} event");
+    found[0]
+}
+
+/// The rows of schema/bad-input.tsv that apply to `runtime`: (expected text, arguments).
+pub fn bad_input_rows(runtime: &str) -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(repo_root().join("schema/bad-input.tsv")).unwrap();
+    let rows: Vec<(String, Vec<String>)> = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.splitn(3, '\t').collect();
+            assert_eq!(cols.len(), 3, "malformed row {line:?}");
+            (cols[0] == "both" || cols[0] == runtime).then(|| {
+                (
+                    cols[1].to_string(),
+                    cols[2].split_whitespace().map(String::from).collect(),
+                )
+            })
+        })
+        .collect();
+    assert!(rows.len() >= 20, "only {} rows for {runtime}", rows.len());
+    rows
+}
+
+/// Checks one bad-input row: exit 2, empty stdout, a first stderr line naming the value, usage.
+pub fn assert_refused(
+    bin: &Path,
+    program: &str,
+    expect: &str,
+    args: &[String],
+) -> Result<(), String> {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(bin, &args);
+    let first = out.stderr.lines().next().unwrap_or("");
+    if out.code != 2 {
+        return Err(format!("{args:?}: exit {}, want 2", out.code));
+    }
+    if !out.stdout.is_empty() {
+        return Err(format!("{args:?}: stdout not empty: {:?}", out.stdout));
+    }
+    if !first.starts_with(&format!("{program}: ")) || !first.contains(expect) {
+        return Err(format!(
+            "{args:?}: first stderr line {first:?} does not name {expect:?}"
+        ));
+    }
+    if !out.stderr.contains(&format!("usage: {program}")) {
+        return Err(format!("{args:?}: no usage on stderr"));
+    }
+    Ok(())
+}
