@@ -62,6 +62,7 @@ type config struct {
 	size       uint64
 	gomaxprocs *uint64
 	reserve    *uint64 // nil: the automatic reserve (see limits.autoReserve)
+	dryRun     bool    // validate, print the `start` event, spawn nothing
 }
 
 // flags, and the workload each applies to ("" = all).
@@ -104,6 +105,7 @@ flags:
   --gomaxprocs N      GOMAXPROCS for the run, 1..%[3]d [the runtime's default]
   --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
                       falls below this; 0 = never [2%% of usable memory, 32..512 MiB]
+  --dry-run           check the arguments, print the `+"`start`"+` event, spawn nothing
   --help, --version
 
 Durations need a unit: 500ms, 1s, 1m30s. Byte counts take an optional K, M or G (x1024).
@@ -157,7 +159,14 @@ func parseArgs(args []string) (*config, error) {
 		if !strings.HasPrefix(arg, "--") {
 			return nil, fmt.Errorf("unexpected argument '%s'", arg)
 		}
+		if arg == "--dry-run" {
+			cfg.dryRun = true
+			continue
+		}
 		flag, value, hasValue := strings.Cut(arg, "=")
+		if flag == "--dry-run" {
+			return nil, errors.New("flag '--dry-run' takes no value")
+		}
 		known := false
 		for _, f := range flags {
 			if f.name != flag {

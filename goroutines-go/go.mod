@@ -1,3 +1,3 @@
 module spawnscope/goroutines
 
-go 1.22
+go 1.19

@@ -120,7 +120,7 @@ func (h *harness) tick() {
 	}
 	h.lastProgressNs = now
 	live := alive()
-	h.aliveMax = max(h.aliveMax, live)
+	h.aliveMax = maxU64(h.aliveMax, live)
 	h.emit(object{}.
 		with("event", "progress").
 		with("t_ns", now).
@@ -155,7 +155,7 @@ func (h *harness) stop(f *failure) {
 func (h *harness) snapshotPeak() (uint64, object) {
 	h.peakStatus = statusObject()
 	h.peakAlive = alive()
-	h.aliveMax = max(h.aliveMax, h.peakAlive)
+	h.aliveMax = maxU64(h.aliveMax, h.peakAlive)
 	h.peakStats = runtimeStats()
 	return h.peakAlive, h.peakStatus
 }

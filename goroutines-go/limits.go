@@ -66,7 +66,7 @@ func headroom(memAvailable, cgroupLimit, cgroupUsage *uint64) *uint64 {
 	}
 	switch {
 	case memAvailable != nil && cgroup != nil:
-		return opt(min(*memAvailable, *cgroup), true)
+		return opt(minU64(*memAvailable, *cgroup), true)
 	case memAvailable != nil:
 		return memAvailable
 	default:
@@ -158,10 +158,10 @@ func (l *limits) autoReserve() uint64 {
 	}
 	if l.hasMemoryCgroup {
 		if limit, limited, _, _ := cgroupMemory(l.memoryCgroup); limited {
-			usable = min(usable, limit)
+			usable = minU64(usable, limit)
 		}
 	}
-	return min(max(usable/50, 32*mib), 512*mib)
+	return minU64(maxU64(usable/50, 32*mib), 512*mib)
 }
 
 // failure is why spawning stopped: the schema's `failure` object.
@@ -222,8 +222,8 @@ func (b *budget) check(spawned uint64, readHeadroom func() *uint64) (uint64, boo
 	if *b.atStart > *left {
 		used = *b.atStart - *left
 	}
-	perTask := max(used/max(spawned, 1), b.minPerTask)
-	b.nextCheck = spawned + min(max((*left-b.reserve)/2/perTask, 1), 65_536)
+	perTask := maxU64(used/maxU64(spawned, 1), b.minPerTask)
+	b.nextCheck = spawned + minU64(maxU64((*left-b.reserve)/2/perTask, 1), 65_536)
 	return *left, true
 }
 
@@ -234,7 +234,7 @@ func mapHeadroom() *uint64 {
 	if !ok1 || !ok2 {
 		return nil
 	}
-	return opt(limit-min(maps, limit), true)
+	return opt(limit-minU64(maps, limit), true)
 }
 
 // spawnGuard stops spawning before a limit would turn into a crash rather than an error: memory

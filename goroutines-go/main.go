@@ -32,6 +32,9 @@ func run(args []string) int {
 	}
 	h := newHarness(cfg)
 	h.start()
+	if cfg.dryRun {
+		return 0
+	}
 	var t *throughput
 	switch cfg.workload {
 	case sleepWorkload:

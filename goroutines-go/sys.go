@@ -194,10 +194,10 @@ func findCgroupDir(controller string) (cgroupDir, bool) {
 		}
 	}
 	for _, line := range lines {
-		path, ok := strings.CutPrefix(line, "0::")
-		if !ok {
+		if !strings.HasPrefix(line, "0::") {
 			continue
 		}
+		path := strings.TrimPrefix(line, "0::")
 		for _, m := range mounts {
 			if m.fstype != "cgroup2" {
 				continue
@@ -251,8 +251,8 @@ func statusLikeField(path, name string) (uint64, bool) {
 		return 0, false
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if value, ok := strings.CutPrefix(line, name+" "); ok {
-			v, err := strconv.ParseUint(strings.TrimSpace(value), 10, 64)
+		if strings.HasPrefix(line, name+" ") {
+			v, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, name+" ")), 10, 64)
 			return v, err == nil
 		}
 	}

@@ -24,6 +24,22 @@ func parseCount(text string, min, max uint64) (uint64, error) {
 	return v, nil
 }
 
+// minU64 and maxU64 stand in for the min and max builtins, which need Go 1.21: the module builds
+// with Go 1.19, the version Debian 12 ships.
+func minU64(a, b uint64) uint64 {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func maxU64(a, b uint64) uint64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
 var durationUnits = map[string]uint64{
 	"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000,
 	"s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,

@@ -88,7 +88,7 @@ func waitForRelease(holdForNs *uint64, alive uint64) {
 
 // runChurn: create and join N tasks, at most --batch alive at once: the cost of a task's whole life.
 func runChurn(h *harness) *throughput {
-	batch := min(h.cfg.batch, h.target())
+	batch := minU64(h.cfg.batch, h.target())
 	h.phase("churn")
 	for first := true; h.spawned < h.target() && h.failure == nil; first = false {
 		for inBatch := uint64(0); inBatch < batch && h.spawned < h.target() && h.maySpawn(); inBatch++ {

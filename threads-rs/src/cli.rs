@@ -93,6 +93,8 @@ pub struct Config {
     pub stack_size: Option<u64>,
     /// None: the automatic reserve (see limits::Limits::auto_reserve).
     pub reserve: Option<u64>,
+    /// Validate, print the `start` event, spawn nothing.
+    pub dry_run: bool,
 }
 
 pub enum Command {
@@ -148,6 +150,7 @@ flags:
   --gomaxprocs N      goroutines only: refused here
   --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
                       falls below this; 0 = never [2% of usable memory, 32..512 MiB]
+  --dry-run           check the arguments, print the `start` event, spawn nothing
   --help, --version
 
 Durations need a unit: 500ms, 1s, 1m30s. Byte counts take an optional K, M or G (x1024).
@@ -193,6 +196,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         size: 16,
         stack_size: None,
         reserve: None,
+        dry_run: false,
     };
     let mut seen: Vec<&str> = Vec::new();
     let mut rest = args[1..].iter();
@@ -203,10 +207,17 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         if !arg.starts_with("--") {
             return Err(format!("unexpected argument '{arg}'"));
         }
+        if arg == "--dry-run" {
+            cfg.dry_run = true;
+            continue;
+        }
         let (flag, inline_value) = match arg.split_once('=') {
             Some((f, v)) => (f, Some(v.to_string())),
             None => (arg.as_str(), None),
         };
+        if flag == "--dry-run" {
+            return Err("flag '--dry-run' takes no value".into());
+        }
         let Some(&(flag, applies_to)) = FLAGS.iter().find(|(name, _)| *name == flag) else {
             return Err(format!("unknown flag '{flag}' for {}", workload.name()));
         };
@@ -301,6 +312,11 @@ mod tests {
             Some(90_000_000_000)
         );
         assert_eq!(run("hold --reserve 0").unwrap().reserve, Some(0));
+        assert!(run("hold --dry-run").unwrap().dry_run);
+        assert!(
+            run("hold --dry-run=yes").is_err(),
+            "--dry-run takes no value"
+        );
     }
 
     #[test]

@@ -34,8 +34,12 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let dry_run = cfg.dry_run;
     let mut harness = Harness::new(cfg);
     harness.start();
+    if dry_run {
+        return;
+    }
     let throughput = match harness.cfg.workload {
         Workload::Sleep => workloads::sleep(&mut harness),
         Workload::Hold => workloads::hold(&mut harness),

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# spawnscope's main entry point.
+#
+#   sudo ./scripts/trace.sh            the main job: 1,000,000 goroutines and 100,000 OS threads,
+#                                      all alive at once, each in its own cgroup, per-task costs
+#                                      side by side (about a minute on 2 cores)
+#   sudo ./scripts/trace.sh ARGS...    anything else goes to spawnscope, e.g.
+#                                      check | run --runtime threads --workload sleep --n 100000 |
+#                                      report results/…
+#
+# On a fresh Debian/Ubuntu machine it installs the OS packages it needs (saying which), builds
+# what is missing, and restores every sysctl it raises on every exit path.
+set -euo pipefail
+# shellcheck source=scripts/lib/common.sh
+. "$(dirname "$0")/lib/common.sh"
+cd "$REPO_ROOT"
+
+if ! is_root; then
+  warn "not root: no sysctl tuning, cgroups, eBPF probes or perf; runs measure what they can read."
+  warn "for the full picture: sudo ./scripts/trace.sh $*"
+fi
+
+need_packages "${BUILD_PACKAGES[@]}" "${TRACE_PACKAGES[@]}" || true
+need_toolchains
+# As root under sudo, cargo and rustup must use the invoking user's toolchain and cache.
+if is_root && [ -n "${SUDO_USER:-}" ]; then
+  user_home=$(getent passwd "$SUDO_USER" | cut -d: -f6)
+  [ -d "$user_home/.rustup" ] && [ ! -d "${HOME:-/root}/.rustup" ] && export RUSTUP_HOME="$user_home/.rustup"
+  [ -d "$user_home/.cargo" ] && [ ! -d "${HOME:-/root}/.cargo/registry" ] && export CARGO_HOME="$user_home/.cargo"
+fi
+
+say "building spawnscope (cargo build --release -p spawnscope)"
+cargo build --release --quiet -p spawnscope
+build_workloads
+# Build products belong to the user who ran sudo, not to root.
+if is_root && [ -n "${SUDO_UID:-}" ]; then
+  chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$REPO_ROOT/target"
+fi
+# The probes attach to tracepoints, which libbpf finds through tracefs.
+if is_root && [ ! -d /sys/kernel/tracing/events/sched ] && [ ! -d /sys/kernel/debug/tracing/events/sched ]; then
+  say "mounting tracefs on /sys/kernel/tracing"
+  mount -t tracefs nodev /sys/kernel/tracing || warn "could not mount tracefs: probes will be left out"
+fi
+
+spawnscope="$BIN_DIR/spawnscope"
+if [ $# -gt 0 ]; then
+  exec "$spawnscope" "$@"
+fi
+
+out="$REPO_ROOT/results/main-$(date -u +%Y%m%dT%H%M%SZ)"
+say "main job: goroutines hold 1,000,000 and threads hold 100,000 (results in ${out#"$REPO_ROOT"/})"
+"$spawnscope" run --runtime goroutines --workload hold --n 1000000 --out "$out"
+"$spawnscope" run --runtime threads --workload hold --n 100000 --out "$out"
+mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d | sort)
+say "side by side"
+"$spawnscope" report "${runs[@]}" | sed -n '/^| per task/,$p' | tee "$out/side-by-side.md"
+if [ -n "${SUDO_UID:-}" ]; then
+  chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$REPO_ROOT/results"
+fi
+echo
+echo "results: ${out#"$REPO_ROOT"/}/ (summary.md in each run; side-by-side.md; re-render with: ./scripts/trace.sh report DIR…)"

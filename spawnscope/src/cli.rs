@@ -1,0 +1,166 @@
+//! The command line: `check`, `run`, `sysctl`, `report`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::workload::{Runtime, WorkloadKind};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "spawnscope",
+    version,
+    about = "What does one OS thread cost, what does one goroutine cost, and where does the time go?",
+    after_help = "Exit codes: 0 done; 1 failed (the machine was restored); 2 bad arguments (nothing changed);\n\
+                  3 refused by the preflight (nothing changed); 4 the workload failed or hit a limit (results written);\n\
+                  128+N interrupted by signal N (the machine was restored)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// What this host can do, and the exact fix for each missing piece.
+    Check(CheckArgs),
+    /// One run: tune, cgroup, run, measure from outside, restore, report per-task costs.
+    Run(Box<RunArgs>),
+    /// Show, raise or restore the kernel limits a run of many threads needs.
+    Sysctl {
+        #[command(subcommand)]
+        action: SysctlAction,
+    },
+    /// Re-render summaries from results directories already on disk (no re-run).
+    Report {
+        /// Results directories (results/<time>-<runtime>-<workload>-<n>/).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
+}
+
+/// N: a whole number of at least 1.
+pub fn parse_n(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("'{text}' is not a whole number of at least 1")),
+    }
+}
+
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    crate::units::parse_bytes(text)
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Check the sysctls and memory for this many tasks too.
+    #[arg(long, value_parser = parse_n)]
+    pub n: Option<u64>,
+    #[arg(long, value_enum, default_value = "threads")]
+    pub runtime: Runtime,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// threads (Rust std::thread) or goroutines.
+    #[arg(long, value_enum)]
+    pub runtime: Option<Runtime>,
+    #[arg(long, value_enum)]
+    pub workload: Option<WorkloadKind>,
+    /// Tasks (pingpong: pairs; chain: receivers = senders).
+    #[arg(long, value_parser = parse_n)]
+    pub n: Option<u64>,
+    /// For a command after --: how many tasks it runs, for per-task figures.
+    #[arg(long, value_parser = parse_n)]
+    pub tasks: Option<u64>,
+    /// Where results directories go.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Run even when the preflight says it will not fit (inside the cgroup memory limit).
+    #[arg(long)]
+    pub force: bool,
+    /// The run's cgroup memory limit (e.g. 8G) [default: MemAvailable less max(1 GiB, 5 % of RAM)].
+    #[arg(long, value_parser = parse_bytes)]
+    pub memory_limit: Option<u64>,
+    #[command(flatten)]
+    pub workload_flags: WorkloadFlags,
+    /// Any command to measure instead of a workload: spawnscope run --tasks N -- CMD ARGS…
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// Passed to the workload as given; the workload validates them (`--dry-run`) before anything runs.
+#[derive(Args, Debug, Default)]
+pub struct WorkloadFlags {
+    /// sleep: how long each task sleeps (e.g. 1s).
+    #[arg(long)]
+    pub sleep: Option<String>,
+    /// hold: release after this long instead of right after the peak snapshot.
+    #[arg(long)]
+    pub hold_for: Option<String>,
+    /// churn: tasks alive at most.
+    #[arg(long)]
+    pub batch: Option<String>,
+    /// pingpong: round trips per pair.
+    #[arg(long)]
+    pub rounds: Option<String>,
+    /// chain: events per sender.
+    #[arg(long)]
+    pub events: Option<String>,
+    /// chain: capacity of each receiver's queue.
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// chain: int, str, str_ptr or str_clone.
+    #[arg(long = "type")]
+    pub event_type: Option<String>,
+    /// chain: bytes per string event.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// threads: stack size of each thread (e.g. 64K).
+    #[arg(long)]
+    pub stack_size: Option<String>,
+    /// goroutines: GOMAXPROCS.
+    #[arg(long)]
+    pub gomaxprocs: Option<String>,
+    /// The workload's own memory reserve (0 turns its guard off).
+    #[arg(long)]
+    pub reserve: Option<String>,
+}
+
+impl WorkloadFlags {
+    /// (flag, value) pairs in a fixed order.
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        [
+            ("--sleep", &self.sleep),
+            ("--hold-for", &self.hold_for),
+            ("--batch", &self.batch),
+            ("--rounds", &self.rounds),
+            ("--events", &self.events),
+            ("--queue", &self.queue),
+            ("--type", &self.event_type),
+            ("--size", &self.size),
+            ("--stack-size", &self.stack_size),
+            ("--gomaxprocs", &self.gomaxprocs),
+            ("--reserve", &self.reserve),
+        ]
+        .into_iter()
+        .filter_map(|(flag, value)| Some((flag.to_string(), value.clone()?)))
+        .collect()
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SysctlAction {
+    /// The managed keys now, what N threads need, and what is recorded as raised.
+    Show {
+        #[arg(long, value_parser = parse_n)]
+        n: Option<u64>,
+    },
+    /// Raise what N threads need and keep it until `sysctl restore` (originals are recorded).
+    Apply {
+        #[arg(long, value_parser = parse_n)]
+        n: u64,
+    },
+    /// Put back every value spawnscope raised (by hand, or left by an interrupted run).
+    Restore,
+}

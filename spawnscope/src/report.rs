@@ -1,0 +1,315 @@
+//! Summaries people read: summary.md and summary.json in each results directory, the terminal
+//! table in the vocabulary of `/usr/bin/time -v`, and several runs side by side. Everything here
+//! is recomputed from the raw records on disk.
+
+use std::fmt::Write;
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::costs::{self, Summary};
+use crate::machine::Fingerprint;
+use crate::results::{self, MemoryRecord, RunRecord, SysctlRecord};
+use crate::units::{bytes, count};
+
+/// A results directory read back from disk.
+pub struct LoadedRun {
+    pub run: RunRecord,
+    pub memory: MemoryRecord,
+    pub sysctl: SysctlRecord,
+    pub machine: Fingerprint,
+    pub events: Vec<Value>,
+}
+
+pub fn load(dir: &Path) -> Result<LoadedRun> {
+    let events = match fs::read_to_string(dir.join(results::EVENTS)) {
+        Ok(text) => text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    Ok(LoadedRun {
+        run: results::read_json(dir, results::RUN)?,
+        memory: results::read_json(dir, results::MEMORY)?,
+        sysctl: results::read_json(dir, results::SYSCTL).unwrap_or_default(),
+        machine: results::read_json(dir, results::MACHINE).unwrap_or_default(),
+        events,
+    })
+}
+
+/// Recomputes the summary of a results directory and writes summary.json and summary.md.
+pub fn render(dir: &Path) -> Result<(Summary, String)> {
+    let loaded = load(dir)
+        .with_context(|| format!("{} is not a complete results directory", dir.display()))?;
+    let summary = costs::summarize(&loaded.run, &loaded.memory, &loaded.sysctl, &loaded.events);
+    results::write_json(&dir.join(results::SUMMARY_JSON), &summary)?;
+    let markdown = markdown(&summary, &loaded.machine);
+    fs::write(dir.join(results::SUMMARY_MD), &markdown)?;
+    Ok((summary, markdown))
+}
+
+fn machine_line(m: &Fingerprint) -> String {
+    format!(
+        "{}, {} cores, {} RAM, kernel {} ({}), {}; THP {}; glibc {}; {}; {}",
+        m.cpu_model,
+        m.cores,
+        bytes(m.memory_total_bytes as f64),
+        m.kernel,
+        m.arch,
+        m.virtualization,
+        m.transparent_hugepages,
+        m.glibc,
+        m.rust.as_deref().unwrap_or("rust ?"),
+        m.go.as_deref().unwrap_or("go ?")
+    )
+}
+
+fn secs_to_clock(s: f64) -> String {
+    let minutes = (s / 60.0).floor();
+    format!("{}:{:05.2}", minutes, s - minutes * 60.0)
+}
+
+/// `/usr/bin/time -v` lines: (label, value).
+fn time_v_rows(s: &Summary) -> Vec<(&'static str, String)> {
+    vec![
+        ("Command being timed", format!("\"{}\"", s.label)),
+        ("User time (seconds)", format!("{:.2}", s.user_s)),
+        ("System time (seconds)", format!("{:.2}", s.sys_s)),
+        (
+            "Percent of CPU this job got",
+            format!("{:.0}%", s.cpu_percent),
+        ),
+        (
+            "Elapsed (wall clock) time (h:mm:ss or m:ss)",
+            secs_to_clock(s.wall_s),
+        ),
+        (
+            "Maximum resident set size (kbytes)",
+            s.maxrss_kb.to_string(),
+        ),
+        (
+            "Major (requiring I/O) page faults",
+            s.major_faults.to_string(),
+        ),
+        (
+            "Minor (reclaiming a frame) page faults",
+            s.minor_faults.to_string(),
+        ),
+        (
+            "Voluntary context switches",
+            s.voluntary_switches.to_string(),
+        ),
+        (
+            "Involuntary context switches",
+            s.involuntary_switches.to_string(),
+        ),
+        ("Exit status", s.exit.clone()),
+    ]
+}
+
+fn kb(v: f64) -> String {
+    bytes(v * 1024.0)
+}
+
+/// Per-task rows: (figure, value). Memory rows only when a peak was measured.
+fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
+    let mut rows = Vec::new();
+    if let Some(t) = &s.time_per_task {
+        if let Some(spawn) = t.spawn_us {
+            rows.push(("spawn time", format!("{spawn:.2} µs")));
+        }
+        rows.push(("user time", format!("{:.2} µs", t.user_us)));
+        rows.push(("system time", format!("{:.2} µs", t.sys_us)));
+        rows.push(("minor page faults", format!("{:.2}", t.minor_faults)));
+        rows.push((
+            "context switches (voluntary / involuntary)",
+            format!(
+                "{:.2} / {:.3}",
+                t.voluntary_switches, t.involuntary_switches
+            ),
+        ));
+    }
+    if let Some(m) = &s.memory_per_task {
+        rows.push(("RSS", kb(m.rss_kb)));
+        rows.push(("kernel stack", kb(m.kernel_stack_kb)));
+        rows.push(("page tables", kb(m.page_tables_kb)));
+        rows.push(("slab", kb(m.slab_kb)));
+        rows.push(("total (RSS + kernel)", kb(m.total_kb)));
+        rows.push(("MemAvailable drop", kb(m.mem_available_drop_kb)));
+        if let Some(charged) = m.cgroup_kb {
+            rows.push(("charged to the run's cgroup", kb(charged)));
+        }
+    }
+    rows
+}
+
+fn adds_up_line(s: &Summary) -> Option<String> {
+    let m = s.memory_per_task.as_ref()?;
+    Some(format!(
+        "Memory {}: parts {} vs MemAvailable drop {} per task ({:+.1} %; kernel parts from {}).",
+        if m.adds_up {
+            "adds up"
+        } else {
+            "does NOT add up within ±10 %"
+        },
+        kb(m.total_kb),
+        kb(m.mem_available_drop_kb),
+        m.difference_percent,
+        m.kernel_source
+    ))
+}
+
+pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# {}\n", s.label);
+    let _ = writeln!(md, "- Outcome: {}", s.outcome);
+    if let (Some(spawned), Some(alive)) = (s.spawned, s.alive_at_peak) {
+        let _ = writeln!(
+            md,
+            "- Tasks: {} spawned, {} alive at the peak",
+            count(spawned),
+            count(alive)
+        );
+    }
+    if let Some(t) = &s.throughput {
+        let _ = writeln!(
+            md,
+            "- Throughput: {:.0} {}",
+            t["value"].as_f64().unwrap_or(0.0),
+            t["unit"].as_str().unwrap_or("")
+        );
+    }
+    let _ = writeln!(md, "- Machine: {}", machine_line(machine));
+    if s.sysctls_changed.is_empty() {
+        let _ = writeln!(md, "- Sysctls: none needed raising");
+    } else {
+        let _ = writeln!(
+            md,
+            "- Sysctls raised for the run: {}; restored afterwards: {}",
+            s.sysctls_changed.join(", "),
+            if s.sysctls_restored {
+                "yes, equal to before"
+            } else {
+                "NO — see sysctl.json"
+            }
+        );
+    }
+    if let Some(c) = &s.cgroup {
+        let _ = writeln!(md, "- Cgroup {c}");
+    }
+    let _ = writeln!(
+        md,
+        "\n## As `/usr/bin/time -v` would say\n\n| | |\n|---|---|"
+    );
+    for (label, value) in time_v_rows(s) {
+        let _ = writeln!(md, "| {label} | {value} |");
+    }
+    let rows = per_task_rows(s);
+    if !rows.is_empty() {
+        let divisor = match (s.alive_at_peak, s.tasks) {
+            (Some(a), Some(t)) if a != t => format!(
+                "time per task spawned ({}), memory per task alive ({})",
+                count(t),
+                count(a)
+            ),
+            (_, Some(t)) => format!("{} tasks", count(t)),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            md,
+            "\n## Per task ({divisor})\n\n| figure | per task |\n|---|---|"
+        );
+        for (label, value) in rows {
+            let _ = writeln!(md, "| {label} | {value} |");
+        }
+        if let Some(line) = adds_up_line(s) {
+            let _ = writeln!(md, "\n{line}");
+        }
+    }
+    if !s.phases.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Phases\n\n| phase | wall | user | system |\n|---|---|---|---|"
+        );
+        for p in &s.phases {
+            let ms = |v: Option<f64>| v.map_or("?".into(), |v| format!("{v:.0} ms"));
+            let _ = writeln!(
+                md,
+                "| {} | {:.0} ms | {} | {} |",
+                p.name,
+                p.wall_ms,
+                ms(p.user_ms),
+                ms(p.sys_ms)
+            );
+        }
+    }
+    if !s.left_out.is_empty() {
+        let _ = writeln!(md, "\n## Left out\n");
+        for item in &s.left_out {
+            let _ = writeln!(md, "- {item}");
+        }
+    }
+    md
+}
+
+/// The terminal view of one run.
+pub fn terminal(s: &Summary, dir: &Path) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\n{}\n  {}", s.label, s.outcome);
+    for (label, value) in time_v_rows(s) {
+        let _ = writeln!(out, "\t{label}: {value}");
+    }
+    let rows = per_task_rows(s);
+    if !rows.is_empty() {
+        let _ = writeln!(out, "  per task:");
+        for (label, value) in rows {
+            let _ = writeln!(out, "\t{label:<44} {value}");
+        }
+    }
+    if let Some(line) = adds_up_line(s) {
+        let _ = writeln!(out, "  {line}");
+    }
+    let _ = writeln!(out, "  results: {}", dir.display());
+    out
+}
+
+/// Several runs' per-task figures in columns, with their machines.
+pub fn side_by_side(runs: &[(Summary, Fingerprint)]) -> String {
+    let mut md = String::from("| per task |");
+    for (s, _) in runs {
+        let _ = write!(md, " {} |", s.label);
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---|".repeat(runs.len()));
+    md.push('\n');
+    let mut labels: Vec<&'static str> = vec!["outcome", "tasks alive at peak"];
+    for (s, _) in runs {
+        for (label, _) in per_task_rows(s) {
+            if !labels.contains(&label) {
+                labels.push(label);
+            }
+        }
+    }
+    labels.extend(["wall time", "machine"]);
+    for label in labels {
+        let _ = write!(md, "| {label} |");
+        for (s, m) in runs {
+            let value = match label {
+                "outcome" => s.outcome.split(':').next().unwrap_or("").to_string(),
+                "tasks alive at peak" => s.alive_at_peak.map_or("?".into(), count),
+                "wall time" => format!("{:.1} s", s.wall_s),
+                "machine" => format!("{}, {} cores, {}", m.hostname, m.cores, m.kernel),
+                _ => per_task_rows(s)
+                    .into_iter()
+                    .find(|(l, _)| *l == label)
+                    .map_or("—".into(), |(_, v)| v),
+            };
+            let _ = write!(md, " {value} |");
+        }
+        md.push('\n');
+    }
+    md
+}

@@ -1,0 +1,229 @@
+//! Helpers for the conductor's integration tests: the binaries, root checks, sysctl snapshots,
+//! and running spawnscope with a private state directory (never the machine's real one).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Root tests change sysctls and cgroups: one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+pub fn serial() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Prints why a test is skipped; the caller returns.
+pub fn skip_unless_root(test: &str) -> bool {
+    if is_root() {
+        return false;
+    }
+    eprintln!("SKIP {test}: needs root (sysctls, cgroups)");
+    true
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+pub fn spawnscope_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spawnscope"))
+}
+
+/// The workload binaries next to spawnscope (where it looks first), built when missing.
+pub fn ensure_workloads() {
+    let dir = spawnscope_bin().parent().unwrap().to_path_buf();
+    if !dir.join("threads").is_file() {
+        let ok = Command::new(env!("CARGO"))
+            .args(["build", "--release", "-p", "threads"])
+            .current_dir(repo_root())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "building threads");
+    }
+    if !dir.join("goroutines").is_file() {
+        let ok = Command::new("go")
+            .args(["build", "-o"])
+            .arg(dir.join("goroutines"))
+            .arg(".")
+            .current_dir(repo_root().join("goroutines-go"))
+            .status()
+            .expect("go is needed to build the goroutines workload")
+            .success();
+        assert!(ok, "building goroutines");
+    }
+}
+
+pub const KEYS: [&str; 3] = ["vm/max_map_count", "kernel/pid_max", "kernel/threads-max"];
+
+pub fn sysctls() -> BTreeMap<&'static str, u64> {
+    KEYS.iter()
+        .map(|k| {
+            (
+                *k,
+                fs::read_to_string(Path::new("/proc/sys").join(k))
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A private results root and state directory for one test.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        ensure_workloads();
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn out(&self) -> PathBuf {
+        self.dir.path().join("results")
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(spawnscope_bin());
+        cmd.args(args)
+            .env("SPAWNSCOPE_STATE_DIR", self.state_dir())
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `spawnscope run <args> --out <sandbox>` to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let out = self.out();
+        let mut full: Vec<&str> = vec!["run", "--out", out.to_str().unwrap()];
+        full.extend_from_slice(args);
+        self.command(&full).output().unwrap()
+    }
+
+    pub fn spawn_run(&self, args: &[&str]) -> Child {
+        let out = self.out();
+        let mut full: Vec<&str> = vec!["run", "--out", out.to_str().unwrap()];
+        full.extend_from_slice(args);
+        self.command(&full)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// The one results directory this sandbox's runs wrote, if any.
+    pub fn results_dirs(&self) -> Vec<PathBuf> {
+        fs::read_dir(self.out()).map_or(Vec::new(), |d| d.flatten().map(|e| e.path()).collect())
+    }
+
+    pub fn only_results_dir(&self) -> PathBuf {
+        let dirs = self.results_dirs();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        dirs.into_iter().next().unwrap()
+    }
+}
+
+pub fn read_json(path: impl AsRef<Path>) -> Value {
+    let path = path.as_ref();
+    serde_json::from_str(
+        &fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
+}
+
+/// Polls `condition` every 50 ms for up to `limit`.
+pub fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Waits for a child with a time limit, killing it (by its PID: it is ours) past the limit.
+pub fn wait_with_limit(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("spawnscope did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The workload's events so far in a results directory.
+pub fn events_so_far(results_dir: &Path) -> String {
+    fs::read_to_string(results_dir.join("workload.jsonl")).unwrap_or_default()
+}
+
+pub fn process_alive(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                != Some("Z")
+        })
+        .unwrap_or(false)
+}
+
+/// The direct children of a process (all its threads' children).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let text = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// Run cgroups still present under the spawnscope parent (v1 memory/pids or v2).
+pub fn run_cgroups() -> Vec<PathBuf> {
+    [
+        "/sys/fs/cgroup/memory/spawnscope",
+        "/sys/fs/cgroup/pids/spawnscope",
+        "/sys/fs/cgroup/spawnscope",
+    ]
+    .iter()
+    .filter_map(|d| fs::read_dir(d).ok())
+    .flat_map(|d| d.flatten().map(|e| e.path()))
+    .filter(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
+    })
+    .collect()
+}

@@ -1,0 +1,424 @@
+//! `spawnscope run` for real: sysctls, cgroups, signals, OOM, refusals. Root tests skip with a
+//! printed reason when not root; each one asserts the machine is as it was afterwards.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use common::*;
+
+/// Starts a threads hold run that raises kernel.pid_max and holds its tasks for a minute, and
+/// waits until its tasks are all alive (the `peak` event is on disk).
+fn start_long_hold(sandbox: &Sandbox) -> (std::process::Child, std::path::PathBuf) {
+    let child = sandbox.spawn_run(&[
+        "--runtime",
+        "threads",
+        "--workload",
+        "hold",
+        "--n",
+        "40000",
+        "--hold-for",
+        "60s",
+    ]);
+    let mut dir = None;
+    let peaked = wait_until(Duration::from_secs(90), || {
+        dir = sandbox.results_dirs().into_iter().next();
+        dir.as_ref()
+            .is_some_and(|d| events_so_far(d).contains(r#""event":"peak""#))
+    });
+    assert!(peaked, "the run did not reach its peak");
+    assert!(
+        sysctls()["kernel/pid_max"] >= 40_000,
+        "40,000 threads need kernel.pid_max raised during the run"
+    );
+    (child, dir.unwrap())
+}
+
+fn interrupted_run_restores_everything(signal: i32, name: &str) {
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let before = sysctls();
+    let (mut child, dir) = start_long_hold(&sandbox);
+    let conductor = child.id();
+    // SAFETY: kill has no memory-safety preconditions; the PID is our own child.
+    unsafe { libc::kill(conductor as i32, signal) };
+    let status = wait_with_limit(&mut child, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(128 + signal), "exit 128+{name}");
+    assert_eq!(sysctls(), before, "sysctls restored after {name}");
+    let run = read_json(dir.join("run.json"));
+    assert_eq!(run["interrupted_by"], name);
+    let workload = run["pid"].as_u64().unwrap() as u32;
+    assert!(!process_alive(workload), "the workload was killed");
+    assert!(
+        run_cgroups().is_empty(),
+        "the run's cgroup was removed: {:?}",
+        run_cgroups()
+    );
+    assert!(
+        !sandbox.state_dir().join("sysctl-state.json").exists(),
+        "nothing left to restore"
+    );
+    let summary = read_json(dir.join("summary.json"));
+    assert!(summary["outcome"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("interrupted by {name}")));
+}
+
+#[test]
+fn sigint_mid_run_restores_the_machine() {
+    if skip_unless_root("sigint_mid_run_restores_the_machine") {
+        return;
+    }
+    interrupted_run_restores_everything(libc::SIGINT, "SIGINT");
+}
+
+#[test]
+fn sigterm_mid_run_restores_the_machine() {
+    if skip_unless_root("sigterm_mid_run_restores_the_machine") {
+        return;
+    }
+    interrupted_run_restores_everything(libc::SIGTERM, "SIGTERM");
+}
+
+#[test]
+fn a_sigkilled_conductor_is_cleaned_up_by_the_next_invocation() {
+    if skip_unless_root("a_sigkilled_conductor_is_cleaned_up_by_the_next_invocation") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let before = sysctls();
+    let (mut child, _dir) = start_long_hold(&sandbox);
+    let workloads = children(child.id());
+    assert_eq!(workloads.len(), 1, "one workload process: {workloads:?}");
+    child.kill().unwrap(); // SIGKILL: no handler runs, nothing is restored by the conductor
+    child.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || !process_alive(workloads[0])),
+        "the workload dies with its conductor"
+    );
+    assert_ne!(sysctls(), before, "a SIGKILLed conductor cannot restore");
+    assert!(
+        sandbox.state_dir().join("sysctl-state.json").exists(),
+        "the state file survives it"
+    );
+    assert!(!run_cgroups().is_empty(), "its cgroup is left behind");
+
+    let next = sandbox.command(&["sysctl", "show"]).output().unwrap();
+    assert!(
+        next.status.success(),
+        "{}",
+        String::from_utf8_lossy(&next.stderr)
+    );
+    let said = String::from_utf8_lossy(&next.stderr);
+    assert!(said.contains("left raised by an interrupted run"), "{said}");
+    assert_eq!(
+        sysctls(),
+        before,
+        "the next invocation restored the sysctls"
+    );
+    assert!(!sandbox.state_dir().join("sysctl-state.json").exists());
+    assert!(run_cgroups().is_empty(), "and removed the stale cgroup");
+}
+
+#[test]
+fn a_million_threads_in_hold_are_refused_and_nothing_changes() {
+    if skip_unless_root("a_million_threads_in_hold_are_refused_and_nothing_changes") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let before = sysctls();
+    let out = sandbox.run(&[
+        "--runtime",
+        "threads",
+        "--workload",
+        "hold",
+        "--n",
+        "1000000",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let refusal = stderr
+        .lines()
+        .find(|l| l.starts_with("spawnscope: refused:"))
+        .expect("a refusal line");
+    assert!(
+        refusal.contains("hold with 1,000,000 threads needs ≈"),
+        "{refusal}"
+    );
+    assert!(refusal.contains("largest N that fits ≈"), "{refusal}");
+    assert!(
+        refusal.contains("or use sleep, where tasks do not coexist"),
+        "{refusal}"
+    );
+    // The estimate must say a million threads do not fit in this machine's memory.
+    let needed_gib: f64 = refusal
+        .split("needs ≈")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        needed_gib > 25.0,
+        "1M threads need far more than 25 GiB: {refusal}"
+    );
+    assert_eq!(sysctls(), before);
+    assert!(
+        sandbox.results_dirs().is_empty(),
+        "a refused run writes nothing"
+    );
+    assert!(run_cgroups().is_empty());
+}
+
+#[test]
+fn an_over_large_run_is_oom_killed_in_its_cgroup_and_the_host_survives() {
+    if skip_unless_root("an_over_large_run_is_oom_killed_in_its_cgroup_and_the_host_survives") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let before = sysctls();
+    // 4M goroutines need ~10 GiB; the cgroup allows 300 MiB, and the workload's own guard is off.
+    let out = sandbox.run(&[
+        "--runtime",
+        "goroutines",
+        "--workload",
+        "hold",
+        "--n",
+        "4000000",
+        "--hold-for",
+        "1s",
+        "--memory-limit",
+        "300M",
+        "--reserve",
+        "0",
+        "--force",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = sandbox.only_results_dir();
+    let run = read_json(dir.join("run.json"));
+    assert_eq!(run["oom_killed"], true);
+    assert_eq!(run["exit"]["signal"], libc::SIGKILL);
+    let summary = read_json(dir.join("summary.json"));
+    assert!(summary["outcome"]
+        .as_str()
+        .unwrap()
+        .starts_with("OOM-killed inside its cgroup (memory limit 300 MiB)"));
+    assert_eq!(sysctls(), before);
+    assert!(run_cgroups().is_empty());
+}
+
+#[test]
+fn thread_memory_adds_up_and_sysctls_come_back() {
+    if skip_unless_root("thread_memory_adds_up_and_sysctls_come_back") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let before = sysctls();
+    let out = sandbox.run(&["--runtime", "threads", "--workload", "hold", "--n", "20000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sysctls(), before);
+    let dir = sandbox.only_results_dir();
+    let sysctl = read_json(dir.join("sysctl.json"));
+    assert_eq!(
+        sysctl["changes"][0]["key"], "vm.max_map_count",
+        "20,000 threads need more mappings than 65530"
+    );
+    assert_eq!(sysctl["after"], sysctl["before"]);
+    let summary = read_json(dir.join("summary.json"));
+    assert_eq!(summary["alive_at_peak"], 20_000);
+    let m = &summary["memory_per_task"];
+    let f = |k: &str| m[k].as_f64().unwrap();
+    // What a thread costs here: its stack's touched pages, a 16 KiB kernel stack, page tables, slab.
+    assert!((f("kernel_stack_kb") - 16.0).abs() < 0.5, "{m}");
+    assert!((6.0..16.0).contains(&f("rss_kb")), "{m}");
+    assert!(
+        (f("cgroup_kb") - f("total_kb")).abs() / f("total_kb") < 0.05,
+        "the cgroup was charged the parts: {m}"
+    );
+    assert_eq!(
+        m["adds_up"], true,
+        "parts within ±10 % of the MemAvailable drop: {m}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("System time (seconds):"),
+        "the /usr/bin/time -v vocabulary: {stdout}"
+    );
+    assert!(stdout.contains("kernel stack"));
+}
+
+#[test]
+fn bad_arguments_change_nothing() {
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let before = sysctls();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--runtime", "threads", "--workload", "hold", "--n", "0"],
+            "'0'",
+        ),
+        (
+            &["--runtime", "threads", "--workload", "hold", "--n", "abc"],
+            "'abc'",
+        ),
+        (
+            &[
+                "--runtime",
+                "threads",
+                "--workload",
+                "hold",
+                "--n",
+                "5000000",
+            ],
+            "kernel.pid_max cannot exceed",
+        ),
+        (
+            &["--runtime", "fibers", "--workload", "hold", "--n", "10"],
+            "fibers",
+        ),
+        (
+            &[
+                "--runtime",
+                "threads",
+                "--workload",
+                "hold",
+                "--n",
+                "10",
+                "--sleep",
+                "1s",
+            ],
+            "--sleep",
+        ),
+        (
+            &[
+                "--runtime",
+                "goroutines",
+                "--workload",
+                "hold",
+                "--n",
+                "10",
+                "--stack-size",
+                "64K",
+            ],
+            "--stack-size",
+        ),
+        (&["--runtime", "threads", "--workload", "hold"], "--n"),
+    ];
+    for (args, expect) in cases {
+        let out = sandbox.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert_eq!(sysctls(), before);
+    assert!(
+        sandbox.results_dirs().is_empty(),
+        "bad arguments write nothing"
+    );
+}
+
+#[test]
+fn without_root_a_run_completes_and_says_what_it_left_out() {
+    if skip_unless_root(
+        "without_root_a_run_completes_and_says_what_it_left_out (it drops to nobody)",
+    ) {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    fs::set_permissions(sandbox.dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(spawnscope_bin())
+        .args([
+            "run",
+            "--runtime",
+            "goroutines",
+            "--workload",
+            "hold",
+            "--n",
+            "2000",
+            "--out",
+        ])
+        .arg(sandbox.out())
+        .env("SPAWNSCOPE_STATE_DIR", sandbox.state_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = read_json(sandbox.only_results_dir().join("summary.json"));
+    let left_out = summary["left_out"].to_string();
+    assert!(left_out.contains("no cgroup (not root)"), "{left_out}");
+    assert!(left_out.contains("need root"), "{left_out}");
+    assert_eq!(
+        summary["alive_at_peak"], 2000,
+        "the figures it can read are still there"
+    );
+}
+
+#[test]
+fn any_command_is_measured_with_the_same_figures() {
+    if skip_unless_root("any_command_is_measured_with_the_same_figures") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let threads = spawnscope_bin().parent().unwrap().join("threads");
+    let threads = threads.to_str().unwrap();
+    let out = sandbox.run(&[
+        "--tasks",
+        "3000",
+        "--",
+        threads,
+        "hold",
+        "--n",
+        "3000",
+        "--hold-for",
+        "1500ms",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = read_json(sandbox.only_results_dir().join("summary.json"));
+    assert_eq!(summary["tasks"], 3000);
+    assert!(summary["label"]
+        .as_str()
+        .unwrap()
+        .ends_with("hold --n 3000 --hold-for 1500ms"));
+    let m = &summary["memory_per_task"];
+    // Sampled every 100 ms, the peak of a program that holds its threads for 1.5 s is found.
+    assert!(
+        (m["kernel_stack_kb"].as_f64().unwrap() - 16.0).abs() < 1.0,
+        "{m}"
+    );
+    assert!(m["cgroup_kb"].as_f64().unwrap() > 25.0, "{m}");
+    assert!(
+        summary["phases"].as_array().unwrap().is_empty(),
+        "no phases for a command"
+    );
+}
