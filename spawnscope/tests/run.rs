@@ -338,6 +338,52 @@ fn bad_arguments_change_nothing() {
 }
 
 #[test]
+fn results_belong_to_the_user_who_ran_sudo() {
+    if skip_unless_root("results_belong_to_the_user_who_ran_sudo") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox
+        .command(&[
+            "run",
+            "--out",
+            sandbox.out().to_str().unwrap(),
+            "--runtime",
+            "goroutines",
+            "--workload",
+            "hold",
+            "--n",
+            "1000",
+        ])
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    use std::os::unix::fs::MetadataExt;
+    let dir = sandbox.only_results_dir();
+    for path in [
+        sandbox.out(),
+        dir.clone(),
+        dir.join("summary.md"),
+        dir.join("workload.jsonl"),
+    ] {
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.gid()),
+            (65534, 65534),
+            "{} is not the sudo user's",
+            path.display()
+        );
+    }
+}
+
+#[test]
 fn without_root_a_run_completes_and_says_what_it_left_out() {
     if skip_unless_root(
         "without_root_a_run_completes_and_says_what_it_left_out (it drops to nobody)",
