@@ -47,6 +47,7 @@ step "gofmt" lint_gofmt
 step "go vet" in_go_module go vet ./...
 step "go test (goroutines)" in_go_module go test -count=1 ./...
 step "cargo test (threads, contract, conductor)" cargo test --release --workspace
+step "bpftrace tools" ./scripts/test-bpftrace-tools.sh
 
 # hold_smoke BIN: a real hold run at N=2000 must report 2000 alive at its peak.
 hold_smoke() {
