@@ -38,8 +38,9 @@ need_toolchains
 build_workloads
 
 tools=(taskcreate faultbuckets switches)
-# switches.bt keeps one map entry per live thread; bpftrace's default limit is 4096.
-export BPFTRACE_MAP_KEYS_MAX=65536
+# switches.bt keeps one map entry per live thread; bpftrace's default limit is 4096 (named
+# BPFTRACE_MAP_KEYS_MAX up to 0.19, BPFTRACE_MAX_MAP_KEYS from 0.20).
+export BPFTRACE_MAP_KEYS_MAX=65536 BPFTRACE_MAX_MAP_KEYS=65536
 
 work=$(mktemp -d)
 cleanup() {

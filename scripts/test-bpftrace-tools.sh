@@ -61,8 +61,9 @@ check() {
   fi
 }
 
-# The tools keep one map entry per live thread of the target (switches.bt); 4096 is the default.
-export BPFTRACE_MAP_KEYS_MAX=65536
+# switches.bt keeps one map entry per live thread of the target; 4096 is the default. The limit
+# is BPFTRACE_MAP_KEYS_MAX up to bpftrace 0.19 and BPFTRACE_MAX_MAP_KEYS from 0.20.
+export BPFTRACE_MAP_KEYS_MAX=65536 BPFTRACE_MAX_MAP_KEYS=65536
 
 # trace NAME TOOL CMD...: runs CMD (a workload) traced by probes/TOOL from its first instruction.
 # CMD waits behind a FIFO in a shell that then execs it, so its PID is known before it starts;
