@@ -48,6 +48,7 @@ step "go vet" in_go_module go vet ./...
 step "go test (goroutines)" in_go_module go test -count=1 ./...
 step "cargo test (threads, contract, conductor)" cargo test --release --workspace
 step "nix flake (offline)" ./scripts/test-nix.sh
+step "bpftrace tools" ./scripts/test-bpftrace-tools.sh
 
 # hold_smoke BIN: a real hold run at N=2000 must report 2000 alive at its peak.
 hold_smoke() {

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# Tests the bpftrace tools in probes/*.bt against live workloads: each tool traces a real run of
+# `threads` or `goroutines` from its first instruction and must print aggregates that agree with
+# what the workload itself reports (spawned, failure errno, getrusage faults and switches).
+#
+# Usage: sudo ./scripts/test-bpftrace-tools.sh
+# Needs root and a kernel with tracepoints; installs bpftrace with apt-get when it is missing and
+# mounts tracefs on /sys/kernel/tracing when it is not (and leaves it mounted). Without root, or
+# when bpftrace cannot load a program here, it prints `SKIP: <reason>` and exits 0.
+# Last line: `test-bpftrace-tools: N passed, M failed`; exit status 1 when any check failed.
+set -euo pipefail
+# shellcheck source=scripts/lib/common.sh
+. "$(dirname "$0")/lib/common.sh"
+cd "$REPO_ROOT"
+
+skip() {
+  echo "SKIP: $*"
+  exit 0
+}
+
+is_root || skip "not root: bpftrace needs root"
+if ! command -v bpftrace >/dev/null 2>&1; then
+  need_packages bpftrace >/dev/null 2>&1 || skip "bpftrace is missing and could not be installed"
+fi
+if [ ! -d /sys/kernel/tracing/events ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || skip "tracefs is not mounted and cannot be"
+fi
+# bpftrace 0.17 always complains that it cannot raise RLIMIT_MEMLOCK where the kernel accounts BPF
+# memory to the cgroup instead; that line is noise, any other error is a reason to skip.
+if ! probe_output=$(timeout 60 bpftrace -e 'tracepoint:sched:sched_switch { exit(); }' 2>&1); then
+  skip "bpftrace cannot attach to a tracepoint here: $(grep -v RLIMIT_MEMLOCK <<<"$probe_output" | head -1)"
+fi
+
+need_toolchains
+build_workloads
+
+work=$(mktemp -d)
+# On any exit, stop what this script started and is still running (its own background jobs,
+# never anything found by name), then remove its files.
+cleanup() {
+  local p
+  for p in $(jobs -p); do
+    kill "$p" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+passed=0
+failed=0
+# check DESCRIPTION RESULT: RESULT is 1 (pass) or 0 (fail), usually "$((expression))".
+check() {
+  if [ "$2" = 1 ]; then
+    passed=$((passed + 1))
+    echo "ok:   $1"
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $1"
+  fi
+}
+
+# switches.bt keeps one map entry per live thread of the target; 4096 is the default. The limit
+# is BPFTRACE_MAP_KEYS_MAX up to bpftrace 0.19 and BPFTRACE_MAX_MAP_KEYS from 0.20.
+export BPFTRACE_MAP_KEYS_MAX=65536 BPFTRACE_MAX_MAP_KEYS=65536
+
+# trace NAME TOOL CMD...: runs CMD (a workload) traced by probes/TOOL from its first instruction.
+# CMD waits behind a FIFO in a shell that then execs it, so its PID is known before it starts;
+# the tool is given that PID, and the shell is released once the tool's BEGIN line is out (all
+# probes attached). Leaves $work/NAME.bt (the tool's stdout) and $work/NAME.jsonl (the workload's),
+# and in pre_faults the faults the waiting shell had taken before release (getrusage counts them,
+# the tool, attached later, cannot). The tool ends by itself when the workload exits.
+trace() {
+  local name=$1 tool=$2
+  shift 2
+  local gate="$work/$name.gate" out="$work/$name.bt" wpid bpid i stat
+  mkfifo "$gate"
+  # Our read-write descriptor (7) keeps the FIFO open from both ends until the workload is done:
+  # the shell's open never waits, and "go" stays in the pipe however late the shell opens it.
+  exec 7<>"$gate"
+  bash -c 'read -r _ <"$0" && exec "$@"' "$gate" "$@" </dev/null >"$work/$name.jsonl" 2>"$work/$name.stderr" 7>&- &
+  wpid=$!
+  timeout 120 bpftrace "probes/$tool" "$wpid" >"$out" 2>"$work/$name.bterr" 7>&- &
+  bpid=$!
+  for ((i = 0; i < 600; i++)); do
+    grep -q '^Tracing' "$out" && break
+    kill -0 "$bpid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! grep -q '^Tracing' "$out"; then
+    exec 7>&-
+    kill "$wpid" "$bpid" 2>/dev/null || true
+    wait "$wpid" "$bpid" 2>/dev/null || true
+    echo "$tool did not start:" >&2
+    grep -v RLIMIT_MEMLOCK "$work/$name.bterr" >&2 || true
+    return 1
+  fi
+  # Fields after "pid (comm) ": minflt is the 8th, majflt the 10th.
+  stat=$(sed 's/^.*) //' "/proc/$wpid/stat")
+  pre_faults=$(awk '{print $8 + $10}' <<<"$stat")
+  echo go >&7
+  wait "$wpid" || true # a workload stopped at a limit exits 3; its result says so
+  exec 7>&-
+  if ! wait "$bpid"; then
+    echo "$tool failed or timed out:" >&2
+    grep -v RLIMIT_MEMLOCK "$work/$name.bterr" >&2 || true
+    cat "$out" >&2
+    return 1
+  fi
+  echo "--- $tool, $name:"
+  grep -v '^$' "$out" | sed 's/^/    /'
+}
+
+# value NAME KEY: the number printed for KEY (e.g. '@created[clone3]') in NAME's tool output, 0 if
+# the tool printed nothing for it.
+value() {
+  awk -v key="$2" 'index($0, key ": ") == 1 { v = substr($0, length(key) + 3) } END { print v + 0 }' "$work/$1.bt"
+}
+# hist_total NAME MAP: the sum of the bucket counts of histogram MAP (e.g. '@runq_latency_us').
+hist_total() {
+  awk -v map="$2" '
+    $0 == map ": " || $0 == map ":" { inside = 1; next }
+    inside && /^\[/ { if (match($0, /[\])] +[0-9]+ /)) total += substr($0, RSTART + 1, RLENGTH - 1); next }
+    inside { inside = 0 }
+    END { print total + 0 }' "$work/$1.bt"
+}
+# result NAME JQ: a field of the workload's result event.
+result() {
+  jq -r "select(.event == \"result\") | $2" "$work/$1.jsonl"
+}
+# within A B PCT ABS: 1 when |A - B| <= PCT% of B + ABS.
+within() {
+  echo $(($1 - $2 <= $2 * $3 / 100 + $4 && $2 - $1 <= $2 * $3 / 100 + $4))
+}
+
+threads_bin=$BIN_DIR/threads
+goroutines_bin=$BIN_DIR/goroutines
+
+say "taskcreate.bt"
+n=2000
+if trace tc-threads taskcreate.bt "$threads_bin" hold --n "$n" --hold-for 0s; then
+  c3=$(value tc-threads '@created[clone3]')
+  spawned=$(result tc-threads .spawned)
+  check "threads hold $n: clone3 successes = the $spawned threads spawned (got $c3; counting the child's ret 0 would double it)" \
+    "$((c3 == spawned && spawned == n))"
+  check "threads hold $n: no clone (got $(value tc-threads '@created[clone]'))" "$(($(value tc-threads '@created[clone]') == 0))"
+  nt=$(value tc-threads '@newtask[thread (CLONE_THREAD)]')
+  check "threads hold $n: task_newtask CLONE_THREAD = clone3 successes (got $nt)" "$((nt == c3))"
+  check "threads hold $n: clone3 latency histogram holds every call" "$(($(hist_total tc-threads '@latency_us[clone3]') == c3))"
+  check "threads hold $n: at least $n task exits" "$(($(value tc-threads '@exited[tasks]') >= n))"
+else
+  check "taskcreate.bt ran on threads hold" 0
+fi
+
+n=100000
+if trace tc-go taskcreate.bt "$goroutines_bin" hold --n "$n" --hold-for 0s; then
+  c=$(value tc-go '@created[clone]')
+  check "goroutines hold $n: clone successes 1..99, far below N (got $c)" "$((c >= 1 && c < 100))"
+  check "goroutines hold $n: no clone3 (got $(value tc-go '@created[clone3]'))" "$(($(value tc-go '@created[clone3]') == 0))"
+  check "goroutines hold $n: task_newtask CLONE_THREAD = clone successes" \
+    "$(($(value tc-go '@newtask[thread (CLONE_THREAD)]') == c))"
+else
+  check "taskcreate.bt ran on goroutines hold" 0
+fi
+
+# A failure by errno: as user nobody with RLIMIT_NPROC 100 (root is exempt from that limit),
+# clone3 fails with EAGAIN and the workload stops spawning there.
+if setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$threads_bin"; then
+  if trace tc-fail taskcreate.bt setpriv --reuid=65534 --regid=65534 --clear-groups \
+    prlimit --nproc=100 "$threads_bin" hold --n 300 --hold-for 0s; then
+    spawned=$(result tc-fail .spawned)
+    check "threads hold under RLIMIT_NPROC: the workload's failure is EAGAIN (got $(result tc-fail .failure.errno))" \
+      "$(($(result tc-fail '.failure.errno // 0') == 11))"
+    check "threads hold under RLIMIT_NPROC: @failed[clone3, 11] >= 1 (got $(value tc-fail '@failed[clone3, 11]'))" \
+      "$(($(value tc-fail '@failed[clone3, 11]') >= 1))"
+    check "threads hold under RLIMIT_NPROC: clone3 successes = $spawned spawned" \
+      "$(($(value tc-fail '@created[clone3]') == spawned))"
+  else
+    check "taskcreate.bt ran on threads hold under RLIMIT_NPROC" 0
+  fi
+else
+  echo "skip: user nobody cannot run $threads_bin, so the EAGAIN case is not tested"
+fi
+
+# faultbuckets: the tool's user+kernel mode faults against getrusage's minflt+majflt. They count
+# nearly the same events; the tolerance (3 % + 100) covers what only one side sees: faults taken
+# for the process by get_user_pages (execve copying arguments, futex fault-in: counted, no
+# exception), retried faults (one count, two exceptions), and faults after getrusage (exit).
+# The shell's faults before the tool attached (~200) are subtracted exactly (pre_faults).
+say "faultbuckets.bt"
+for spec in "threads $threads_bin 2000" "goroutines $goroutines_bin 100000"; do
+  read -r rt bin n <<<"$spec"
+  if trace "fb-$rt" faultbuckets.bt "$bin" hold --n "$n" --hold-for 0s; then
+    user=$(value "fb-$rt" '@total[user mode]')
+    total=$((user + $(value "fb-$rt" '@total[kernel mode]')))
+    expected=$(($(result "fb-$rt" '.rusage.minflt + .rusage.majflt') - pre_faults))
+    check "$rt hold $n: faults $total within 3 % + 100 of getrusage's $expected" "$(within "$total" "$expected" 3 100)"
+    check "$rt hold $n: time buckets sum to the user-mode faults ($user)" "$(($(hist_total "fb-$rt" '@faults_ms') == user))"
+    kinds=$(awk -F': ' '/^@user_faults\[/ { s += $NF } END { print s + 0 }' "$work/fb-$rt.bt")
+    check "$rt hold $n: faults by kind sum to the user-mode faults" "$((kinds == user))"
+    # Every task's stack is written: a thread's on its own pages, goroutines' 2 KiB two to a page.
+    per_page=1
+    [ "$rt" = goroutines ] && per_page=2
+    check "$rt hold $n: write faults on new pages >= $n / $per_page (stacks)" \
+      "$(($(value "fb-$rt" '@user_faults[write, page not present]') >= n / per_page))"
+  else
+    check "faultbuckets.bt ran on $rt hold" 0
+  fi
+done
+
+# switches: voluntary/involuntary against getrusage's nvcsw/nivcsw (the tool classifies the way
+# __schedule() counts them); pingpong blocks on every hop, so voluntary >= rounds.
+say "switches.bt"
+rounds=20000
+for spec in "threads $threads_bin" "goroutines $goroutines_bin"; do
+  read -r rt bin <<<"$spec"
+  if trace "sw-$rt" switches.bt "$bin" pingpong --n 1 --rounds "$rounds"; then
+    vol=$(value "sw-$rt" '@switches[voluntary]')
+    invol=$(value "sw-$rt" '@switches[involuntary]')
+    nvcsw=$(result "sw-$rt" .rusage.nvcsw)
+    nivcsw=$(result "sw-$rt" .rusage.nivcsw)
+    check "$rt pingpong $rounds rounds: voluntary $vol within 2 % + 20 of getrusage's $nvcsw" "$(within "$vol" "$nvcsw" 2 20)"
+    check "$rt pingpong $rounds rounds: involuntary $invol within 5 % + 20 of getrusage's $nivcsw" \
+      "$(within "$invol" "$nivcsw" 5 20)"
+    check "$rt pingpong: run-queue latency histogram present" "$(($(hist_total "sw-$rt" '@runq_latency_us') > 0))"
+    if [ "$rt" = threads ]; then
+      check "threads pingpong: voluntary >= $rounds (each hop blocks a thread)" "$((vol >= rounds))"
+    fi
+  else
+    check "switches.bt ran on $rt pingpong" 0
+  fi
+done
+n=5000 # above bpftrace's default 4096 map keys: the tool keeps one entry per live thread
+if trace sw-hold switches.bt "$threads_bin" hold --n "$n" --hold-for 0s; then
+  exits=$(value sw-hold '@switches[exit]')
+  check "threads hold $n: one final switch per exiting task ($exits, expected $n + main)" "$((exits == n + 1))"
+  runq=$(hist_total sw-hold '@runq_latency_us')
+  check "threads hold $n: run-queue latency for every new thread at least ($runq >= $n)" "$((runq >= n))"
+  vol=$(value sw-hold '@switches[voluntary]')
+  invol=$(value sw-hold '@switches[involuntary]')
+  check "threads hold $n: switches seen (voluntary $vol + involuntary $invol > 0, voluntary > 0)" \
+    "$((vol + invol > 0 && vol > 0))"
+else
+  check "switches.bt ran on threads hold" 0
+fi
+
+echo "test-bpftrace-tools: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
