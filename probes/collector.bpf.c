@@ -437,10 +437,10 @@ static __always_inline void switch_in(struct sc_task *t, __u64 now)
 /*
  * Voluntary or not: __schedule() bumps prev->nvcsw when the task blocks (!preempt && a non-running
  * state) and prev->nivcsw otherwise, just before this tracepoint. Reading which counter moved
- * since the thread's last switch is exact; the state rule (preempt || prev_state == RUNNING means
- * involuntary) is not since 6.14: when a signal is pending as the task tries to block,
- * try_to_block_task() leaves it running and rewrites prev_state to RUNNING while nvcsw is still
- * the counter bumped. The rule serves when the thread's previous count is unknown, and every
+ * since the thread's last switch is exact. The state rule (preempt || prev_state == RUNNING means
+ * involuntary) is not: when a signal is pending as the task tries to block, try_to_block_task()
+ * leaves it running and (since early 2025: 6.14 and stable) rewrites prev_state to RUNNING, while
+ * nvcsw is still the counter bumped. The rule serves when the thread's previous count is unknown, and every
  * disagreement is counted (SC_SWITCH_RULE_DISAGREES).
  */
 SEC("tp_btf/sched_switch")
@@ -661,18 +661,22 @@ static long classify_vma(struct task_struct *task, struct vm_area_struct *vma, v
 }
 
 /*
- * Which memory the fault is in: the faulting thread's own stack, the brk heap, other anonymous
- * memory (mmap'd heaps, Go's arenas and the goroutine stacks in them, other threads' stacks), a
- * file. The brk range needs no lock. The VMA lookup takes mmap_lock with a trylock, which fails
- * whenever another thread holds it for writing -- during thread spawning, most of the time (each
- * new thread's stack is mmap'd and mprotect'd). Then the SP window alone decides "stack", and
- * anything else is counted "busy" (anon or file, not known which).
+ * Which memory the fault is in: the faulting thread's own stack (near its user SP), the brk heap,
+ * elsewhere. Neither needs a lock. At FAULT_KINDS_VMA "elsewhere" is split further by looking up
+ * the VMA: other anonymous memory (mmap'd heaps, Go's arenas and the goroutine stacks in them,
+ * other threads' stacks) or a file, and "stack" must share the VMA of SP. That lookup takes
+ * mmap_lock with a trylock and, IRQs being off in this tracepoint, releases it from an irq_work:
+ * about 15 us per fault on the 2-core VM, which quadrupled the goroutines' spawn time -- so it is
+ * not the default. The trylock fails whenever another thread holds mmap_lock for writing (during
+ * thread spawning, often: each new stack is mmap'd and mprotect'd); the fault is then "other".
  */
+#define FAULT_KINDS_VMA 2
+
 static __always_inline __u32 fault_kind(__u64 addr, __u64 sp)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mm_struct *mm = task->mm;
-	struct vma_probe p = { .addr = addr, .sp = sp, .kind = SC_FAULT_UNCLASSIFIED };
+	struct vma_probe p = { .addr = addr, .sp = sp, .kind = SC_FAULT_OTHER };
 	bool near = near_sp(addr, sp);
 	long err;
 
@@ -680,12 +684,16 @@ static __always_inline __u32 fault_kind(__u64 addr, __u64 sp)
 		return SC_FAULT_UNCLASSIFIED;
 	if (addr >= BPF_CORE_READ(mm, start_brk) && addr < BPF_CORE_READ(mm, brk))
 		return SC_FAULT_HEAP;
+	if (cfg[SC_CFG_FAULT_KINDS] < FAULT_KINDS_VMA)
+		return near ? SC_FAULT_STACK : SC_FAULT_OTHER;
 	err = bpf_find_vma(task, addr, classify_vma, &p, 0);
 	if (err == -ENOENT)
 		/* Below the main stack's VMA: the stack growing, else a bad address. */
 		return near ? SC_FAULT_STACK : SC_FAULT_NOVMA;
-	if (err)
-		return near ? SC_FAULT_STACK : SC_FAULT_BUSY;
+	if (err) {
+		__sync_fetch_and_add(&state[SC_ST_VMA_BUSY], 1);
+		return near ? SC_FAULT_STACK : SC_FAULT_OTHER;
+	}
 	return p.kind;
 }
 
@@ -716,7 +724,7 @@ int BPF_PROG(btf_page_fault_user, unsigned long address, struct pt_regs *regs,
 
 	if (!current_is_target())
 		return 0;
-	if (cfg[SC_CFG_CLASSIFY_FAULTS])
+	if (cfg[SC_CFG_FAULT_KINDS])
 		kind = fault_kind(address, regs->sp);
 	fault(true, kind);
 	return 0;
@@ -734,7 +742,7 @@ int BPF_PROG(btf_page_fault_kernel, unsigned long address, struct pt_regs *regs,
 
 	if ((long)address < 0 || !current_is_target())
 		return 0;
-	if (cfg[SC_CFG_CLASSIFY_FAULTS]) {
+	if (cfg[SC_CFG_FAULT_KINDS]) {
 		user_regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 		kind = fault_kind(address, BPF_CORE_READ(user_regs, sp));
 	}

@@ -30,7 +30,7 @@ enum sc_counter {
 	SC_FAULT_ANON,
 	SC_FAULT_FILE,
 	SC_FAULT_NOVMA,
-	SC_FAULT_BUSY,
+	SC_FAULT_OTHER,          /* anon or file, not looked up (or the lookup found mmap_lock taken) */
 	SC_FAULT_UNCLASSIFIED,
 	SC_CLONE_CALLS,
 	SC_CLONE_OK,
@@ -147,6 +147,7 @@ enum sc_state {
 	SC_ST_PREARM_FAULTS,     /* the target's faults and switches from attach to exec, counted */
 	SC_ST_PREARM_VOLUNTARY,  /* by the classic programs (the tp_btf ones read the task's own */
 	SC_ST_PREARM_INVOLUNTARY,/* counters at exec instead) */
+	SC_ST_VMA_BUSY,          /* VMA lookups that found mmap_lock held for writing */
 	SC_NR_STATE
 };
 
@@ -155,7 +156,7 @@ enum sc_cfg {
 	SC_CFG_TGID,
 	SC_CFG_BUCKET_NS,
 	SC_CFG_NR_BUCKETS,
-	SC_CFG_CLASSIFY_FAULTS,
+	SC_CFG_FAULT_KINDS,      /* 0 off, 1 stack/heap/other (no lock), 2 also a VMA lookup */
 	SC_CFG_PAGE_SIZE,
 	SC_CFG_PHASES_FROM_STDOUT,
 	SC_NR_CFG

@@ -1,6 +1,6 @@
 //! Runs a command under the collector and prints the report as JSON on stdout.
 //!
-//!     sudo target/release/examples/collect [--n N] [--classic] [--no-classify] -- CMD ARGS...
+//!     sudo target/release/examples/collect [--n N] [--classic] [--fault-kinds off|stack-heap|vma] -- CMD ARGS...
 //!
 //! The command is forked, held before exec while the probes attach, then released. When it prints
 //! spawnscope JSON Lines (the workloads do), its `phase` events set the phases and its `result`
@@ -14,12 +14,14 @@ use std::process::{Command, ExitCode, Stdio};
 
 use serde_json::Value;
 use spawnscope_collector::launch::HeldChild;
-use spawnscope_collector::{Collector, Config, Rusage};
+use spawnscope_collector::{Collector, Config, FaultKinds, Rusage};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(split) = args.iter().position(|a| a == "--") else {
-        eprintln!("usage: collect [--n N] [--classic] [--no-classify] -- CMD ARGS...");
+        eprintln!(
+            "usage: collect [--n N] [--classic] [--fault-kinds off|stack-heap|vma] -- CMD ARGS..."
+        );
         return ExitCode::from(2);
     };
     let (opts, command) = (&args[..split], &args[split + 1..]);
@@ -28,7 +30,8 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let mut n = 10_000;
-    let (mut classic, mut classify) = (false, true);
+    let mut classic = false;
+    let mut fault_kinds = FaultKinds::StackHeap;
     let mut it = opts.iter();
     while let Some(opt) = it.next() {
         match opt.as_str() {
@@ -40,7 +43,17 @@ fn main() -> ExitCode {
                 }
             },
             "--classic" => classic = true,
-            "--no-classify" => classify = false,
+            "--fault-kinds" => {
+                fault_kinds = match it.next().map(String::as_str) {
+                    Some("off") => FaultKinds::Off,
+                    Some("stack-heap") => FaultKinds::StackHeap,
+                    Some("vma") => FaultKinds::Vma,
+                    _ => {
+                        eprintln!("collect: --fault-kinds takes off, stack-heap or vma");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             other => {
                 eprintln!("collect: unknown option {other}");
                 return ExitCode::from(2);
@@ -59,7 +72,7 @@ fn main() -> ExitCode {
     };
     let mut cfg = Config::new(held.pid(), n);
     cfg.classic_only = classic;
-    cfg.classify_faults = classify;
+    cfg.fault_kinds = fault_kinds;
     let collector = match Collector::start(&cfg) {
         Ok(c) => Some(c),
         Err(err) => {

@@ -40,6 +40,7 @@ use std::fmt;
 use std::sync::Mutex;
 
 pub use checks::{CrossCheck, Rusage, Verdict};
+pub use report::FaultKinds;
 pub use report::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, HistBucket, Histogram, Metric,
     PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, SummaryRow, REPORT_SCHEMA,
@@ -62,9 +63,8 @@ pub struct Config {
     /// Time covered by the series (default 20 min); later events land in the last bucket and are
     /// counted in [`Diagnostics::late_events`].
     pub max_duration_ns: u64,
-    /// Tell which memory each page fault hits (stack, heap, anon, file). Costs a VMA lookup per
-    /// fault; off, every fault counts as unclassified.
-    pub classify_faults: bool,
+    /// How far to tell which memory each page fault hits (default: stack, heap, other).
+    pub fault_kinds: FaultKinds,
     /// Also switch phases in the kernel the moment the target writes a `phase` event to its
     /// stdout (the workload contract: one JSON line per event, `"event"` first); set_phase then
     /// only catches what that misses. Exact where set_phase lags by a pipe and a wakeup.
@@ -86,7 +86,7 @@ impl Config {
             expected_tasks,
             bucket_ns: 100_000_000,
             max_duration_ns: 20 * 60 * 1_000_000_000,
-            classify_faults: true,
+            fault_kinds: FaultKinds::StackHeap,
             phases_from_stdout: true,
             classic_only: false,
             refuse_btf_for: None,
@@ -209,7 +209,7 @@ impl Collector {
             phases,
             tasks_map_entries: sizing.tasks,
             nr_buckets: sizing.buckets,
-            classify_faults: cfg.classify_faults,
+            fault_kinds: cfg.fault_kinds,
             errors,
             held,
         };
@@ -226,6 +226,14 @@ fn phase_slot(index: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The conductor may read the workload's stdout on another thread than the one that waits.
+    #[test]
+    fn a_collector_can_move_between_and_be_shared_by_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Collector>();
+        send_sync::<Report>();
+    }
 
     #[test]
     fn phase_slots_shift_by_one_and_saturate() {

@@ -382,7 +382,7 @@ fn config_words(cfg: &Config, sizing: &Sizing) -> Vec<u64> {
     words[cfg_idx::TGID] = cfg.target_pid as u64;
     words[cfg_idx::BUCKET_NS] = sizing.bucket_ns;
     words[cfg_idx::NR_BUCKETS] = sizing.buckets as u64;
-    words[cfg_idx::CLASSIFY_FAULTS] = cfg.classify_faults as u64;
+    words[cfg_idx::FAULT_KINDS] = cfg.fault_kinds as u64;
     words[cfg_idx::PAGE_SIZE] = page_size();
     words[cfg_idx::PHASES_FROM_STDOUT] = cfg.phases_from_stdout as u64;
     words

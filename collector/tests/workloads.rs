@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use common::{assert_checks_pass, assert_consistent, run, serial, skip};
-use spawnscope_collector::{Attach, Collector, Config, Error};
+use spawnscope_collector::{Attach, Collector, Config, Error, FaultKinds};
 
 const THREADS: u64 = 2_000;
 const GOROUTINES: u64 = 100_000;
@@ -159,6 +159,7 @@ fn a_tp_btf_program_the_kernel_refuses_falls_back_alone() {
         |c| {
             c.expected_tasks = 200;
             c.refuse_btf_for = Some("sched_switch".into());
+            c.fault_kinds = FaultKinds::Vma;
         },
     ) else {
         return;
@@ -173,6 +174,12 @@ fn a_tp_btf_program_the_kernel_refuses_falls_back_alone() {
         "{note}"
     );
     println!("{test}: sched:sched_switch fell back: {note}");
+    // The VMA lookups tell file pages (the program and its libraries) from anonymous memory.
+    assert!(
+        r.total("fault_file") > 0 && r.total("fault_anon") > 0,
+        "{:?}",
+        r.metric("fault_file")
+    );
     // Only that probe fell back.
     assert_eq!(attach("sched:sched_wakeup").attach, Some(Attach::TpBtf));
     assert_eq!(

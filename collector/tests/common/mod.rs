@@ -209,7 +209,7 @@ pub fn assert_consistent(run: &Run) {
         "fault_anon",
         "fault_file",
         "fault_novma",
-        "fault_busy",
+        "fault_other",
         "fault_unclassified",
     ]
     .iter()
