@@ -137,13 +137,21 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
             }
             Err(Failure::Fatal(msg)) => return Err(Error::NoBpf(msg)),
             Err(Failure::Programs(blamed)) => {
-                for (prog, reason) in blamed {
-                    if let Some(i) = PROBES
-                        .iter()
-                        .position(|p| prog == p.btf_prog() || prog == p.tp_prog())
-                    {
-                        plans[i] = fall_back(&PROBES[i], &plans[i], &reason, tracefs.as_deref());
+                let mut progressed = false;
+                for (prog, reason) in &blamed {
+                    let refused = PROBES.iter().zip(&plans).position(|(p, plan)| {
+                        (plan.using == Use::Btf && *prog == p.btf_prog())
+                            || (plan.using == Use::Classic && *prog == p.tp_prog())
+                    });
+                    if let Some(i) = refused {
+                        plans[i] = fall_back(&PROBES[i], &plans[i], reason, tracefs.as_deref());
+                        progressed = true;
                     }
+                }
+                if !progressed {
+                    let said: Vec<String> =
+                        blamed.iter().map(|(p, r)| format!("{p}: {r}")).collect();
+                    return Err(Error::NoBpf(said.join("; ")));
                 }
             }
         }
