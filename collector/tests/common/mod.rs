@@ -20,7 +20,8 @@ pub fn serial() -> MutexGuard<'static, ()> {
 
 /// Printed past the test harness's capture, so a skip is seen in `cargo test` output.
 pub fn skip(test: &str, reason: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIP {test}: {reason}");
+    // A line of its own: the harness may be half-way through printing "test NAME ... ".
+    let _ = write!(std::io::stderr(), "\nSKIP {test}: {reason}\n");
 }
 
 pub fn workspace() -> PathBuf {
@@ -109,7 +110,7 @@ impl Run {
     }
 }
 
-/// Ok(None) with a printed SKIP when BPF cannot be used here.
+/// The run, or None after a printed SKIP when BPF cannot be used here.
 pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Config)) -> Option<Run> {
     if !is_root() {
         skip(test, "needs root to load BPF programs");
