@@ -1,0 +1,412 @@
+//! Cross-checks: a tracer is only as good as its agreement with the kernel's own accounting, so
+//! every summary compares the counts with the workload's getrusage(RUSAGE_SELF).
+//!
+//! Both sides are made to cover the same span: the kernel side keeps apart what was counted
+//! up to the workload's last getrusage call (its `result` event), and what the task's rusage
+//! already held at exec (the fork child's work before exec, execve's own faults) is taken off.
+//! getrusage sums the threads' counters while they run, so its figures can only be pinned
+//! between the counts at the call's entry and at its return: `observed..=observed_max`. When no
+//! other thread runs meanwhile the two are equal and the check is an equality.
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{Attach, CutCounts, CutWindow, Report};
+
+/// The workload's getrusage(RUSAGE_SELF) figures (the `rusage` object of its `result` event).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rusage {
+    pub minflt: u64,
+    pub majflt: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// A probe it needs is missing, or the target never exec'd.
+    NotMeasured,
+}
+
+/// One comparison: pass when `observed - tolerance <= expected <= observed_max + tolerance`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossCheck {
+    pub name: String,
+    /// From the kernel's accounting (rusage), less what it held before exec.
+    pub expected: u64,
+    /// From the probes, up to the entry of the workload's getrusage call ...
+    pub observed: u64,
+    /// ... and up to its return.
+    pub observed_max: u64,
+    pub tolerance: u64,
+    pub verdict: Verdict,
+    /// How the two numbers were made, and anything that weakens the comparison.
+    pub basis: String,
+}
+
+impl CrossCheck {
+    pub fn pass(&self) -> bool {
+        self.verdict == Verdict::Pass
+    }
+
+    /// How far the probes' count lies from the kernel's: 0 inside the window, else observed
+    /// minus expected at the nearer end.
+    pub fn difference(&self) -> i64 {
+        if self.expected < self.observed {
+            self.observed as i64 - self.expected as i64
+        } else if self.expected > self.observed_max {
+            self.observed_max as i64 - self.expected as i64
+        } else {
+            0
+        }
+    }
+}
+
+impl Report {
+    /// The cross-checks against the kernel's own accounting, given the workload's rusage and the
+    /// OS threads it created besides its main thread (threads: `spawned`; goroutines: the Go
+    /// runtime's threads created less one).
+    ///
+    /// - page faults (user- and kernel-mode, on user addresses) vs minflt + majflt, within 1 %;
+    /// - involuntary switches vs nivcsw, exactly;
+    /// - voluntary switches vs nvcsw, exactly once each exited thread's final switch (which no
+    ///   rusage sees) is left out; the classic tracepoint cannot tell that switch apart, so there
+    ///   the tolerance is one per exited thread;
+    /// - threads created (task_newtask with CLONE_THREAD) vs `spawned`, exactly.
+    pub fn cross_checks(&self, rusage: &Rusage, spawned: u64) -> Vec<CrossCheck> {
+        let mut notes = Vec::new();
+        let window = match &self.rusage_basis.at_last_getrusage {
+            Some(window) => window.clone(),
+            None => {
+                notes.push(format!(
+                    "counts are totals: {} getrusage calls and {} returns seen, no cut at the last",
+                    self.rusage_basis.getrusage_calls, self.rusage_basis.getrusage_returns
+                ));
+                CutWindow {
+                    entered: self.rusage_basis.total.clone(),
+                    returned: self.rusage_basis.total.clone(),
+                }
+            }
+        };
+        let pre = self.rusage_basis.pre_exec.clone();
+        match &pre {
+            None => notes.push("the task's counters at exec are unknown".into()),
+            Some(p) if p.source != "task_struct at exec" => {
+                notes.push(format!("counters at exec: {}", p.source))
+            }
+            Some(_) => {}
+        }
+        let pre_faults = pre.as_ref().map_or(0, |p| p.minflt + p.majflt);
+        let pre_nvcsw = pre.as_ref().map_or(0, |p| p.nvcsw);
+        let pre_nivcsw = pre.as_ref().map_or(0, |p| p.nivcsw);
+        let common = notes.join("; ");
+        let with_common = |basis: String| {
+            if common.is_empty() {
+                basis
+            } else {
+                format!("{basis}; {common}")
+            }
+        };
+        let switch_attach = self.attach_of("sched:sched_switch");
+        let (lo, hi) = (&window.entered, &window.returned);
+
+        let expected = (rusage.minflt + rusage.majflt).saturating_sub(pre_faults);
+        let faults = self.check(
+            "page faults vs rusage minflt+majflt",
+            expected,
+            (lo.faults, hi.faults),
+            expected.div_ceil(100),
+            &["exceptions:page_fault_user", "exceptions:page_fault_kernel"],
+            with_common(format!(
+                "expected = minflt {} + majflt {} - {pre_faults} at exec; observed = user-mode + \
+                 kernel-mode faults on user addresses; tolerance 1 %",
+                rusage.minflt, rusage.majflt
+            )),
+        );
+
+        let invol = |c: &CutCounts| {
+            c.switches_involuntary
+                .saturating_sub(c.switches_involuntary_after_exit)
+        };
+        let involuntary = self.check(
+            "involuntary switches vs rusage nivcsw",
+            rusage.nivcsw.saturating_sub(pre_nivcsw),
+            (invol(lo), invol(hi)),
+            0,
+            &["sched:sched_switch"],
+            with_common(switch_basis(hi, false, pre_nivcsw, switch_attach)),
+        );
+
+        let vol = |c: &CutCounts| {
+            c.switches_voluntary
+                .saturating_sub(c.switches_voluntary_after_exit)
+        };
+        let classic = switch_attach == Some(Attach::Tracepoint);
+        let voluntary = self.check(
+            "voluntary switches vs rusage nvcsw",
+            rusage.nvcsw.saturating_sub(pre_nvcsw),
+            (vol(lo), vol(hi)),
+            if classic {
+                self.total("thread_exits")
+            } else {
+                0
+            },
+            &["sched:sched_switch"],
+            with_common(switch_basis(hi, true, pre_nvcsw, switch_attach)),
+        );
+
+        let threads = self.check(
+            "threads created vs spawned",
+            spawned,
+            (lo.new_threads, hi.new_threads),
+            0,
+            &["task:task_newtask"],
+            with_common(
+                "observed = task_newtask with CLONE_THREAD from the target; expected = the OS \
+                 threads the workload says it created"
+                    .into(),
+            ),
+        );
+        vec![faults, involuntary, voluntary, threads]
+    }
+
+    fn attach_of(&self, probe: &str) -> Option<Attach> {
+        self.probes
+            .iter()
+            .find(|p| p.probe == probe)
+            .and_then(|p| p.attach)
+    }
+
+    fn check(
+        &self,
+        name: &str,
+        expected: u64,
+        (observed, observed_max): (u64, u64),
+        tolerance: u64,
+        needs: &[&str],
+        basis: String,
+    ) -> CrossCheck {
+        let missing: Vec<&str> = needs
+            .iter()
+            .copied()
+            .filter(|p| self.attach_of(p).is_none())
+            .collect();
+        let inside = expected + tolerance >= observed && expected <= observed_max + tolerance;
+        let verdict = match (self.exec_seen && missing.is_empty(), inside) {
+            (false, _) => Verdict::NotMeasured,
+            (true, true) => Verdict::Pass,
+            (true, false) => Verdict::Fail,
+        };
+        let basis = if missing.is_empty() {
+            basis
+        } else {
+            format!("missing probe {}; {basis}", missing.join(", "))
+        };
+        CrossCheck {
+            name: name.into(),
+            expected,
+            observed,
+            observed_max,
+            tolerance,
+            verdict,
+            basis,
+        }
+    }
+}
+
+fn switch_basis(counts: &CutCounts, voluntary: bool, pre: u64, attach: Option<Attach>) -> String {
+    let (all, after, field) = if voluntary {
+        (
+            counts.switches_voluntary,
+            counts.switches_voluntary_after_exit,
+            "nvcsw",
+        )
+    } else {
+        (
+            counts.switches_involuntary,
+            counts.switches_involuntary_after_exit,
+            "nivcsw",
+        )
+    };
+    let how = match attach {
+        Some(Attach::TpBtf) => "classified by which of the task's own counters moved",
+        Some(Attach::Tracepoint) => {
+            "classified by prev_state (classic tracepoint: a switch while a signal is pending \
+             counts as involuntary here, voluntary in the kernel)"
+        }
+        None => "not measured",
+    };
+    format!(
+        "expected = {field} - {pre} at exec; observed = switches less those after the thread's \
+         exit was accounted (at getrusage's return: {all} - {after}); {how}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Diagnostics, PreExec, ProbeStatus, Report, RusageBasis, REPORT_SCHEMA};
+
+    fn report(attach: Option<Attach>, at_last: Option<CutCounts>) -> Report {
+        let at_last = at_last.map(|c| CutWindow {
+            entered: c.clone(),
+            returned: c,
+        });
+        let probes = [
+            "exceptions:page_fault_user",
+            "exceptions:page_fault_kernel",
+            "sched:sched_switch",
+            "task:task_newtask",
+        ]
+        .iter()
+        .map(|p| ProbeStatus {
+            probe: p.to_string(),
+            attach,
+            note: None,
+        })
+        .collect();
+        Report {
+            schema: REPORT_SCHEMA,
+            tgid: 1,
+            exec_seen: true,
+            t0_ns: 0,
+            finished_ns: 0,
+            bucket_ns: 1,
+            probes,
+            phases: Vec::new(),
+            metrics: Vec::new(),
+            histograms: Vec::new(),
+            series: Vec::new(),
+            clone_failures: Vec::new(),
+            rusage_basis: RusageBasis {
+                getrusage_calls: 1,
+                getrusage_returns: 1,
+                last_getrusage_ns: 0,
+                pre_exec: Some(PreExec {
+                    minflt: 30,
+                    majflt: 0,
+                    nvcsw: 1,
+                    nivcsw: 0,
+                    source: "task_struct at exec".into(),
+                }),
+                at_last_getrusage: at_last,
+                total: CutCounts {
+                    faults: 999_999,
+                    ..CutCounts::default()
+                },
+            },
+            diagnostics: Diagnostics {
+                tasks_map_entries: 0,
+                tasks_map_full: 0,
+                threads_left_in_map: 0,
+                nr_buckets: 0,
+                late_events: 0,
+                fault_kinds: crate::FaultKinds::StackHeap,
+                vma_lookups_busy: 0,
+                execs: 1,
+                read_errors: Vec::new(),
+            },
+        }
+    }
+
+    fn counts(faults: u64) -> CutCounts {
+        CutCounts {
+            faults,
+            switches_voluntary: 2_105,
+            switches_involuntary: 40,
+            switches_voluntary_after_exit: 2_000,
+            switches_involuntary_after_exit: 2,
+            new_threads: 2_000,
+        }
+    }
+
+    const RUSAGE: Rusage = Rusage {
+        minflt: 10_030,
+        majflt: 0,
+        nvcsw: 106,
+        nivcsw: 38,
+    };
+
+    #[test]
+    fn faults_agree_within_one_percent_after_the_pre_exec_faults() {
+        // expected = 10030 - 30 = 10000, tolerance 100.
+        let r = report(Some(Attach::TpBtf), Some(counts(10_100)));
+        let checks = r.cross_checks(&RUSAGE, 2_000);
+        assert_eq!((checks[0].expected, checks[0].tolerance), (10_000, 100));
+        assert!(checks[0].pass(), "{:?}", checks[0]);
+        let r = report(Some(Attach::TpBtf), Some(counts(10_101)));
+        assert_eq!(r.cross_checks(&RUSAGE, 2_000)[0].verdict, Verdict::Fail);
+        let r = report(Some(Attach::TpBtf), Some(counts(9_899)));
+        assert_eq!(r.cross_checks(&RUSAGE, 2_000)[0].difference(), -101);
+    }
+
+    #[test]
+    fn switches_leave_out_what_no_rusage_can_see() {
+        let r = report(Some(Attach::TpBtf), Some(counts(10_000)));
+        let checks = r.cross_checks(&RUSAGE, 2_000);
+        // involuntary: 40 - 2 after exit = 38 = nivcsw - 0.
+        assert_eq!((checks[1].observed, checks[1].expected), (38, 38));
+        assert!(checks[1].pass());
+        // voluntary: 2105 - 2000 final switches = 105 = nvcsw 106 - 1 at exec (the pre_exec read).
+        assert_eq!(
+            (checks[2].observed, checks[2].expected, checks[2].tolerance),
+            (105, 105, 0)
+        );
+        assert!(checks[2].pass());
+        assert!(checks[3].pass());
+        assert!(!r.cross_checks(&RUSAGE, 1_999)[3].pass());
+        // One switch off is a failure: these are exact.
+        let r = report(
+            Some(Attach::TpBtf),
+            Some(CutCounts {
+                switches_involuntary: 41,
+                ..counts(10_000)
+            }),
+        );
+        assert_eq!(r.cross_checks(&RUSAGE, 2_000)[1].verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn rusage_inside_the_entry_to_return_window_passes_and_outside_fails() {
+        let mut r = report(Some(Attach::TpBtf), Some(counts(10_000)));
+        let window = r.rusage_basis.at_last_getrusage.as_mut().unwrap();
+        // Four voluntary switches by other threads while getrusage was summing.
+        window.returned.switches_voluntary += 4;
+        let vol = |r: &Report, nvcsw| {
+            let rusage = Rusage { nvcsw, ..RUSAGE };
+            r.cross_checks(&rusage, 2_000)[2].clone()
+        };
+        for nvcsw in 106..=110 {
+            let c = vol(&r, nvcsw);
+            assert!(c.pass() && c.difference() == 0, "{c:?}");
+        }
+        assert_eq!(
+            (vol(&r, 105).verdict, vol(&r, 105).difference()),
+            (Verdict::Fail, 1)
+        );
+        assert_eq!(
+            (vol(&r, 111).verdict, vol(&r, 111).difference()),
+            (Verdict::Fail, -1)
+        );
+    }
+
+    #[test]
+    fn missing_probes_and_missing_cuts_are_said_not_hidden() {
+        let r = report(None, Some(counts(10_000)));
+        let checks = r.cross_checks(&RUSAGE, 2_000);
+        assert!(checks.iter().all(|c| c.verdict == Verdict::NotMeasured));
+        assert!(checks[0]
+            .basis
+            .starts_with("missing probe exceptions:page_fault_user"));
+        let r = report(Some(Attach::TpBtf), None);
+        let checks = r.cross_checks(&RUSAGE, 2_000);
+        assert_eq!(checks[0].observed, 999_999);
+        assert!(
+            checks[0].basis.contains("counts are totals"),
+            "{}",
+            checks[0].basis
+        );
+    }
+}

@@ -1,0 +1,487 @@
+//! Loading: each probe as tp_btf when the kernel's BTF has it, else as a classic tracepoint, else
+//! missing — and when the kernel refuses a program at load or attach time, that probe alone falls
+//! back and the object is loaded again (libbpf can only load an object once).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use libbpf_rs::btf::types::Typedef;
+use libbpf_rs::btf::Btf;
+use libbpf_rs::{Link, MapCore, MapFlags, Object, ObjectBuilder, PrintLevel};
+
+use crate::layout::{cfg as cfg_idx, ctl};
+use crate::probes::{self, Probe, ARMING_PROBE, PROBES};
+use crate::read::{self, Raw};
+use crate::report::{Attach, ProbeStatus};
+use crate::{Config, Error, OBJECT};
+
+/// Map sizes chosen at load time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sizing {
+    pub tasks: u32,
+    pub buckets: u32,
+    pub bucket_ns: u64,
+}
+
+/// The loaded object and its links (dropping a link detaches its program).
+pub(crate) struct Loaded {
+    obj: Object,
+    links: Vec<Link>,
+    pub probes: Vec<ProbeStatus>,
+    pub sizing: Sizing,
+}
+
+impl Loaded {
+    pub fn set_phase_slot(&self, slot: u32) -> Result<(), String> {
+        let map = read::map(&self.obj, ".data.ctl")?;
+        let mut value = vec![0u8; map.value_size() as usize];
+        let at = ctl::PHASE_SLOT * 8;
+        value[at..at + 8].copy_from_slice(&(slot as u64).to_ne_bytes());
+        map.update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
+            .map_err(|err| err.to_string())
+    }
+
+    /// Detaches every program, then reads the maps.
+    pub fn detach_and_read(self, finished_ns: u64) -> (Raw, Vec<String>) {
+        let Loaded {
+            obj, links, sizing, ..
+        } = self;
+        drop(links);
+        read::read(&obj, &sizing, finished_ns)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Use {
+    Btf,
+    Classic,
+    Missing,
+}
+
+/// What one probe will be loaded as, and the story of how it got there.
+#[derive(Clone, Debug)]
+struct Plan {
+    using: Use,
+    notes: Vec<String>,
+}
+
+/// One load at a time in a process: libbpf's log callback is global.
+static LOAD_LOCK: Mutex<()> = Mutex::new(());
+/// libbpf's warnings during the current attempt.
+static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn capture(level: PrintLevel, msg: String) {
+    if std::env::var_os("SPAWNSCOPE_COLLECTOR_DEBUG").is_some() {
+        eprint!("libbpf: {msg}");
+    }
+    if matches!(level, PrintLevel::Warn) {
+        LOG.lock().unwrap_or_else(|e| e.into_inner()).push(msg);
+    }
+}
+
+pub(crate) fn load(cfg: &Config) -> Result<Loaded, Error> {
+    let _one_at_a_time = LOAD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let level = if std::env::var_os("SPAWNSCOPE_COLLECTOR_DEBUG").is_some() {
+        PrintLevel::Debug
+    } else {
+        PrintLevel::Warn
+    };
+    let previous = libbpf_rs::set_print(Some((level, capture)));
+    let result = load_with_fallbacks(cfg);
+    libbpf_rs::set_print(previous);
+    result
+}
+
+fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
+    let sizing = sizing(cfg);
+    let kernel_btf = if cfg.classic_only {
+        Err("classic tracepoints asked for (classic_only)".to_string())
+    } else {
+        Btf::from_vmlinux().map_err(|err| format!("no kernel BTF ({err})"))
+    };
+    let tracefs = probes::tracefs_root();
+    let mut plans: Vec<Plan> = PROBES
+        .iter()
+        .map(|p| first_plan(p, kernel_btf.as_ref(), tracefs.as_deref()))
+        .collect();
+    // Without kernel BTF libbpf refuses any object with CO-RE relocations, even when only the
+    // classic programs (which have none) are loaded; it is satisfied by a BTF of our own: the
+    // object's, whose types are never used since no tp_btf program is loaded.
+    let own_btf = match kernel_btf {
+        Ok(_) => None,
+        Err(_) => Some(TempObject::write().map_err(Error::NoBpf)?),
+    };
+    for _attempt in 0..=2 * PROBES.len() {
+        let arming = PROBES.iter().position(|p| p.name == ARMING_PROBE).unwrap();
+        if plans[arming].using == Use::Missing {
+            return Err(Error::Unusable(format!(
+                "{} cannot be loaded: {}",
+                PROBES[arming].id(),
+                plans[arming].notes.join("; ")
+            )));
+        }
+        match attempt(
+            cfg,
+            &sizing,
+            &plans,
+            own_btf.as_ref().map(|t| t.path.as_path()),
+        ) {
+            Ok((obj, links)) => {
+                return Ok(Loaded {
+                    obj,
+                    links,
+                    probes: statuses(&plans),
+                    sizing,
+                })
+            }
+            Err(Failure::Fatal(msg)) => return Err(Error::NoBpf(msg)),
+            Err(Failure::Programs(blamed)) => {
+                let mut progressed = false;
+                for (prog, reason) in &blamed {
+                    let refused = PROBES.iter().zip(&plans).position(|(p, plan)| {
+                        (plan.using == Use::Btf && *prog == p.btf_prog())
+                            || (plan.using == Use::Classic && *prog == p.tp_prog())
+                    });
+                    if let Some(i) = refused {
+                        plans[i] = fall_back(&PROBES[i], &plans[i], reason, tracefs.as_deref());
+                        progressed = true;
+                    }
+                }
+                if !progressed {
+                    let said: Vec<String> =
+                        blamed.iter().map(|(p, r)| format!("{p}: {r}")).collect();
+                    return Err(Error::NoBpf(said.join("; ")));
+                }
+            }
+        }
+    }
+    Err(Error::NoBpf(
+        "too many failed attempts to load the probes".into(),
+    ))
+}
+
+fn first_plan(probe: &Probe, kernel_btf: Result<&Btf, &String>, tracefs: Option<&Path>) -> Plan {
+    let mut notes = Vec::new();
+    if probe.btf {
+        match kernel_btf {
+            Ok(btf) => {
+                let target = format!("btf_trace_{}", probe.name);
+                if btf.type_by_name::<Typedef<'_>>(&target).is_some() {
+                    return Plan {
+                        using: Use::Btf,
+                        notes,
+                    };
+                }
+                notes.push(format!("tp_btf: kernel BTF has no {target}"));
+            }
+            Err(why) => notes.push(format!("tp_btf: {why}")),
+        }
+    }
+    match probes::check_classic(tracefs, probe) {
+        Ok(()) => Plan {
+            using: Use::Classic,
+            notes,
+        },
+        Err(why) => {
+            notes.push(format!("tracepoint: {why}"));
+            Plan {
+                using: Use::Missing,
+                notes,
+            }
+        }
+    }
+}
+
+/// The next step down for a probe whose program the kernel refused.
+fn fall_back(probe: &Probe, plan: &Plan, reason: &str, tracefs: Option<&Path>) -> Plan {
+    let mut notes = plan.notes.clone();
+    match plan.using {
+        Use::Btf => {
+            notes.push(format!("tp_btf: {reason}"));
+            match probes::check_classic(tracefs, probe) {
+                Ok(()) => Plan {
+                    using: Use::Classic,
+                    notes,
+                },
+                Err(why) => {
+                    notes.push(format!("tracepoint: {why}"));
+                    Plan {
+                        using: Use::Missing,
+                        notes,
+                    }
+                }
+            }
+        }
+        Use::Classic | Use::Missing => {
+            notes.push(format!("tracepoint: {reason}"));
+            Plan {
+                using: Use::Missing,
+                notes,
+            }
+        }
+    }
+}
+
+fn statuses(plans: &[Plan]) -> Vec<ProbeStatus> {
+    PROBES
+        .iter()
+        .zip(plans)
+        .map(|(probe, plan)| ProbeStatus {
+            probe: probe.id(),
+            attach: match plan.using {
+                Use::Btf => Some(Attach::TpBtf),
+                Use::Classic => Some(Attach::Tracepoint),
+                Use::Missing => None,
+            },
+            note: (!plan.notes.is_empty()).then(|| plan.notes.join("; ")),
+        })
+        .collect()
+}
+
+enum Failure {
+    /// These programs were refused (name, why): fall back on them and try again.
+    Programs(Vec<(String, String)>),
+    /// Nothing to fall back on (no permission, no BPF, a map the kernel will not create).
+    Fatal(String),
+}
+
+fn attempt(
+    cfg: &Config,
+    sizing: &Sizing,
+    plans: &[Plan],
+    own_btf: Option<&Path>,
+) -> Result<(Object, Vec<Link>), Failure> {
+    LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let mut builder = ObjectBuilder::default();
+    if let Some(path) = own_btf {
+        builder
+            .btf_custom_path(path)
+            .map_err(|err| Failure::Fatal(err.to_string()))?;
+    }
+    let mut open = builder
+        .open_memory(OBJECT)
+        .map_err(|err| Failure::Fatal(format!("opening the BPF object: {err}")))?;
+
+    let mut wanted = 0;
+    for mut prog in open.progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        let load = PROBES.iter().zip(plans).any(|(probe, plan)| {
+            (plan.using == Use::Btf && name == probe.btf_prog())
+                || (plan.using == Use::Classic && name == probe.tp_prog())
+        });
+        prog.set_autoload(load);
+        wanted += load as usize;
+        if load && cfg.refuse_btf_for.as_ref().map(|tp| format!("btf_{tp}")) == Some(name) {
+            // The kernel refuses sleepable tp_btf programs at load time.
+            const BPF_F_SLEEPABLE: u32 = 1 << 4;
+            prog.set_flags(BPF_F_SLEEPABLE);
+        }
+    }
+    if wanted == 0 {
+        return Err(Failure::Fatal(
+            "no probe can be loaded on this kernel".into(),
+        ));
+    }
+    for mut map in open.maps_mut() {
+        let name = map.name().to_string_lossy().into_owned();
+        let sized = match name.as_str() {
+            "series" | "rss" => map.set_max_entries(sizing.buckets),
+            "tasks" => map.set_max_entries(sizing.tasks),
+            ".rodata.cfg" => {
+                let words = config_words(cfg, sizing);
+                let bytes = map
+                    .initial_value_mut()
+                    .filter(|b| b.len() == words.len() * 8)
+                    .ok_or_else(|| Failure::Fatal(".rodata.cfg has an unexpected size".into()))?;
+                for (chunk, word) in bytes.chunks_exact_mut(8).zip(words) {
+                    chunk.copy_from_slice(&word.to_ne_bytes());
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        };
+        sized.map_err(|err| Failure::Fatal(format!("sizing map {name}: {err}")))?;
+    }
+
+    let obj = match open.load() {
+        Ok(obj) => obj,
+        Err(err) => return Err(blame(&err.to_string())),
+    };
+    let mut links = Vec::new();
+    for prog in obj.progs_mut() {
+        if !prog.autoload() {
+            continue;
+        }
+        match prog.attach() {
+            Ok(link) => links.push(link),
+            Err(err) => {
+                let name = prog.name().to_string_lossy().into_owned();
+                return Err(Failure::Programs(vec![(name, format!("attach: {err}"))]));
+            }
+        }
+    }
+    Ok((obj, links))
+}
+
+/// The programs libbpf's warnings name as refused, each with a short reason.
+fn blame(error: &str) -> Failure {
+    let log = LOG.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let blamed = blame_in_log(&log);
+    if blamed.is_empty() {
+        let tail: Vec<&str> = log.iter().rev().take(4).rev().map(|l| l.trim()).collect();
+        Failure::Fatal(format!("{error}: {}", tail.join(" | ")))
+    } else {
+        Failure::Programs(blamed)
+    }
+}
+
+/// `libbpf: prog 'NAME': <what>` lines (a verifier log arrives as one multi-line message): the
+/// first thing said about each program, plus the verifier's last word when there is one.
+pub(crate) fn blame_in_log(log: &[String]) -> Vec<(String, String)> {
+    let mut blamed: Vec<(String, String)> = Vec::new();
+    for msg in log {
+        let Some(start) = msg.find("prog '") else {
+            continue;
+        };
+        let rest = &msg[start + 6..];
+        let Some(end) = rest.find('\'') else {
+            continue;
+        };
+        let name = rest[..end].to_string();
+        let said = rest[end + 1..].trim_start_matches(':').trim();
+        let said = if said.contains("BEGIN PROG LOAD LOG") {
+            let lines: Vec<&str> = said
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty() && !l.contains("PROG LOAD LOG") && !l.starts_with("processed ")
+                })
+                .collect();
+            let last = &lines[lines.len().saturating_sub(2)..];
+            format!("verifier: {}", last.join(" / "))
+        } else {
+            said.lines().next().unwrap_or("").to_string()
+        };
+        match blamed.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, reason)) if said.starts_with("verifier:") => {
+                reason.push_str(" (");
+                reason.push_str(&said);
+                reason.push(')');
+            }
+            Some(_) => {}
+            None => blamed.push((name, said)),
+        }
+    }
+    for (_, reason) in &mut blamed {
+        if reason.len() > 400 {
+            let mut cut = 400;
+            while !reason.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            reason.truncate(cut);
+        }
+    }
+    blamed
+}
+
+fn config_words(cfg: &Config, sizing: &Sizing) -> Vec<u64> {
+    let mut words = vec![0u64; cfg_idx::NR];
+    words[cfg_idx::TGID] = cfg.target_pid as u64;
+    words[cfg_idx::BUCKET_NS] = sizing.bucket_ns;
+    words[cfg_idx::NR_BUCKETS] = sizing.buckets as u64;
+    words[cfg_idx::FAULT_KINDS] = cfg.fault_kinds as u64;
+    words[cfg_idx::PAGE_SIZE] = page_size();
+    words[cfg_idx::PHASES_FROM_STDOUT] = cfg.phases_from_stdout as u64;
+    words
+}
+
+fn sizing(cfg: &Config) -> Sizing {
+    let pid_max = fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(1 << 22);
+    let bucket_ns = cfg.bucket_ns.max(1_000);
+    Sizing {
+        tasks: sizing_tasks(cfg.expected_tasks, pid_max),
+        buckets: cfg.max_duration_ns.div_ceil(bucket_ns).clamp(1, 1 << 20) as u32,
+        bucket_ns,
+    }
+}
+
+/// Per-thread map entries: the expected tasks, never more than pid_max (no process can have more
+/// threads), plus room for the runtime's own threads.
+pub(crate) fn sizing_tasks(expected_tasks: u64, pid_max: u64) -> u32 {
+    (expected_tasks.min(pid_max) + 1024).min(1 << 24) as u32
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 {
+        size as u64
+    } else {
+        4096
+    }
+}
+
+/// The embedded object written to a file, for libbpf's btf_custom_path; removed when dropped.
+struct TempObject {
+    path: PathBuf,
+}
+
+impl TempObject {
+    fn write() -> Result<TempObject, String> {
+        let path =
+            std::env::temp_dir().join(format!("spawnscope-collector-{}.bpf.o", std::process::id()));
+        fs::write(&path, OBJECT).map_err(|err| format!("writing {}: {err}", path.display()))?;
+        Ok(TempObject { path })
+    }
+}
+
+impl Drop for TempObject {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verifier_log_and_the_first_word_make_the_reason() {
+        let log = vec![
+            "libbpf: prog 'btf_sched_switch': BPF program load failed: Permission denied\n".into(),
+            "libbpf: prog 'btf_sched_switch': -- BEGIN PROG LOAD LOG --\n0: R1=ctx()\n\
+             1: (79) r2 = *(u64 *)(r1 +8)\ninvalid bpf_context access off=8 size=8\n\
+             processed 2 insns\n-- END PROG LOAD LOG --\n"
+                .into(),
+            "libbpf: prog 'btf_sched_switch': failed to load: -13\n".into(),
+            "libbpf: failed to load object 'collector'\n".into(),
+        ];
+        let blamed = blame_in_log(&log);
+        assert_eq!(blamed.len(), 1);
+        assert_eq!(blamed[0].0, "btf_sched_switch");
+        assert_eq!(
+            blamed[0].1,
+            "BPF program load failed: Permission denied (verifier: \
+             1: (79) r2 = *(u64 *)(r1 +8) / invalid bpf_context access off=8 size=8)"
+        );
+    }
+
+    #[test]
+    fn a_log_naming_no_program_blames_nobody() {
+        let log = vec![
+            "libbpf: Error in bpf_create_map_xattr(tasks): Operation not permitted(-1)\n".into(),
+        ];
+        assert!(blame_in_log(&log).is_empty());
+    }
+
+    #[test]
+    fn the_per_thread_map_is_capped_by_pid_max() {
+        assert_eq!(sizing_tasks(2_000, 32_768), 3_024);
+        assert_eq!(sizing_tasks(1_000_000, 32_768), 33_792);
+        assert_eq!(sizing_tasks(0, 32_768), 1_024);
+    }
+}

@@ -1,0 +1,271 @@
+//! The probes: one row per tracepoint, naming its programs in collector.bpf.c, and the check
+//! that a classic program's fixed record layout matches this kernel's tracefs `format` file.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One tracepoint. Its programs are `btf_<name>` (tp_btf, when `btf`) and `tp_<name>` (classic).
+pub(crate) struct Probe {
+    pub category: &'static str,
+    pub name: &'static str,
+    pub btf: bool,
+    /// Record fields the classic program reads, at the offsets its C struct assumes.
+    pub fields: &'static [(&'static str, u32)],
+}
+
+impl Probe {
+    /// `category:name`, as perf and tracefs spell it.
+    pub fn id(&self) -> String {
+        format!("{}:{}", self.category, self.name)
+    }
+
+    pub fn btf_prog(&self) -> String {
+        format!("btf_{}", self.name)
+    }
+
+    pub fn tp_prog(&self) -> String {
+        format!("tp_{}", self.name)
+    }
+}
+
+/// Counting starts at this one: without it nothing is collected.
+pub(crate) const ARMING_PROBE: &str = "sched_process_exec";
+
+const fn sched(name: &'static str, fields: &'static [(&'static str, u32)]) -> Probe {
+    Probe {
+        category: "sched",
+        name,
+        btf: true,
+        fields,
+    }
+}
+
+const fn syscall(name: &'static str, fields: &'static [(&'static str, u32)]) -> Probe {
+    Probe {
+        category: "syscalls",
+        name,
+        btf: false,
+        fields,
+    }
+}
+
+const WAKEUP: &[(&str, u32)] = &[("pid", 24)];
+const FAULT: &[(&str, u32)] = &[("address", 8)];
+const RET: &[(&str, u32)] = &[("ret", 16)];
+
+pub(crate) const PROBES: &[Probe] = &[
+    sched("sched_process_exec", &[("pid", 12)]),
+    Probe {
+        category: "task",
+        name: "task_newtask",
+        btf: true,
+        fields: &[("pid", 8), ("clone_flags", 32)],
+    },
+    sched("sched_process_exit", &[]),
+    sched(
+        "sched_switch",
+        &[("prev_pid", 24), ("prev_state", 32), ("next_pid", 56)],
+    ),
+    sched("sched_wakeup", WAKEUP),
+    sched("sched_wakeup_new", WAKEUP),
+    sched("sched_migrate_task", &[("pid", 12)]),
+    Probe {
+        category: "exceptions",
+        name: "page_fault_user",
+        btf: true,
+        fields: FAULT,
+    },
+    Probe {
+        category: "exceptions",
+        name: "page_fault_kernel",
+        btf: true,
+        fields: FAULT,
+    },
+    Probe {
+        category: "kmem",
+        name: "rss_stat",
+        btf: true,
+        fields: &[("curr", 12), ("member", 16), ("size", 24)],
+    },
+    syscall("sys_enter_clone", &[]),
+    syscall("sys_exit_clone", RET),
+    syscall("sys_enter_clone3", &[]),
+    syscall("sys_exit_clone3", RET),
+    syscall("sys_enter_mmap", &[("len", 24)]),
+    syscall("sys_enter_munmap", &[("len", 24)]),
+    syscall("sys_enter_mprotect", &[("len", 24)]),
+    syscall("sys_enter_madvise", &[("len_in", 24)]),
+    syscall("sys_enter_futex", &[("op", 24)]),
+    syscall("sys_exit_futex", RET),
+    syscall("sys_enter_futex_wait", &[]),
+    syscall("sys_exit_futex_wait", RET),
+    syscall("sys_enter_futex_waitv", &[]),
+    syscall("sys_exit_futex_waitv", RET),
+    syscall("sys_enter_futex_wake", &[]),
+    syscall("sys_exit_futex_wake", RET),
+    syscall("sys_enter_getrusage", &[("who", 16)]),
+    syscall("sys_exit_getrusage", RET),
+    syscall("sys_enter_write", &[("fd", 16), ("buf", 24), ("count", 32)]),
+];
+
+/// Where tracefs is mounted, if it is (the classic programs attach through it).
+pub(crate) fn tracefs_root() -> Option<PathBuf> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|root| root.join("events/sched").is_dir())
+}
+
+/// Ok when the tracepoint exists and every field the classic program reads sits where it expects.
+pub(crate) fn check_classic(tracefs: Option<&Path>, probe: &Probe) -> Result<(), String> {
+    let Some(root) = tracefs else {
+        return Err("tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)".into());
+    };
+    let path = root
+        .join("events")
+        .join(probe.category)
+        .join(probe.name)
+        .join("format");
+    let text = fs::read_to_string(&path)
+        .map_err(|err| format!("no tracepoint {} on this kernel ({err})", probe.id()))?;
+    check_fields(&text, probe.fields)
+}
+
+/// Compares a tracefs `format` text with the (field, offset) pairs a program assumes.
+pub(crate) fn check_fields(format: &str, wanted: &[(&str, u32)]) -> Result<(), String> {
+    let fields = parse_format(format);
+    for &(name, offset) in wanted {
+        match fields.iter().find(|(n, _)| n == name) {
+            None => return Err(format!("record has no field `{name}`")),
+            Some((_, at)) if *at != offset => {
+                return Err(format!(
+                    "record field `{name}` is at offset {at}, the program reads offset {offset}"
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// (name, offset) of each `field:TYPE NAME; offset:N; size:S; ...` line.
+fn parse_format(format: &str) -> Vec<(String, u32)> {
+    let mut fields = Vec::new();
+    for line in format.lines() {
+        let Some(rest) = line.trim().strip_prefix("field:") else {
+            continue;
+        };
+        let mut parts = rest.split(';');
+        let decl = parts.next().unwrap_or("");
+        let name = decl
+            .split_whitespace()
+            .last()
+            .unwrap_or("")
+            .trim_start_matches('*')
+            .split('[')
+            .next()
+            .unwrap_or("");
+        let offset = parts
+            .find_map(|p| p.trim().strip_prefix("offset:"))
+            .and_then(|v| v.parse().ok());
+        if let (false, Some(offset)) = (name.is_empty(), offset) {
+            fields.push((name.to_string(), offset));
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SWITCH: &str = "name: sched_switch
+ID: 320
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;
+\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;
+\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;
+\tfield:int * parent_tidptr;\toffset:40;\tsize:8;\tsigned:0;
+\tfield:__data_loc char[] comm;\toffset:48;\tsize:4;\tsigned:0;
+
+print fmt: \"prev_comm=%s\", REC->prev_comm
+";
+
+    #[test]
+    fn format_fields_parse_with_arrays_pointers_and_data_loc() {
+        let fields = parse_format(SWITCH);
+        let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "common_type",
+                "common_pid",
+                "prev_comm",
+                "prev_pid",
+                "prev_state",
+                "parent_tidptr",
+                "comm"
+            ]
+        );
+        assert_eq!(fields[3], ("prev_pid".to_string(), 24));
+    }
+
+    #[test]
+    fn a_moved_or_missing_field_is_refused_with_the_reason() {
+        assert_eq!(
+            check_fields(SWITCH, &[("prev_pid", 24), ("prev_state", 32)]),
+            Ok(())
+        );
+        let moved = check_fields(SWITCH, &[("prev_pid", 12)]).unwrap_err();
+        assert!(
+            moved.contains("offset 24") && moved.contains("offset 12"),
+            "{moved}"
+        );
+        let missing = check_fields(SWITCH, &[("next_pid", 56)]).unwrap_err();
+        assert!(missing.contains("next_pid"), "{missing}");
+    }
+
+    #[test]
+    fn every_program_in_the_object_has_a_row_and_every_row_its_programs() {
+        let obj = libbpf_rs::ObjectBuilder::default()
+            .open_memory(crate::OBJECT)
+            .expect("opening the object needs no privileges");
+        let progs: Vec<(String, String)> = obj
+            .progs()
+            .map(|p| {
+                (
+                    p.name().to_string_lossy().into_owned(),
+                    p.section().to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        for (name, section) in &progs {
+            let row = PROBES
+                .iter()
+                .find(|p| *name == p.btf_prog() || *name == p.tp_prog())
+                .unwrap_or_else(|| panic!("program {name} has no row in PROBES"));
+            let expected = if *name == row.btf_prog() {
+                format!("tp_btf/{}", row.name)
+            } else {
+                format!("tracepoint/{}/{}", row.category, row.name)
+            };
+            assert_eq!(*section, expected, "section of {name}");
+        }
+        for row in PROBES {
+            assert!(
+                progs.iter().any(|(n, _)| *n == row.tp_prog()),
+                "{}",
+                row.tp_prog()
+            );
+            assert_eq!(
+                progs.iter().any(|(n, _)| *n == row.btf_prog()),
+                row.btf,
+                "{}",
+                row.btf_prog()
+            );
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Reading the maps once at the end: every value is an array of u64 (see probes/collector.h),
+//! per-CPU maps summed over CPUs.
+
+use libbpf_rs::{Map, MapCore, MapFlags, Object};
+
+use crate::layout::{counter, cut, hist, rss, series, state, sys};
+use crate::layout::{CUT_EPOCHS, ERRNO_SLOTS, HIST_SLOTS, PHASE_SLOTS};
+use crate::load::Sizing;
+use crate::report::PreExec;
+
+/// The maps' contents, as plain numbers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Raw {
+    /// [phase slot][counter]
+    pub phase: Vec<Vec<u64>>,
+    /// [getrusage epoch][cut counter]
+    pub cut: Vec<Vec<u64>>,
+    /// [time bucket][series counter], only the buckets up to the end of the run
+    pub series: Vec<Vec<u64>>,
+    /// [time bucket][rss member]: bytes + 1, 0 = no change seen in the bucket
+    pub rss: Vec<Vec<u64>>,
+    /// [histogram][slot]
+    pub hists: Vec<Vec<u64>>,
+    /// [syscall kind][errno]
+    pub errnos: Vec<Vec<u64>>,
+    /// [state word]
+    pub state: Vec<u64>,
+    /// [phase event]: when the kernel saw it written
+    pub phase_seen_ns: Vec<u64>,
+    /// Entries still in the per-thread map (threads alive at the end).
+    pub tasks_left: u64,
+}
+
+impl Raw {
+    /// All zeros, shaped like a real read of `buckets` buckets.
+    pub fn zeroed(buckets: usize) -> Raw {
+        Raw {
+            phase: vec![vec![0; counter::NR]; PHASE_SLOTS],
+            cut: vec![vec![0; cut::NR]; CUT_EPOCHS],
+            series: vec![vec![0; series::NR]; buckets],
+            rss: vec![vec![0; rss::NR]; buckets],
+            hists: vec![vec![0; HIST_SLOTS]; hist::NR],
+            errnos: vec![vec![0; ERRNO_SLOTS]; sys::NR],
+            state: vec![0; state::NR],
+            phase_seen_ns: vec![0; PHASE_SLOTS],
+            tasks_left: 0,
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns() and of the workloads' events.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The held child's own counters from /proc, read once it sleeps in its hold (so they cannot
+/// move while read): what its rusage holds from before the probes were attached. None when it
+/// does not go to sleep within half a second.
+pub(crate) fn held_counters(pid: u32) -> Option<PreExec> {
+    for _ in 0..500 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // After the last ')' (comm may hold anything): state, ppid, ..., minflt is the 8th field.
+        let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+        if fields.first() != Some(&"S") {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            continue;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let field = |name: &str| -> Option<u64> {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+        };
+        return Some(PreExec {
+            minflt: fields.get(7)?.parse().ok()?,
+            majflt: fields.get(9)?.parse().ok()?,
+            nvcsw: field("voluntary_ctxt_switches:")?,
+            nivcsw: field("nonvoluntary_ctxt_switches:")?,
+            source: "/proc while held, then the classic probes until exec".into(),
+        });
+    }
+    None
+}
+
+/// The map called `name` (internal maps are called by their section, e.g. `.data.state`).
+pub(crate) fn map<'a>(obj: &'a Object, name: &str) -> Result<Map<'a>, String> {
+    obj.maps()
+        .find(|m| m.name() == name)
+        .ok_or_else(|| format!("no map {name} in the object"))
+}
+
+pub(crate) fn read(obj: &Object, sizing: &Sizing, finished_ns: u64) -> (Raw, Vec<String>) {
+    let mut errors = Vec::new();
+    let mut raw = Raw::zeroed(0);
+    let mut keep = |result: Result<(), String>| {
+        if let Err(err) = result {
+            errors.push(err);
+        }
+    };
+    keep(plain(obj, ".data.state", 0, state::NR).map(|w| raw.state = w));
+    keep(plain(obj, ".data.phases", 0, PHASE_SLOTS).map(|w| raw.phase_seen_ns = w));
+    let t0 = raw.state[state::T0_NS];
+    let buckets = if raw.state[state::ARMED] == 0 || finished_ns < t0 {
+        0
+    } else {
+        ((finished_ns - t0) / sizing.bucket_ns + 1).min(sizing.buckets as u64) as u32
+    };
+    for (slot, row) in raw.phase.iter_mut().enumerate() {
+        keep(percpu(obj, "phase_counters", slot as u32, counter::NR).map(|w| *row = w));
+    }
+    for (epoch, row) in raw.cut.iter_mut().enumerate() {
+        keep(percpu(obj, "cut_counters", epoch as u32, cut::NR).map(|w| *row = w));
+    }
+    for bucket in 0..buckets {
+        let mut row = vec![0; series::NR];
+        keep(percpu(obj, "series", bucket, series::NR).map(|w| row = w));
+        raw.series.push(row);
+        let mut row = vec![0; rss::NR];
+        keep(plain(obj, "rss", bucket, rss::NR).map(|w| row = w));
+        raw.rss.push(row);
+    }
+    for (h, row) in raw.hists.iter_mut().enumerate() {
+        for (slot, count) in row.iter_mut().enumerate() {
+            let key = (h * HIST_SLOTS + slot) as u32;
+            keep(percpu(obj, "hists", key, 1).map(|w| *count = w[0]));
+        }
+    }
+    for (kind, row) in raw.errnos.iter_mut().enumerate() {
+        for (errno, count) in row.iter_mut().enumerate() {
+            let key = (kind * ERRNO_SLOTS + errno) as u32;
+            keep(plain(obj, "errnos", key, 1).map(|w| *count = w[0]));
+        }
+    }
+    keep(map(obj, "tasks").map(|m| raw.tasks_left = m.keys().count() as u64));
+    errors.dedup();
+    (raw, errors)
+}
+
+fn words(bytes: &[u8], n: usize) -> Vec<u64> {
+    let mut out: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    out.resize(n, 0);
+    out
+}
+
+fn plain(obj: &Object, name: &str, key: u32, n: usize) -> Result<Vec<u64>, String> {
+    let value = map(obj, name)?
+        .lookup(&key.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|err| format!("reading {name}[{key}]: {err}"))?;
+    Ok(value.map(|v| words(&v, n)).unwrap_or_else(|| vec![0; n]))
+}
+
+fn percpu(obj: &Object, name: &str, key: u32, n: usize) -> Result<Vec<u64>, String> {
+    let values = map(obj, name)?
+        .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|err| format!("reading {name}[{key}]: {err}"))?;
+    let mut sum = vec![0u64; n];
+    for cpu in values.unwrap_or_default() {
+        for (s, w) in sum.iter_mut().zip(words(&cpu, n)) {
+            *s = s.wrapping_add(w);
+        }
+    }
+    Ok(sum)
+}

@@ -1,0 +1,228 @@
+//! Running a workload under the collector the way the conductor does: fork, hold before exec,
+//! start the collector on the PID, release, feed it the phase events, wait, finish.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+
+use serde_json::Value;
+use spawnscope_collector::launch::HeldChild;
+use spawnscope_collector::{Collector, Config, Error, Report, Rusage};
+
+/// The workloads measure: one at a time in this test binary.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Printed past the test harness's capture, so a skip is seen in `cargo test` output.
+pub fn skip(test: &str, reason: &str) {
+    // A line of its own: the harness may be half-way through printing "test NAME ... ".
+    let _ = write!(std::io::stderr(), "\nSKIP {test}: {reason}\n");
+}
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `SPAWNSCOPE_THREADS_BIN`, else target/release/threads, built when absent.
+pub fn threads_bin() -> Result<PathBuf, String> {
+    workload_bin("SPAWNSCOPE_THREADS_BIN", "threads", || {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--release", "-p", "threads"])
+            .current_dir(workspace())
+            .status()
+            .map_err(|e| format!("running cargo: {e}"))?;
+        status
+            .success()
+            .then_some(())
+            .ok_or("cargo build -p threads failed".into())
+    })
+}
+
+/// `SPAWNSCOPE_GOROUTINES_BIN`, else target/release/goroutines, built with go when absent.
+pub fn goroutines_bin() -> Result<PathBuf, String> {
+    workload_bin("SPAWNSCOPE_GOROUTINES_BIN", "goroutines", || {
+        let out = workspace().join("target/release/goroutines");
+        let status = Command::new("go")
+            .args(["build", "-o"])
+            .arg(&out)
+            .arg(".")
+            .current_dir(workspace().join("goroutines-go"))
+            .status()
+            .map_err(|e| format!("no Go toolchain to build goroutines ({e})"))?;
+        status
+            .success()
+            .then_some(())
+            .ok_or("go build failed".into())
+    })
+}
+
+fn workload_bin(
+    var: &str,
+    name: &str,
+    build: impl FnOnce() -> Result<(), String>,
+) -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(var) {
+        return Ok(PathBuf::from(path));
+    }
+    let path = workspace().join("target/release").join(name);
+    if !path.exists() {
+        build()?;
+    }
+    Ok(path)
+}
+
+/// A workload run under the collector.
+pub struct Run {
+    pub report: Report,
+    pub result: Value,
+    pub phase_names: Vec<String>,
+}
+
+impl Run {
+    pub fn rusage(&self) -> Rusage {
+        let ru = &self.result["rusage"];
+        let get = |k: &str| ru[k].as_u64().unwrap_or_else(|| panic!("rusage.{k}"));
+        Rusage {
+            minflt: get("minflt"),
+            majflt: get("majflt"),
+            nvcsw: get("nvcsw"),
+            nivcsw: get("nivcsw"),
+        }
+    }
+
+    /// A metric's count up to the end of phase `phase` (before_first_phase included).
+    pub fn up_to_phase(&self, metric: &str, phase: usize) -> u64 {
+        let m = self.report.metric(metric).unwrap();
+        m.before_first_phase + m.per_phase.iter().take(phase + 1).sum::<u64>()
+    }
+}
+
+/// The run, or None after a printed SKIP when BPF cannot be used here.
+pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Config)) -> Option<Run> {
+    if !is_root() {
+        skip(test, "needs root to load BPF programs");
+        return None;
+    }
+    let mut cmd = Command::new(bin);
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped());
+    let held = HeldChild::spawn(cmd).unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+    let mut cfg = Config::new(held.pid(), 0);
+    config(&mut cfg);
+    let collector = match Collector::start(&cfg) {
+        Ok(c) => c,
+        Err(err @ (Error::NoBpf(_) | Error::Unusable(_))) => {
+            skip(test, &format!("BPF cannot load here: {err}"));
+            return None;
+        }
+    };
+    for m in collector.missing() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{test}: missing probe {}: {}",
+            m.probe,
+            m.reason
+        );
+    }
+    let mut child = held.release().expect("the workload execs");
+    let stdout = child.stdout.take().unwrap();
+    let (mut phases, mut phase_names, mut result) = (0, Vec::new(), None);
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("reading the workload's stdout");
+        let event: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        match event["event"].as_str() {
+            Some("phase") => {
+                collector.set_phase(phases, event["t_ns"].as_u64().unwrap());
+                phase_names.push(event["name"].as_str().unwrap().to_string());
+                phases += 1;
+            }
+            Some("result") => result = Some(event),
+            _ => {}
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "{} {args:?} exited with {status}",
+        bin.display()
+    );
+    Some(Run {
+        report: collector.finish(),
+        result: result.expect("a result event"),
+        phase_names,
+    })
+}
+
+/// Prints the cross-checks (seen with --nocapture) and asserts they all pass.
+pub fn assert_checks_pass(test: &str, run: &Run, spawned: u64) {
+    let checks = run.report.cross_checks(&run.rusage(), spawned);
+    for c in &checks {
+        println!(
+            "{test}: {:?} {}: expected {} observed {}..={} tolerance {} ({})",
+            c.verdict, c.name, c.expected, c.observed, c.observed_max, c.tolerance, c.basis
+        );
+    }
+    for c in &checks {
+        assert!(c.pass(), "{test}: cross-check failed: {c:#?}");
+    }
+}
+
+/// Figures kept by separate maps must agree: each metric's phases sum to its total, the time
+/// series to the same totals, the fault kinds to the faults.
+pub fn assert_consistent(run: &Run) {
+    let r = &run.report;
+    for m in &r.metrics {
+        assert_eq!(
+            m.total,
+            m.before_first_phase + m.per_phase.iter().sum::<u64>(),
+            "{}",
+            m.name
+        );
+    }
+    let series_sum = |name: &str| r.series(name).unwrap().values.iter().sum::<u64>();
+    let faults = r.total("faults_user") + r.total("faults_kernel");
+    assert_eq!(series_sum("faults"), faults, "faults series");
+    for name in [
+        "new_threads",
+        "thread_exits",
+        "switches_voluntary",
+        "switches_involuntary",
+        "oncpu_ns",
+        "runq_ns",
+    ] {
+        assert_eq!(series_sum(name), r.total(name), "{name} series");
+    }
+    let kinds: u64 = [
+        "fault_stack",
+        "fault_heap",
+        "fault_anon",
+        "fault_file",
+        "fault_novma",
+        "fault_other",
+        "fault_unclassified",
+    ]
+    .iter()
+    .map(|k| r.total(k))
+    .sum();
+    assert_eq!(kinds, faults, "fault kinds");
+    assert_eq!(r.diagnostics.tasks_map_full, 0, "per-thread map full");
+    assert!(
+        r.diagnostics.read_errors.is_empty(),
+        "{:?}",
+        r.diagnostics.read_errors
+    );
+    assert_eq!(r.phases.len(), run.phase_names.len(), "phases seen");
+    assert!(r.exec_seen);
+}

@@ -1,0 +1,250 @@
+//! The collector on the real workloads, as root: what it counts must agree with the kernel's own
+//! accounting (the workload's getrusage) and with what the workload says it did.
+//! Without root or BPF each test prints `SKIP <test>: <reason>` and returns.
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use common::{assert_checks_pass, assert_consistent, run, serial, skip};
+use spawnscope_collector::{Attach, Collector, Config, Error, FaultKinds};
+
+const THREADS: u64 = 2_000;
+const GOROUTINES: u64 = 100_000;
+
+#[test]
+fn threads_hold_2000_clone3_each_and_agree_with_rusage() {
+    let _one = serial();
+    let test = "threads_hold_2000";
+    let bin = common::threads_bin().expect("the threads workload");
+    let n = THREADS.to_string();
+    let Some(run) = run(
+        test,
+        &bin,
+        &["hold", "--n", &n, "--hold-for", "300ms"],
+        |c| c.expected_tasks = THREADS,
+    ) else {
+        return;
+    };
+    let r = &run.report;
+    assert_eq!(run.phase_names, ["spawn", "steady", "join", "end"]);
+    assert!(
+        r.total("clone3_calls") >= THREADS,
+        "clone3 {}",
+        r.total("clone3_calls")
+    );
+    assert!(r.total("clone3_ok") >= THREADS);
+    assert!(
+        r.total("new_threads") >= THREADS,
+        "task_newtask {}",
+        r.total("new_threads")
+    );
+    assert_eq!(
+        r.total("clone_calls"),
+        0,
+        "glibc's pthread_create uses clone3"
+    );
+    assert_eq!(
+        r.total("thread_exits"),
+        THREADS + 1,
+        "every thread and main exit"
+    );
+    // The spawn phase holds the clones (the kernel switches phase as the event is written).
+    let clone3 = r.metric("clone3_calls").unwrap();
+    assert!(clone3.per_phase[0] * 2 > clone3.total, "{clone3:?}");
+    // Each new thread's first touch of its own stack is told apart.
+    assert!(
+        r.total("fault_stack") >= THREADS,
+        "stack faults {}",
+        r.total("fault_stack")
+    );
+    assert!(r.histogram("clone3_ns").unwrap().count >= THREADS);
+    assert_consistent(&run);
+    assert_checks_pass(test, &run, run.result["spawned"].as_u64().unwrap());
+}
+
+#[test]
+fn goroutines_hold_100000_clone_only_for_the_runtimes_threads() {
+    let _one = serial();
+    let test = "goroutines_hold_100000";
+    let bin = match common::goroutines_bin() {
+        Ok(bin) => bin,
+        Err(why) => return skip(test, &why),
+    };
+    let n = GOROUTINES.to_string();
+    let Some(run) = run(
+        test,
+        &bin,
+        &["hold", "--n", &n, "--hold-for", "300ms"],
+        |c| c.expected_tasks = GOROUTINES,
+    ) else {
+        return;
+    };
+    let r = &run.report;
+    assert_eq!(run.result["spawned"].as_u64(), Some(GOROUTINES));
+    // runtime_stats are read at the peak; os_threads_created is pprof's threadcreate count, the
+    // Ms on the runtime's allm list: m0 (the main thread, which exec made, no clone) and one per
+    // clone.
+    let created = run.result["runtime_stats"]["os_threads_created"]
+        .as_u64()
+        .unwrap();
+    let clones_to_peak = run.up_to_phase("clone_calls", 0);
+    assert_eq!(
+        clones_to_peak,
+        created - 1,
+        "clones up to the peak vs threads created"
+    );
+    assert_eq!(r.total("clone_calls"), r.total("new_threads"));
+    assert_eq!(r.total("clone3_calls"), 0, "the Go runtime uses clone");
+    assert!(r.total("clone_calls") * 1_000 < GOROUTINES, "far below N");
+    assert_consistent(&run);
+    assert_checks_pass(test, &run, created - 1);
+}
+
+#[test]
+fn classic_tracepoints_alone_still_agree_with_rusage() {
+    let _one = serial();
+    let test = "classic_only_threads_hold_2000";
+    let bin = common::threads_bin().expect("the threads workload");
+    let n = THREADS.to_string();
+    let Some(run) = run(
+        test,
+        &bin,
+        &["hold", "--n", &n, "--hold-for", "300ms"],
+        |c| {
+            c.expected_tasks = THREADS;
+            c.classic_only = true;
+        },
+    ) else {
+        return;
+    };
+    let r = &run.report;
+    for p in &r.probes {
+        assert_ne!(p.attach, Some(Attach::TpBtf), "{p:?}");
+    }
+    let switch = r
+        .probes
+        .iter()
+        .find(|p| p.probe == "sched:sched_switch")
+        .unwrap();
+    assert_eq!(switch.attach, Some(Attach::Tracepoint));
+    assert!(
+        switch.note.as_deref().unwrap().starts_with("tp_btf:"),
+        "{switch:?}"
+    );
+    assert!(r.total("clone3_calls") >= THREADS && r.total("new_threads") >= THREADS);
+    assert_eq!(
+        r.total("fault_unclassified"),
+        r.total("faults_user") + r.total("faults_kernel")
+    );
+    let pre = r.rusage_basis.pre_exec.as_ref().expect("/proc at the hold");
+    assert!(
+        pre.source.starts_with("/proc"),
+        "no task_struct without BTF: {pre:?}"
+    );
+    assert_consistent(&run);
+    assert_checks_pass(test, &run, THREADS);
+}
+
+#[test]
+fn a_tp_btf_program_the_kernel_refuses_falls_back_alone() {
+    let _one = serial();
+    let test = "refused_tp_btf_falls_back";
+    let bin = common::threads_bin().expect("the threads workload");
+    let Some(run) = run(
+        test,
+        &bin,
+        &["hold", "--n", "200", "--hold-for", "100ms"],
+        |c| {
+            c.expected_tasks = 200;
+            c.refuse_btf_for = Some("sched_switch".into());
+            c.fault_kinds = FaultKinds::Vma;
+        },
+    ) else {
+        return;
+    };
+    let r = &run.report;
+    let attach = |probe: &str| r.probes.iter().find(|p| p.probe == probe).unwrap().clone();
+    let switch = attach("sched:sched_switch");
+    assert_eq!(switch.attach, Some(Attach::Tracepoint), "{switch:?}");
+    let note = switch.note.unwrap();
+    assert!(
+        note.starts_with("tp_btf:") && note.contains("verifier"),
+        "{note}"
+    );
+    println!("{test}: sched:sched_switch fell back: {note}");
+    // The VMA lookups tell file pages (the program and its libraries) from anonymous memory.
+    assert!(
+        r.total("fault_file") > 0 && r.total("fault_anon") > 0,
+        "{:?}",
+        r.metric("fault_file")
+    );
+    // Only that probe fell back.
+    assert_eq!(attach("sched:sched_wakeup").attach, Some(Attach::TpBtf));
+    assert_eq!(
+        attach("exceptions:page_fault_user").attach,
+        Some(Attach::TpBtf)
+    );
+    assert_consistent(&run);
+    assert_checks_pass(test, &run, 200);
+}
+
+#[test]
+fn without_privileges_start_says_why_and_the_workload_still_runs() {
+    let _one = serial();
+    let test = "unprivileged";
+    if !common::is_root() {
+        // Already unprivileged: the library itself must refuse with a reason.
+        match Collector::start(&Config::new(std::process::id(), 1)) {
+            Err(Error::NoBpf(msg)) => assert!(!msg.is_empty()),
+            Err(other) => panic!("expected NoBpf, got {other}"),
+            Ok(_) => skip(
+                test,
+                "BPF loads without root here (unprivileged BPF enabled)",
+            ),
+        }
+        return;
+    }
+    // As root: run the example as nobody (uid 65534) over a command that says it ran.
+    let exe = std::env::current_exe().unwrap();
+    let collect = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/collect");
+    if !collect.exists() {
+        return skip(test, &format!("{} not built", collect.display()));
+    }
+    let mut cmd = Command::new(&collect);
+    cmd.args(["--", "sh", "-c", "echo workload-ran"]);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("running collect as nobody");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("Permission denied") && !stderr.contains("collector") {
+        return skip(
+            test,
+            &format!("nobody cannot run {}: {stderr}", collect.display()),
+        );
+    }
+    assert!(
+        stderr.contains("running without the collector: BPF not available"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("workload-ran"),
+        "the command must still run: {stderr}"
+    );
+}

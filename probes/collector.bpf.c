@@ -1,0 +1,1182 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * spawnscope collector: what one process (a thread group) costs the kernel while it spawns, holds
+ * and joins its tasks, counted in the kernel and read once at the end. No event reaches user
+ * space while the workload runs.
+ *
+ * Filter: the tgid in cfg[SC_CFG_TGID], from its exec on (sched_process_exec arms the counting;
+ * what the forked child did before exec is not the workload's). Its threads are created after the
+ * exec and share the tgid.
+ *
+ * Attach: only tracepoints. Most probes come in twins: a tp_btf program (typed arguments, CO-RE
+ * reads of task_struct) and a classic tracepoint program (the tracefs format record, no BTF
+ * needed). User space loads the tp_btf one and falls back to the twin per probe when it cannot
+ * (collector/src/load.rs). Syscall probes exist only as classic tracepoints: their tp_btf
+ * counterpart would be raw_syscalls:sys_enter, which fires on every syscall of every process.
+ *
+ * Aggregation: counters per phase (the phase slot user space sets from the workload's phase
+ * events), per getrusage epoch (for the cross-checks with the kernel's own accounting), per time
+ * bucket, and log2 histograms. Per-thread state (switch-in time, wakeup time, syscall entry) sits
+ * in one hash keyed by tid, sized at load time.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "collector.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Kernel ABI constants (stable for years; see include/linux/sched.h, uapi/linux/sched.h). */
+#define TASK_RUNNING 0x0000
+#define TASK_DEAD 0x0080          /* __state of a task's last switch (do_task_dead) */
+#define TASK_REPORT_MAX 0x0100    /* classic sched_switch prev_state: the switch was a preemption */
+#define REPORT_EXIT_DEAD 0x0010   /* classic sched_switch prev_state "X" */
+#define REPORT_EXIT_ZOMBIE 0x0020 /* classic sched_switch prev_state "Z" */
+#define CLONE_THREAD 0x00010000
+#define RUSAGE_SELF 0
+#define EAGAIN 11
+#define ETIMEDOUT 110
+#define ENOENT 2
+
+/* A fault counts as the faulting thread's own stack when it lies this close to the thread's user
+ * stack pointer (and, when the VMA can be looked up, in the same VMA): stacks grow down, a new
+ * frame's page is touched at or just below SP, a big frame up to its size above it. A window
+ * instead of the whole VMA because Go runs goroutines on stacks carved out of its heap arenas. */
+#define STACK_BELOW_SP (64 * 1024)
+#define STACK_ABOVE_SP (256 * 1024)
+
+/* ---- configuration and global state ------------------------------------------------------ */
+
+/* Each in a section of its own, so user space finds each array at offset 0 of its map. */
+const volatile __u64 cfg[SC_NR_CFG] SEC(".rodata.cfg") = {};
+__u64 state[SC_NR_STATE] SEC(".data.state") = {};
+volatile __u64 ctl[SC_NR_CTL] SEC(".data.ctl") = {};
+/* When the n-th phase event was seen written (kernel clock). */
+__u64 phase_seen_ns[SC_PHASE_SLOTS] SEC(".data.phases") = {};
+
+#define TGID ((__u32)cfg[SC_CFG_TGID])
+
+/* ---- maps --------------------------------------------------------------------------------- */
+
+struct vec_counters { __u64 v[SC_NR_COUNTERS]; };
+struct vec_cut { __u64 v[SC_NR_CUT]; };
+struct vec_series { __u64 v[SC_NR_SERIES]; };
+struct vec_rss { __u64 v[SC_NR_RSS]; };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SC_PHASE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct vec_counters);
+} phase_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SC_CUT_EPOCHS);
+	__type(key, __u32);
+	__type(value, struct vec_cut);
+} cut_counters SEC(".maps");
+
+/* max_entries = number of time buckets, set at load time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct vec_series);
+} series SEC(".maps");
+
+/* A gauge, so one shared copy (last writer wins), not per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct vec_rss);
+} rss SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SC_NR_HISTS * SC_HIST_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} hists SEC(".maps");
+
+/* Failures are rare: shared, atomic adds. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SC_NR_SYS * SC_ERRNO_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} errnos SEC(".maps");
+
+#define TF_NV_KNOWN 1 /* nvcsw_seen holds the task's nvcsw at its last switch-out */
+
+struct sc_task {
+	__u64 on_ts;      /* on a CPU since, else 0 */
+	__u64 wake_ts;    /* runnable (woken or preempted) since, else 0 */
+	__u64 sys_ts;     /* inside syscall sys_kind since */
+	__u64 nvcsw_seen;
+	__u64 oncpu_ns;   /* the thread's on-CPU time so far */
+	__u32 sys_kind;   /* enum sc_sys, SC_NR_SYS = none */
+	__u32 flags;
+};
+
+/* One entry per live thread of the target; max_entries set at load time from the expected tasks
+ * (capped by pid_max). Preallocated, so updates are safe in scheduler context. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sc_task);
+} tasks SEC(".maps");
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static __always_inline bool armed(void)
+{
+	return state[SC_ST_ARMED] != 0;
+}
+
+static __always_inline bool current_is_target(void)
+{
+	return armed() && (__u32)(bpf_get_current_pid_tgid() >> 32) == TGID;
+}
+
+static __always_inline struct vec_counters *phase_vec(void)
+{
+	__u64 from_user = ctl[SC_CTL_PHASE_SLOT], from_stdout = state[SC_ST_PHASE_EVENTS];
+	__u32 slot = from_user > from_stdout ? from_user : from_stdout;
+
+	if (slot >= SC_PHASE_SLOTS)
+		slot = SC_PHASE_SLOTS - 1;
+	return bpf_map_lookup_elem(&phase_counters, &slot);
+}
+
+static __always_inline struct vec_cut *cut_vec(void)
+{
+	__u32 epoch = state[SC_ST_GETRUSAGE_CALLS] + state[SC_ST_GETRUSAGE_RETURNS];
+
+	if (epoch >= SC_CUT_EPOCHS)
+		epoch = SC_CUT_EPOCHS - 1;
+	return bpf_map_lookup_elem(&cut_counters, &epoch);
+}
+
+static __always_inline __u32 bucket_of(__u64 now)
+{
+	__u64 t0 = state[SC_ST_T0_NS], bucket = 0;
+
+	if (now > t0 && cfg[SC_CFG_BUCKET_NS])
+		bucket = (now - t0) / cfg[SC_CFG_BUCKET_NS];
+	if (bucket >= cfg[SC_CFG_NR_BUCKETS]) {
+		bucket = cfg[SC_CFG_NR_BUCKETS] - 1;
+		__sync_fetch_and_add(&state[SC_ST_LATE_EVENTS], 1);
+	}
+	return bucket;
+}
+
+static __always_inline struct vec_series *series_vec(__u64 now)
+{
+	__u32 bucket = bucket_of(now);
+
+	return bpf_map_lookup_elem(&series, &bucket);
+}
+
+/* floor(log2(v)), 0 for v <= 1: the histogram slot of v. */
+static __always_inline __u32 log2_slot(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+static __always_inline void hist_add(__u32 hist, __u64 value)
+{
+	__u32 key = hist * SC_HIST_SLOTS + log2_slot(value);
+	__u64 *slot = bpf_map_lookup_elem(&hists, &key);
+
+	if (slot)
+		*slot += 1;
+}
+
+/* The tid's entry; with create, made when missing (counted in SC_ST_TASKS_FULL when full). */
+static __always_inline struct sc_task *task_get(__u32 tid, bool create)
+{
+	struct sc_task *t = bpf_map_lookup_elem(&tasks, &tid);
+	struct sc_task fresh = { .sys_kind = SC_NR_SYS };
+
+	if (t || !create)
+		return t;
+	if (bpf_map_update_elem(&tasks, &tid, &fresh, BPF_NOEXIST) != 0) {
+		t = bpf_map_lookup_elem(&tasks, &tid); /* made meanwhile by another CPU? */
+		if (!t)
+			__sync_fetch_and_add(&state[SC_ST_TASKS_FULL], 1);
+		return t;
+	}
+	return bpf_map_lookup_elem(&tasks, &tid);
+}
+
+/* ---- exec: arms the counting -------------------------------------------------------------- */
+
+static __always_inline void arm(__u64 now)
+{
+	if (!state[SC_ST_ARMED]) {
+		state[SC_ST_T0_NS] = now;
+		state[SC_ST_ARMED] = 1; /* last: every other program checks it first */
+	}
+	state[SC_ST_EXECS] += 1;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(btf_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct sc_task *t;
+
+	if ((__u32)p->tgid != TGID)
+		return 0;
+	if (!state[SC_ST_ARMED]) {
+		/* What the task's rusage already holds from between fork and exec (the conductor's
+		 * pre_exec, execve's own argument copying): not the workload's. */
+		state[SC_ST_PRE_MINFLT] = p->min_flt;
+		state[SC_ST_PRE_MAJFLT] = p->maj_flt;
+		state[SC_ST_PRE_NVCSW] = p->nvcsw;
+		state[SC_ST_PRE_NIVCSW] = p->nivcsw;
+		state[SC_ST_PRE_KNOWN] = 1;
+	}
+	t = task_get(p->pid, true);
+	if (t) {
+		t->on_ts = now; /* it is running */
+		t->nvcsw_seen = p->nvcsw;
+		t->flags |= TF_NV_KNOWN;
+	}
+	arm(now);
+	return 0;
+}
+
+struct tp_sched_process_exec {
+	__u64 common;
+	__u32 filename_loc;
+	pid_t pid;
+	pid_t old_pid;
+};
+
+SEC("tracepoint/sched/sched_process_exec")
+int tp_sched_process_exec(struct tp_sched_process_exec *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct sc_task *t;
+
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != TGID)
+		return 0;
+	t = task_get(ctx->pid, true);
+	if (t)
+		t->on_ts = now;
+	arm(now);
+	return 0;
+}
+
+/* ---- thread creation and exit ------------------------------------------------------------- */
+
+static __always_inline void new_task(__u32 tid, __u64 clone_flags, __u64 nvcsw, bool nv_known)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct vec_counters *c = phase_vec();
+	struct vec_series *s;
+	struct vec_cut *k;
+	struct sc_task *t;
+
+	if (!(clone_flags & CLONE_THREAD)) {
+		if (c)
+			c->v[SC_NEW_PROCESSES] += 1;
+		return;
+	}
+	if (c)
+		c->v[SC_NEW_THREADS] += 1;
+	k = cut_vec();
+	if (k)
+		k->v[SC_CUT_NEW_THREADS] += 1;
+	s = series_vec(now);
+	if (s)
+		s->v[SC_S_NEW_THREADS] += 1;
+	t = task_get(tid, true);
+	if (t && nv_known) {
+		t->nvcsw_seen = nvcsw;
+		t->flags |= TF_NV_KNOWN;
+	}
+}
+
+SEC("tp_btf/task_newtask")
+int BPF_PROG(btf_task_newtask, struct task_struct *task, __u64 clone_flags)
+{
+	if (!current_is_target())
+		return 0;
+	new_task(task->pid, clone_flags, task->nvcsw, true);
+	return 0;
+}
+
+struct tp_task_newtask {
+	__u64 common;
+	pid_t pid;
+	char comm[16];
+	__u32 pad;
+	__u64 clone_flags;
+};
+
+SEC("tracepoint/task/task_newtask")
+int tp_task_newtask(struct tp_task_newtask *ctx)
+{
+	if (!current_is_target())
+		return 0;
+	/* A new thread's nvcsw starts at 0 (copy_process). */
+	new_task(ctx->pid, ctx->clone_flags, 0, true);
+	return 0;
+}
+
+static __always_inline void thread_exit(void)
+{
+	struct vec_counters *c = phase_vec();
+	struct vec_series *s = series_vec(bpf_ktime_get_ns());
+
+	if (c)
+		c->v[SC_THREAD_EXITS] += 1;
+	if (s)
+		s->v[SC_S_THREAD_EXITS] += 1;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(btf_sched_process_exit, struct task_struct *p)
+{
+	if (armed() && (__u32)p->tgid == TGID)
+		thread_exit();
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int tp_sched_process_exit(void *ctx)
+{
+	if (current_is_target()) /* the exiting task is current */
+		thread_exit();
+	return 0;
+}
+
+/* ---- scheduling --------------------------------------------------------------------------- */
+
+/* prev, a target thread, leaves its CPU. voluntary: the kernel counted the switch in nvcsw.
+ * after_exit: the thread's counts were already folded into the process's rusage, so rusage never
+ * sees this switch. last: the thread's final switch (it is dead). */
+static __always_inline void switch_out(__u32 tid, struct sc_task *t, bool voluntary,
+				       bool after_exit, bool last, __u64 now)
+{
+	struct vec_counters *c = phase_vec();
+	struct vec_series *s = series_vec(now);
+	struct vec_cut *k = cut_vec();
+	__u64 slice;
+
+	if (c) {
+		c->v[voluntary ? SC_SWITCHES_VOLUNTARY : SC_SWITCHES_INVOLUNTARY] += 1;
+		if (after_exit)
+			c->v[voluntary ? SC_SWITCHES_VOLUNTARY_AFTER_EXIT : SC_SWITCHES_INVOLUNTARY_AFTER_EXIT] += 1;
+	}
+	if (k) {
+		k->v[voluntary ? SC_CUT_SWITCHES_VOLUNTARY : SC_CUT_SWITCHES_INVOLUNTARY] += 1;
+		if (after_exit)
+			k->v[voluntary ? SC_CUT_SWITCHES_VOLUNTARY_AFTER_EXIT
+				       : SC_CUT_SWITCHES_INVOLUNTARY_AFTER_EXIT] += 1;
+	}
+	if (s)
+		s->v[voluntary ? SC_S_SWITCHES_VOLUNTARY : SC_S_SWITCHES_INVOLUNTARY] += 1;
+	if (!t)
+		return;
+	if (t->on_ts && now > t->on_ts) {
+		slice = now - t->on_ts;
+		hist_add(SC_H_ONCPU_SLICE_NS, slice);
+		t->oncpu_ns += slice;
+		if (c)
+			c->v[SC_ONCPU_NS] += slice;
+		if (s)
+			s->v[SC_S_ONCPU_NS] += slice;
+	}
+	t->on_ts = 0;
+	/* Preempted (or yielded): still runnable, so its run-queue wait starts now. */
+	t->wake_ts = voluntary ? 0 : now;
+	if (last) {
+		hist_add(SC_H_THREAD_ONCPU_NS, t->oncpu_ns);
+		bpf_map_delete_elem(&tasks, &tid);
+	}
+}
+
+/* next, a target thread, gets a CPU. */
+static __always_inline void switch_in(struct sc_task *t, __u64 now)
+{
+	struct vec_counters *c;
+	struct vec_series *s;
+	__u64 wait;
+
+	t->on_ts = now;
+	if (!t->wake_ts || now < t->wake_ts)
+		return;
+	wait = now - t->wake_ts;
+	t->wake_ts = 0;
+	hist_add(SC_H_RUNQ_NS, wait);
+	c = phase_vec();
+	if (c) {
+		c->v[SC_RUNQ_NS] += wait;
+		c->v[SC_RUNQ_WAITS] += 1;
+	}
+	s = series_vec(now);
+	if (s)
+		s->v[SC_S_RUNQ_NS] += wait;
+}
+
+/*
+ * Voluntary or not: __schedule() bumps prev->nvcsw when the task blocks (!preempt && a non-running
+ * state) and prev->nivcsw otherwise, just before this tracepoint. Reading which counter moved
+ * since the thread's last switch is exact. The state rule (preempt || prev_state == RUNNING means
+ * involuntary) is not: when a signal is pending as the task tries to block, try_to_block_task()
+ * leaves it running and (since early 2025: 6.14 and stable) rewrites prev_state to RUNNING, while
+ * nvcsw is still the counter bumped. The rule serves when the thread's previous count is unknown, and every
+ * disagreement is counted (SC_SWITCH_RULE_DISAGREES).
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now;
+	struct sc_task *t;
+
+	if (!armed())
+		return 0;
+	now = bpf_ktime_get_ns();
+	if ((__u32)prev->tgid == TGID) {
+		__u32 tid = prev->pid;
+		__u64 nvcsw = prev->nvcsw;
+		bool by_rule = !preempt && prev_state != TASK_RUNNING;
+		bool voluntary = by_rule;
+		struct vec_counters *c;
+
+		t = task_get(tid, true);
+		if (t) {
+			if (t->flags & TF_NV_KNOWN)
+				voluntary = nvcsw != t->nvcsw_seen;
+			t->nvcsw_seen = nvcsw;
+			t->flags |= TF_NV_KNOWN;
+		}
+		if (voluntary != by_rule) {
+			c = phase_vec();
+			if (c)
+				c->v[SC_SWITCH_RULE_DISAGREES] += 1;
+		}
+		/* __exit_signal() adds a dying thread's counts to the process's and clears
+		 * ->sighand: switches after that are in no rusage. */
+		switch_out(tid, t, voluntary, prev->sighand == NULL, prev_state & TASK_DEAD, now);
+	}
+	if ((__u32)next->tgid == TGID) {
+		t = task_get(next->pid, true);
+		if (t)
+			switch_in(t, now);
+	}
+	return 0;
+}
+
+struct tp_sched_switch {
+	__u64 common;
+	char prev_comm[16];
+	pid_t prev_pid;
+	int prev_prio;
+	long prev_state;
+	char next_comm[16];
+	pid_t next_pid;
+	int next_prio;
+};
+
+/*
+ * Classic twin: no preempt argument, but the kernel encodes it in prev_state (TASK_REPORT_MAX,
+ * the "+" of "R+"), and prev is current. Without task_struct the rule is all there is (see above
+ * for where it errs), and "after exit" is approximated by the X/Z state of the last switch.
+ */
+SEC("tracepoint/sched/sched_switch")
+int tp_sched_switch(struct tp_sched_switch *ctx)
+{
+	bool current_target = (__u32)(bpf_get_current_pid_tgid() >> 32) == TGID;
+	long st = ctx->prev_state;
+	bool voluntary = !(st & TASK_REPORT_MAX) && (st & 0xff) != 0;
+	__u64 now;
+	struct sc_task *t;
+
+	if (!armed()) {
+		/* The held child before its exec: user space knows its counters up to the hold
+		 * (/proc), these probes the rest. */
+		if (current_target)
+			__sync_fetch_and_add(&state[voluntary ? SC_ST_PREARM_VOLUNTARY
+							      : SC_ST_PREARM_INVOLUNTARY], 1);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	if (current_target) {
+		bool last = st & (REPORT_EXIT_DEAD | REPORT_EXIT_ZOMBIE);
+		__u32 tid = ctx->prev_pid;
+
+		t = task_get(tid, true);
+		switch_out(tid, t, voluntary, last, last, now);
+	}
+	/* next's tgid is not in the record: a target thread is one with an entry. */
+	t = task_get(ctx->next_pid, false);
+	if (t)
+		switch_in(t, now);
+	return 0;
+}
+
+static __always_inline void woken(struct sc_task *t)
+{
+	struct vec_counters *c = phase_vec();
+
+	t->wake_ts = bpf_ktime_get_ns();
+	if (c)
+		c->v[SC_WAKEUPS] += 1;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(btf_sched_wakeup, struct task_struct *p)
+{
+	struct sc_task *t;
+
+	if (!armed() || (__u32)p->tgid != TGID)
+		return 0;
+	t = task_get(p->pid, true);
+	if (t)
+		woken(t);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p)
+{
+	struct sc_task *t;
+
+	if (!armed() || (__u32)p->tgid != TGID)
+		return 0;
+	t = task_get(p->pid, true);
+	if (t)
+		woken(t);
+	return 0;
+}
+
+struct tp_sched_wakeup {
+	__u64 common;
+	char comm[16];
+	pid_t pid;
+	int prio;
+	int target_cpu;
+};
+
+SEC("tracepoint/sched/sched_wakeup")
+int tp_sched_wakeup(struct tp_sched_wakeup *ctx)
+{
+	struct sc_task *t;
+
+	if (!armed())
+		return 0;
+	t = task_get(ctx->pid, false);
+	if (t)
+		woken(t);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_wakeup_new")
+int tp_sched_wakeup_new(struct tp_sched_wakeup *ctx)
+{
+	struct sc_task *t;
+
+	if (!armed())
+		return 0;
+	t = task_get(ctx->pid, false);
+	if (t)
+		woken(t);
+	return 0;
+}
+
+static __always_inline void migrated(void)
+{
+	struct vec_counters *c = phase_vec();
+
+	if (c)
+		c->v[SC_MIGRATIONS] += 1;
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(btf_sched_migrate_task, struct task_struct *p, int dest_cpu)
+{
+	if (armed() && (__u32)p->tgid == TGID)
+		migrated();
+	return 0;
+}
+
+struct tp_sched_migrate_task {
+	__u64 common;
+	__u32 comm_loc;
+	pid_t pid;
+	int prio;
+	int orig_cpu;
+	int dest_cpu;
+};
+
+SEC("tracepoint/sched/sched_migrate_task")
+int tp_sched_migrate_task(struct tp_sched_migrate_task *ctx)
+{
+	if (armed() && task_get(ctx->pid, false))
+		migrated();
+	return 0;
+}
+
+/* ---- page faults -------------------------------------------------------------------------- */
+
+struct vma_probe {
+	__u64 addr;
+	__u64 sp;
+	__u32 kind;
+};
+
+static __always_inline bool near_sp(__u64 addr, __u64 sp)
+{
+	return sp && addr + STACK_BELOW_SP >= sp && addr < sp + STACK_ABOVE_SP;
+}
+
+static long classify_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_probe *p = data;
+
+	if (vma->vm_file)
+		p->kind = SC_FAULT_FILE;
+	else if (near_sp(p->addr, p->sp) && vma->vm_start <= p->sp && p->sp < vma->vm_end)
+		p->kind = SC_FAULT_STACK;
+	else
+		p->kind = SC_FAULT_ANON;
+	return 0;
+}
+
+/*
+ * Which memory the fault is in: the faulting thread's own stack (near its user SP), the brk heap,
+ * elsewhere. Neither needs a lock. At FAULT_KINDS_VMA "elsewhere" is split further by looking up
+ * the VMA: other anonymous memory (mmap'd heaps, Go's arenas and the goroutine stacks in them,
+ * other threads' stacks) or a file, and "stack" must share the VMA of SP. That lookup takes
+ * mmap_lock with a trylock and, IRQs being off in this tracepoint, releases it from an irq_work:
+ * about 15 us per fault on the 2-core VM, which quadrupled the goroutines' spawn time -- so it is
+ * not the default. The trylock fails whenever another thread holds mmap_lock for writing (during
+ * thread spawning, often: each new stack is mmap'd and mprotect'd); the fault is then "other".
+ */
+#define FAULT_KINDS_VMA 2
+
+static __always_inline __u32 fault_kind(__u64 addr, __u64 sp)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm = task->mm;
+	struct vma_probe p = { .addr = addr, .sp = sp, .kind = SC_FAULT_OTHER };
+	bool near = near_sp(addr, sp);
+	long err;
+
+	if (!mm)
+		return SC_FAULT_UNCLASSIFIED;
+	if (addr >= BPF_CORE_READ(mm, start_brk) && addr < BPF_CORE_READ(mm, brk))
+		return SC_FAULT_HEAP;
+	if (cfg[SC_CFG_FAULT_KINDS] < FAULT_KINDS_VMA)
+		return near ? SC_FAULT_STACK : SC_FAULT_OTHER;
+	err = bpf_find_vma(task, addr, classify_vma, &p, 0);
+	if (err == -ENOENT)
+		/* Below the main stack's VMA: the stack growing, else a bad address. */
+		return near ? SC_FAULT_STACK : SC_FAULT_NOVMA;
+	if (err) {
+		__sync_fetch_and_add(&state[SC_ST_VMA_BUSY], 1);
+		return near ? SC_FAULT_STACK : SC_FAULT_OTHER;
+	}
+	return p.kind;
+}
+
+static __always_inline void fault(bool user_mode, __u32 kind)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct vec_counters *c = phase_vec();
+	struct vec_series *s = series_vec(now);
+	struct vec_cut *k = cut_vec();
+
+	if (kind > SC_FAULT_UNCLASSIFIED || kind < SC_FAULT_STACK)
+		kind = SC_FAULT_UNCLASSIFIED;
+	if (c) {
+		c->v[user_mode ? SC_FAULTS_USER : SC_FAULTS_KERNEL] += 1;
+		c->v[kind] += 1;
+	}
+	if (k)
+		k->v[SC_CUT_FAULTS] += 1;
+	if (s)
+		s->v[SC_S_FAULTS] += 1;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(btf_page_fault_user, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	__u32 kind = SC_FAULT_UNCLASSIFIED;
+
+	if (!current_is_target())
+		return 0;
+	if (cfg[SC_CFG_FAULT_KINDS])
+		kind = fault_kind(address, regs->sp);
+	fault(true, kind);
+	return 0;
+}
+
+/* rusage's minflt also counts faults the kernel takes on user addresses (copy_to_user into a fresh
+ * page, a futex word, the clear_child_tid write at thread exit): this tracepoint. Faults on kernel
+ * addresses (vmalloc) are no process's. */
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(btf_page_fault_kernel, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	__u32 kind = SC_FAULT_UNCLASSIFIED;
+	struct pt_regs *user_regs;
+
+	if ((long)address < 0 || !current_is_target())
+		return 0;
+	if (cfg[SC_CFG_FAULT_KINDS]) {
+		user_regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		kind = fault_kind(address, BPF_CORE_READ(user_regs, sp));
+	}
+	fault(false, kind);
+	return 0;
+}
+
+struct tp_page_fault {
+	__u64 common;
+	unsigned long address;
+	unsigned long ip;
+	unsigned long error_code;
+};
+
+static __always_inline void classic_fault(bool user_mode)
+{
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != TGID)
+		return;
+	if (armed())
+		fault(user_mode, SC_FAULT_UNCLASSIFIED);
+	else
+		__sync_fetch_and_add(&state[SC_ST_PREARM_FAULTS], 1);
+}
+
+SEC("tracepoint/exceptions/page_fault_user")
+int tp_page_fault_user(struct tp_page_fault *ctx)
+{
+	classic_fault(true);
+	return 0;
+}
+
+SEC("tracepoint/exceptions/page_fault_kernel")
+int tp_page_fault_kernel(struct tp_page_fault *ctx)
+{
+	if ((long)ctx->address >= 0)
+		classic_fault(false);
+	return 0;
+}
+
+/* ---- RSS ---------------------------------------------------------------------------------- */
+
+static __always_inline void rss_seen(int member, __s64 bytes)
+{
+	__u32 bucket = bucket_of(bpf_ktime_get_ns());
+	struct vec_rss *r = bpf_map_lookup_elem(&rss, &bucket);
+
+	if (!r || member < 0 || member >= SC_NR_RSS)
+		return;
+	r->v[member] = (bytes > 0 ? bytes : 0) + 1;
+}
+
+/* Only changes made by the target's own threads to its own mm ("curr"); reclaim by kswapd is left
+ * out, and so is any mm that happens to reuse the address after the target is gone. */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(btf_rss_stat, struct mm_struct *mm, int member)
+{
+	struct task_struct *task;
+	__s64 pages;
+
+	if (!current_is_target())
+		return 0;
+	task = bpf_get_current_task_btf();
+	if ((__u64)task->mm != (__u64)mm)
+		return 0;
+	/* Constant indexes: each read is relocated with the kernel's own sizeof(percpu_counter). */
+	switch (member) {
+	case SC_RSS_FILE: pages = BPF_CORE_READ(mm, rss_stat[SC_RSS_FILE].count); break;
+	case SC_RSS_ANON: pages = BPF_CORE_READ(mm, rss_stat[SC_RSS_ANON].count); break;
+	case SC_RSS_SWAP: pages = BPF_CORE_READ(mm, rss_stat[SC_RSS_SWAP].count); break;
+	case SC_RSS_SHMEM: pages = BPF_CORE_READ(mm, rss_stat[SC_RSS_SHMEM].count); break;
+	default: return 0;
+	}
+	rss_seen(member, pages * (__s64)cfg[SC_CFG_PAGE_SIZE]);
+	return 0;
+}
+
+struct tp_rss_stat {
+	__u64 common;
+	__u32 mm_id;
+	__u32 curr;
+	int member;
+	int pad;
+	long size;
+};
+
+SEC("tracepoint/kmem/rss_stat")
+int tp_rss_stat(struct tp_rss_stat *ctx)
+{
+	if (ctx->curr && current_is_target())
+		rss_seen(ctx->member, ctx->size);
+	return 0;
+}
+
+/* ---- syscalls (classic tracepoints only) -------------------------------------------------- */
+
+struct tp_sys_enter {
+	__u64 common;
+	int nr;
+	int pad;
+	unsigned long args[6];
+};
+
+struct tp_sys_exit {
+	__u64 common;
+	int nr;
+	int pad;
+	long ret;
+};
+
+static __always_inline void syscall_enter(__u32 kind)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sc_task *t = task_get(tid, true);
+
+	if (t) {
+		t->sys_ts = bpf_ktime_get_ns();
+		t->sys_kind = kind;
+	}
+}
+
+/* The time since the matching enter, 0 when there was none (e.g. the child's return from clone). */
+static __always_inline __u64 syscall_exit(__u32 kind)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sc_task *t = task_get(tid, false);
+	__u64 now = bpf_ktime_get_ns(), took = 0;
+
+	if (t && t->sys_kind == kind && t->sys_ts && now >= t->sys_ts)
+		took = now - t->sys_ts;
+	if (t)
+		t->sys_kind = SC_NR_SYS;
+	return took;
+}
+
+static __always_inline void count(__u32 idx, __u64 n)
+{
+	struct vec_counters *c = phase_vec();
+
+	if (c && idx < SC_NR_COUNTERS)
+		c->v[idx] += n;
+}
+
+static __always_inline void clone_enter(__u32 kind)
+{
+	if (!current_is_target())
+		return;
+	count(kind == SC_SYS_CLONE ? SC_CLONE_CALLS : SC_CLONE3_CALLS, 1);
+	syscall_enter(kind);
+}
+
+static __always_inline void clone_exit(__u32 kind, long ret)
+{
+	bool clone = kind == SC_SYS_CLONE;
+	__u64 took;
+	__u32 key;
+	__u64 *n;
+
+	if (!current_is_target())
+		return;
+	if (ret == 0) { /* the new task returning from the syscall */
+		count(clone ? SC_CLONE_CHILD_RETURNS : SC_CLONE3_CHILD_RETURNS, 1);
+		return;
+	}
+	took = syscall_exit(kind);
+	if (took)
+		hist_add(clone ? SC_H_CLONE_NS : SC_H_CLONE3_NS, took);
+	if (ret > 0) {
+		count(clone ? SC_CLONE_OK : SC_CLONE3_OK, 1);
+		return;
+	}
+	count(clone ? SC_CLONE_FAILED : SC_CLONE3_FAILED, 1);
+	key = -ret;
+	if (key >= SC_ERRNO_SLOTS)
+		key = SC_ERRNO_SLOTS - 1;
+	key += kind * SC_ERRNO_SLOTS;
+	n = bpf_map_lookup_elem(&errnos, &key);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+SEC("tracepoint/syscalls/sys_enter_clone")
+int tp_sys_enter_clone(struct tp_sys_enter *ctx)
+{
+	clone_enter(SC_SYS_CLONE);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_clone")
+int tp_sys_exit_clone(struct tp_sys_exit *ctx)
+{
+	clone_exit(SC_SYS_CLONE, ctx->ret);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_clone3")
+int tp_sys_enter_clone3(struct tp_sys_enter *ctx)
+{
+	clone_enter(SC_SYS_CLONE3);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_clone3")
+int tp_sys_exit_clone3(struct tp_sys_exit *ctx)
+{
+	clone_exit(SC_SYS_CLONE3, ctx->ret);
+	return 0;
+}
+
+/* mmap, munmap, mprotect, madvise: calls and bytes asked for (len is the second argument of all). */
+static __always_inline void memory_call(struct tp_sys_enter *ctx, __u32 calls)
+{
+	if (!current_is_target())
+		return;
+	count(calls, 1);
+	count(calls + 1, ctx->args[1]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int tp_sys_enter_mmap(struct tp_sys_enter *ctx)
+{
+	memory_call(ctx, SC_MMAP_CALLS);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_munmap")
+int tp_sys_enter_munmap(struct tp_sys_enter *ctx)
+{
+	memory_call(ctx, SC_MUNMAP_CALLS);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mprotect")
+int tp_sys_enter_mprotect(struct tp_sys_enter *ctx)
+{
+	memory_call(ctx, SC_MPROTECT_CALLS);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_madvise")
+int tp_sys_enter_madvise(struct tp_sys_enter *ctx)
+{
+	memory_call(ctx, SC_MADVISE_CALLS);
+	return 0;
+}
+
+/* futex(2): op & FUTEX_CMD_MASK says whether the call may sleep or wakes others. */
+static __always_inline void futex_enter(__u32 kind)
+{
+	if (!current_is_target())
+		return;
+	count(SC_FUTEX_CALLS, 1);
+	if (kind == SC_SYS_FUTEX_WAIT)
+		count(SC_FUTEX_WAITS, 1);
+	else if (kind == SC_SYS_FUTEX_WAKE)
+		count(SC_FUTEX_WAKES, 1);
+	syscall_enter(kind);
+}
+
+static __always_inline void futex_exit(long ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sc_task *t;
+	struct vec_series *s;
+	__u64 took;
+
+	if (!current_is_target())
+		return;
+	t = task_get(tid, false);
+	if (!t)
+		return;
+	if (t->sys_kind == SC_SYS_FUTEX_WAKE) {
+		t->sys_kind = SC_NR_SYS;
+		if (ret > 0)
+			count(SC_FUTEX_WOKEN, ret);
+		return;
+	}
+	if (t->sys_kind != SC_SYS_FUTEX_WAIT)
+		return;
+	took = syscall_exit(SC_SYS_FUTEX_WAIT);
+	hist_add(SC_H_FUTEX_WAIT_NS, took);
+	count(SC_FUTEX_WAIT_NS, took);
+	s = series_vec(bpf_ktime_get_ns());
+	if (s)
+		s->v[SC_S_FUTEX_WAITS] += 1;
+	if (ret == -EAGAIN)
+		count(SC_FUTEX_EAGAIN, 1);
+	else if (ret == -ETIMEDOUT)
+		count(SC_FUTEX_TIMEOUTS, 1);
+}
+
+SEC("tracepoint/syscalls/sys_enter_futex")
+int tp_sys_enter_futex(struct tp_sys_enter *ctx)
+{
+	__u32 cmd = ctx->args[1] & 0x7f; /* FUTEX_CMD_MASK: without PRIVATE and CLOCK_REALTIME */
+	__u32 kind = SC_NR_SYS;
+
+	switch (cmd) {
+	case 0:  /* FUTEX_WAIT */
+	case 6:  /* FUTEX_LOCK_PI */
+	case 9:  /* FUTEX_WAIT_BITSET */
+	case 11: /* FUTEX_WAIT_REQUEUE_PI */
+	case 13: /* FUTEX_LOCK_PI2 */
+		kind = SC_SYS_FUTEX_WAIT;
+		break;
+	case 1:  /* FUTEX_WAKE */
+	case 3:  /* FUTEX_REQUEUE */
+	case 4:  /* FUTEX_CMP_REQUEUE */
+	case 5:  /* FUTEX_WAKE_OP */
+	case 7:  /* FUTEX_UNLOCK_PI */
+	case 10: /* FUTEX_WAKE_BITSET */
+	case 12: /* FUTEX_CMP_REQUEUE_PI */
+		kind = SC_SYS_FUTEX_WAKE;
+		break;
+	}
+	futex_enter(kind);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex")
+int tp_sys_exit_futex(struct tp_sys_exit *ctx)
+{
+	futex_exit(ctx->ret);
+	return 0;
+}
+
+/* futex2 (6.7+): futex_wait, futex_waitv and futex_wake. */
+SEC("tracepoint/syscalls/sys_enter_futex_wait")
+int tp_sys_enter_futex_wait(struct tp_sys_enter *ctx)
+{
+	futex_enter(SC_SYS_FUTEX_WAIT);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex_wait")
+int tp_sys_exit_futex_wait(struct tp_sys_exit *ctx)
+{
+	futex_exit(ctx->ret);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_futex_waitv")
+int tp_sys_enter_futex_waitv(struct tp_sys_enter *ctx)
+{
+	futex_enter(SC_SYS_FUTEX_WAIT);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex_waitv")
+int tp_sys_exit_futex_waitv(struct tp_sys_exit *ctx)
+{
+	futex_exit(ctx->ret);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_futex_wake")
+int tp_sys_enter_futex_wake(struct tp_sys_enter *ctx)
+{
+	futex_enter(SC_SYS_FUTEX_WAKE);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex_wake")
+int tp_sys_exit_futex_wake(struct tp_sys_exit *ctx)
+{
+	futex_exit(ctx->ret);
+	return 0;
+}
+
+/*
+ * Phases, exactly: the workloads print each event as one JSON line with "event" first (the
+ * contract in schema/workload-events.schema.json), and a phase event right after reading the
+ * clock. Seeing `{"event":"phase"` start a write to the target's stdout switches the phase at once,
+ * where set_phase() from user space comes after a pipe and a wakeup (milliseconds when 2000 freshly
+ * woken threads crowd two CPUs). set_phase() still counts: the later of the two wins, so a
+ * workload that writes differently is phased by user space alone.
+ */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WORD8(a, b, c, d, e, f, g, h)                                                        \
+	((__u64)(a) | (__u64)(b) << 8 | (__u64)(c) << 16 | (__u64)(d) << 24 | (__u64)(e) << 32 | \
+	 (__u64)(f) << 40 | (__u64)(g) << 48 | (__u64)(h) << 56)
+#else
+#define WORD8(a, b, c, d, e, f, g, h)                                                        \
+	((__u64)(h) | (__u64)(g) << 8 | (__u64)(f) << 16 | (__u64)(e) << 24 | (__u64)(d) << 32 | \
+	 (__u64)(c) << 40 | (__u64)(b) << 48 | (__u64)(a) << 56)
+#endif
+#define STDOUT_FD 1
+
+SEC("tracepoint/syscalls/sys_enter_write")
+int tp_sys_enter_write(struct tp_sys_enter *ctx)
+{
+	__u64 head[2], seen;
+
+	if (!cfg[SC_CFG_PHASES_FROM_STDOUT] || ctx->args[0] != STDOUT_FD || ctx->args[2] < 16 ||
+	    !current_is_target())
+		return 0;
+	if (bpf_probe_read_user(head, sizeof(head), (void *)ctx->args[1]))
+		return 0;
+	if (head[0] != WORD8('{', '"', 'e', 'v', 'e', 'n', 't', '"') ||
+	    head[1] != WORD8(':', '"', 'p', 'h', 'a', 's', 'e', '"'))
+		return 0;
+	/* The workload's events come from one thread at a time: no atomics needed. */
+	seen = state[SC_ST_PHASE_EVENTS];
+	if (seen < SC_PHASE_SLOTS)
+		phase_seen_ns[seen] = bpf_ktime_get_ns();
+	state[SC_ST_PHASE_EVENTS] = seen + 1;
+	return 0;
+}
+
+/* getrusage(RUSAGE_SELF) by the target: its entry and its return each open a new epoch, so the
+ * cross-checks can compare rusage with what was counted before the workload's last call (its
+ * result event) -- nothing after it, such as its threads' exit, stands between the two. */
+SEC("tracepoint/syscalls/sys_enter_getrusage")
+int tp_sys_enter_getrusage(struct tp_sys_enter *ctx)
+{
+	if (!current_is_target() || (int)ctx->args[0] != RUSAGE_SELF)
+		return 0;
+	state[SC_ST_LAST_GETRUSAGE_NS] = bpf_ktime_get_ns();
+	syscall_enter(SC_SYS_GETRUSAGE);
+	__sync_fetch_and_add(&state[SC_ST_GETRUSAGE_CALLS], 1);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_getrusage")
+int tp_sys_exit_getrusage(struct tp_sys_exit *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sc_task *t;
+
+	if (!current_is_target())
+		return 0;
+	t = task_get(tid, false);
+	if (!t || t->sys_kind != SC_SYS_GETRUSAGE)
+		return 0;
+	t->sys_kind = SC_NR_SYS;
+	__sync_fetch_and_add(&state[SC_ST_GETRUSAGE_RETURNS], 1);
+	return 0;
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What collector.bpf.c and user space (collector/, spawnscope-collector) share.
+ *
+ * Every map value user space reads is a flat array of __u64 indexed by one of the enums below, so
+ * the Rust side never mirrors a C struct layout by hand: collector/build.rs parses the enums and
+ * #defines of this file (one `SC_NAME,` per line, in order) into Rust constants and name tables.
+ * Keep that shape: one enumerator per line, each enum ending in its SC_NR_* count.
+ */
+#ifndef SPAWNSCOPE_COLLECTOR_H
+#define SPAWNSCOPE_COLLECTOR_H
+
+/* Per-phase counter slots: slot 0 = from exec to the first phase event, slot k = phase k-1; the
+ * last slot also takes every phase beyond it. */
+#define SC_PHASE_SLOTS 16
+/* getrusage(RUSAGE_SELF) epochs for the cross-checks: epoch e = events after e boundaries, where
+ * each call has two (its entry and its return); enough for 15 calls. */
+#define SC_CUT_EPOCHS 32
+/* log2 histograms: slot i counts values v with 2^i <= v < 2^(i+1) (slot 0 also takes v = 0). */
+#define SC_HIST_SLOTS 64
+/* clone/clone3 failures by errno: errno >= SC_ERRNO_SLOTS - 1 lands in the last slot. */
+#define SC_ERRNO_SLOTS 160
+
+/* Counters kept per phase slot (map phase_counters, per CPU). */
+enum sc_counter {
+	SC_FAULTS_USER,          /* exceptions:page_fault_user */
+	SC_FAULTS_KERNEL,        /* exceptions:page_fault_kernel on a user address */
+	SC_FAULT_STACK,          /* kinds: they sum to faults_user + faults_kernel */
+	SC_FAULT_HEAP,
+	SC_FAULT_ANON,
+	SC_FAULT_FILE,
+	SC_FAULT_NOVMA,
+	SC_FAULT_OTHER,          /* anon or file, not looked up (or the lookup found mmap_lock taken) */
+	SC_FAULT_UNCLASSIFIED,
+	SC_CLONE_CALLS,
+	SC_CLONE_OK,
+	SC_CLONE_FAILED,
+	SC_CLONE_CHILD_RETURNS,
+	SC_CLONE3_CALLS,
+	SC_CLONE3_OK,
+	SC_CLONE3_FAILED,
+	SC_CLONE3_CHILD_RETURNS,
+	SC_NEW_THREADS,          /* task:task_newtask with CLONE_THREAD */
+	SC_NEW_PROCESSES,        /* task:task_newtask without CLONE_THREAD */
+	SC_THREAD_EXITS,         /* sched:sched_process_exit */
+	SC_SWITCHES_VOLUNTARY,
+	SC_SWITCHES_INVOLUNTARY,
+	SC_SWITCHES_VOLUNTARY_AFTER_EXIT,   /* switches the task's rusage can no longer see */
+	SC_SWITCHES_INVOLUNTARY_AFTER_EXIT,
+	SC_SWITCH_RULE_DISAGREES,   /* (preempt || prev_state == RUNNING) said otherwise */
+	SC_ONCPU_NS,
+	SC_RUNQ_NS,
+	SC_RUNQ_WAITS,
+	SC_WAKEUPS,
+	SC_MIGRATIONS,
+	SC_MMAP_CALLS,
+	SC_MMAP_BYTES,
+	SC_MUNMAP_CALLS,
+	SC_MUNMAP_BYTES,
+	SC_MPROTECT_CALLS,
+	SC_MPROTECT_BYTES,
+	SC_MADVISE_CALLS,
+	SC_MADVISE_BYTES,
+	SC_FUTEX_CALLS,
+	SC_FUTEX_WAITS,
+	SC_FUTEX_WAIT_NS,
+	SC_FUTEX_WAKES,
+	SC_FUTEX_WOKEN,
+	SC_FUTEX_EAGAIN,
+	SC_FUTEX_TIMEOUTS,
+	SC_NR_COUNTERS
+};
+
+/* Counters kept per getrusage epoch (map cut_counters, per CPU): what the cross-checks compare.
+ * Other threads keep running while getrusage sums their counters, so the kernel's figures lie
+ * between what was counted up to the call's entry and up to its return. */
+enum sc_cut {
+	SC_CUT_FAULTS,
+	SC_CUT_SWITCHES_VOLUNTARY,
+	SC_CUT_SWITCHES_INVOLUNTARY,
+	SC_CUT_SWITCHES_VOLUNTARY_AFTER_EXIT,
+	SC_CUT_SWITCHES_INVOLUNTARY_AFTER_EXIT,
+	SC_CUT_NEW_THREADS,
+	SC_NR_CUT
+};
+
+/* Per time bucket (map series, per CPU). */
+enum sc_series {
+	SC_S_FAULTS,
+	SC_S_NEW_THREADS,
+	SC_S_THREAD_EXITS,
+	SC_S_SWITCHES_VOLUNTARY,
+	SC_S_SWITCHES_INVOLUNTARY,
+	SC_S_ONCPU_NS,
+	SC_S_RUNQ_NS,
+	SC_S_FUTEX_WAITS,
+	SC_NR_SERIES
+};
+
+/* RSS per time bucket (map rss, shared): the last size seen in the bucket, in bytes plus one, so 0
+ * means "no change seen in this bucket". Same order as the kernel's MM_* counters. */
+enum sc_rss {
+	SC_RSS_FILE,
+	SC_RSS_ANON,
+	SC_RSS_SWAP,
+	SC_RSS_SHMEM,
+	SC_NR_RSS
+};
+
+/* log2 histograms (map hists, per CPU, key = hist * SC_HIST_SLOTS + slot), all in ns. */
+enum sc_hist {
+	SC_H_CLONE_NS,           /* clone enter -> exit in the parent */
+	SC_H_CLONE3_NS,
+	SC_H_ONCPU_SLICE_NS,     /* one stay on a CPU: switch-in -> switch-out */
+	SC_H_THREAD_ONCPU_NS,    /* a thread's whole on-CPU time, added at its last switch */
+	SC_H_RUNQ_NS,            /* wakeup or preemption -> switch-in */
+	SC_H_FUTEX_WAIT_NS,      /* futex wait enter -> exit */
+	SC_NR_HISTS
+};
+
+/* Kinds of syscall a thread is inside (errno map key = kind * SC_ERRNO_SLOTS + errno). */
+enum sc_sys {
+	SC_SYS_CLONE,
+	SC_SYS_CLONE3,
+	SC_SYS_FUTEX_WAIT,
+	SC_SYS_FUTEX_WAKE,
+	SC_SYS_GETRUSAGE,
+	SC_NR_SYS
+};
+
+/* Global state the programs write (section .data.state), read by user space at the end. */
+enum sc_state {
+	SC_ST_ARMED,             /* 1 once the target exec'd: counting starts */
+	SC_ST_T0_NS,             /* bpf_ktime_get_ns() at the exec: bucket 0 starts here */
+	SC_ST_EXECS,
+	SC_ST_PRE_KNOWN,         /* 1 when the PRE_* fields below were read (tp_btf exec) */
+	SC_ST_PRE_MINFLT,        /* the task's own counters at exec: what rusage holds from before */
+	SC_ST_PRE_MAJFLT,
+	SC_ST_PRE_NVCSW,
+	SC_ST_PRE_NIVCSW,
+	SC_ST_GETRUSAGE_CALLS,   /* getrusage(RUSAGE_SELF) calls by the target (entries) */
+	SC_ST_GETRUSAGE_RETURNS, /* ... and their returns */
+	SC_ST_LAST_GETRUSAGE_NS,
+	SC_ST_TASKS_FULL,        /* the per-thread map was full: some per-thread figures are missing */
+	SC_ST_LATE_EVENTS,       /* events past the last time bucket (counted in the last one) */
+	SC_ST_PHASE_EVENTS,      /* phase events seen written to the target's stdout */
+	SC_ST_PREARM_FAULTS,     /* the target's faults and switches from attach to exec, counted */
+	SC_ST_PREARM_VOLUNTARY,  /* by the classic programs (the tp_btf ones read the task's own */
+	SC_ST_PREARM_INVOLUNTARY,/* counters at exec instead) */
+	SC_ST_VMA_BUSY,          /* VMA lookups that found mmap_lock held for writing */
+	SC_NR_STATE
+};
+
+/* Load-time configuration (section .rodata, set before load). */
+enum sc_cfg {
+	SC_CFG_TGID,
+	SC_CFG_BUCKET_NS,
+	SC_CFG_NR_BUCKETS,
+	SC_CFG_FAULT_KINDS,      /* 0 off, 1 stack/heap/other (no lock), 2 also a VMA lookup */
+	SC_CFG_PAGE_SIZE,
+	SC_CFG_PHASES_FROM_STDOUT,
+	SC_NR_CFG
+};
+
+/* What user space writes while running (section .data.ctl). The phase slot counting uses is the
+ * larger of this one and the one the kernel derives from the phase events it sees written. */
+enum sc_ctl {
+	SC_CTL_PHASE_SLOT,
+	SC_NR_CTL
+};
+
+#endif /* SPAWNSCOPE_COLLECTOR_H */

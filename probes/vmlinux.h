@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel types collector.bpf.c uses, trimmed to the fields it reads: not the 130,000-line dump
+ * of one build host's kernel, so the build needs no BTF and the file can be reviewed.
+ *
+ * How it was produced (kernel 6.18, x86_64, Debian 12's bpftool 7.1):
+ *     bpftool btf dump file /sys/kernel/btf/vmlinux format c > /tmp/vmlinux_full.h
+ * then each struct below was cut down to the members the programs read. That is enough because
+ * the structs carry preserve_access_index: clang records every member access as a CO-RE
+ * relocation by NAME, and libbpf resolves it against the running kernel's BTF at load time
+ * (reaching into anonymous members, e.g. mm_struct's, or arm64's pt_regs where `sp` sits in an
+ * anonymous struct inside a union). Offsets and sizes here are never used for those structs.
+ * A member missing from a kernel makes only the program reading it fail to load; user space then
+ * falls back to the classic tracepoint twin of that program (see collector/src/load.rs).
+ *
+ * To regenerate or extend: dump as above, find the struct (`grep -n '^struct task_struct {'`),
+ * copy the members you need (name and type only) into the minimal struct here. Check with
+ *     bpftool btf dump file /sys/kernel/btf/vmlinux format c | grep -w -e nvcsw -e min_flt ...
+ * The tracepoint context structs of the classic (non-BTF) programs are not here: they are plain
+ * layouts in collector.bpf.c, checked against tracefs `format` files at load time.
+ *
+ * Nothing here is arch-specific: pt_regs is only read for `sp`, which both x86_64 and arm64 name
+ * so. (The exceptions:page_fault_* tracepoints exist on x86 only; on arm64 those probes are
+ * reported missing.)
+ */
+#ifndef __VMLINUX_H__
+#define __VMLINUX_H__
+
+typedef signed char __s8;
+typedef unsigned char __u8;
+typedef short int __s16;
+typedef short unsigned int __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long int __s64;
+typedef long long unsigned int __u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef __s8 s8;
+typedef __u8 u8;
+typedef __s16 s16;
+typedef __u16 u16;
+typedef __s32 s32;
+typedef __u32 u32;
+typedef __s64 s64;
+typedef __u64 u64;
+typedef _Bool bool;
+enum { false = 0, true = 1 };
+typedef int pid_t;
+
+/* UAPI constants bpf_helpers.h expects from a full vmlinux.h (values are ABI). */
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_HASH = 5,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+
+#ifndef BPF_NO_PRESERVE_ACCESS_INDEX
+#pragma clang attribute push (__attribute__((preserve_access_index)), apply_to = record)
+#endif
+
+struct percpu_counter {
+	s64 count;
+};
+
+struct file;
+struct sighand_struct;
+struct linux_binprm;
+
+struct mm_struct {
+	unsigned long start_brk;
+	unsigned long brk;
+	struct percpu_counter rss_stat[4];	/* indexed by MM_FILEPAGES.. MM_SHMEMPAGES */
+};
+
+struct task_struct {
+	unsigned int __state;
+	pid_t pid;
+	pid_t tgid;
+	int exit_state;
+	unsigned long nvcsw;
+	unsigned long nivcsw;
+	unsigned long min_flt;
+	unsigned long maj_flt;
+	struct mm_struct *mm;
+	struct sighand_struct *sighand;
+};
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	struct file *vm_file;
+};
+
+struct pt_regs {
+	unsigned long sp;
+};
+
+#ifndef BPF_NO_PRESERVE_ACCESS_INDEX
+#pragma clang attribute pop
+#endif
+
+#endif /* __VMLINUX_H__ */
