@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use spawnscope_collector::{CrossCheck, Report as CollectorReport, Rusage as CollectorRusage};
+
 use crate::results::{MemoryRecord, RunRecord, Snapshot, SysctlRecord, Target};
 
 /// Memory per task, kB, and where each part was read.
@@ -17,6 +19,8 @@ pub struct MemoryPerTask {
     pub page_tables_kb: f64,
     pub slab_kb: f64,
     pub total_kb: f64,
+    /// How much MemAvailable fell, plus the free pages drained from the per-CPU lists (free
+    /// memory that MemAvailable never counted).
     pub mem_available_drop_kb: f64,
     /// What the run's cgroup was charged (RSS, page cache and kernel memory), when there was one:
     /// per run, unlike MemAvailable, which anything else on the host moves too.
@@ -74,10 +78,141 @@ pub struct Summary {
     pub time_per_task: Option<TimePerTask>,
     pub phases: Vec<PhaseCost>,
     pub throughput: Option<Value>,
+    pub probes: Option<ProbeSummary>,
     pub sysctls_changed: Vec<String>,
     pub sysctls_restored: bool,
     pub cgroup: Option<String>,
     pub left_out: Vec<String>,
+}
+
+/// One eBPF metric: its total, per task, and split over the run's phases.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProbeRow {
+    pub metric: String,
+    pub unit: String,
+    pub total: u64,
+    pub per_task: Option<f64>,
+    /// Aligned with `ProbeSummary::phases`.
+    pub per_phase: Vec<u64>,
+}
+
+/// A latency distribution's upper bounds (log2 buckets), ns.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    pub name: String,
+    pub count: u64,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+}
+
+/// What the eBPF collector saw, and how it agrees with the kernel's own accounting.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProbeSummary {
+    /// `startup` (exec to the first phase mark), the workload's phases, `exit` (after `end`).
+    pub phases: Vec<String>,
+    pub rows: Vec<ProbeRow>,
+    pub latencies: Vec<Latency>,
+    pub cross_checks: Vec<CrossCheck>,
+    pub cross_checks_pass: bool,
+    /// Probes that could not be loaded, with why.
+    pub not_loaded: Vec<String>,
+}
+
+/// Summarises collector.json. Cross-checks compare with the workload's own getrusage (the
+/// collector cuts its counts at that call) — or, for a command, the rusage of wait4.
+pub fn probe_summary(
+    report: &CollectorReport,
+    memory: &MemoryRecord,
+    run: &RunRecord,
+    result: Option<&Value>,
+    tasks: Option<u64>,
+) -> ProbeSummary {
+    let mut phases = vec!["startup".to_string()];
+    phases.extend(memory.phases.iter().map(|p| {
+        if p.name == "end" {
+            "exit".to_string()
+        } else {
+            p.name.clone()
+        }
+    }));
+    let rows = report
+        .summary_rows()
+        .into_iter()
+        .map(|r| {
+            let mut per_phase = vec![r.before_first_phase];
+            per_phase.extend(r.per_phase.iter().copied());
+            per_phase.resize(phases.len(), 0);
+            ProbeRow {
+                per_task: tasks.filter(|&t| t > 0).map(|t| r.total as f64 / t as f64),
+                metric: r.metric,
+                unit: r.unit,
+                total: r.total,
+                per_phase,
+            }
+        })
+        .collect();
+    let latencies = [
+        "clone_ns",
+        "clone3_ns",
+        "runq_ns",
+        "oncpu_slice_ns",
+        "futex_wait_ns",
+    ]
+    .iter()
+    .filter_map(|name| report.histogram(name))
+    .filter(|h| h.count > 0)
+    .map(|h| Latency {
+        name: h.name.clone(),
+        count: h.count,
+        p50_ns: h.quantile_upper(0.5),
+        p99_ns: h.quantile_upper(0.99),
+    })
+    .collect();
+    let from_result = result
+        .map(|r| &r["rusage"])
+        .filter(|r| r.is_object())
+        .map(|r| CollectorRusage {
+            minflt: r["minflt"].as_u64().unwrap_or(0),
+            majflt: r["majflt"].as_u64().unwrap_or(0),
+            nvcsw: r["nvcsw"].as_u64().unwrap_or(0),
+            nivcsw: r["nivcsw"].as_u64().unwrap_or(0),
+        });
+    let rusage = from_result.or_else(|| {
+        run.rusage.map(|r| CollectorRusage {
+            minflt: r.minflt,
+            majflt: r.majflt,
+            nvcsw: r.nvcsw,
+            nivcsw: r.nivcsw,
+        })
+    });
+    // Threads created by the kernel for the workload: its spawned threads, or — for goroutines —
+    // the OS threads the Go runtime made, less the main thread (exec made that one).
+    let threads_created = match (&run.target, result) {
+        (Target::Workload(inv), Some(r)) if inv.runtime == crate::workload::Runtime::Goroutines => {
+            r["runtime_stats"]["os_threads_created"]
+                .as_u64()
+                .map(|n| n.saturating_sub(1))
+        }
+        (Target::Workload(_), Some(r)) => r["spawned"].as_u64(),
+        _ => tasks,
+    };
+    let cross_checks = rusage.map_or_else(Vec::new, |ru| {
+        report.cross_checks(&ru, threads_created.unwrap_or(0))
+    });
+    let not_loaded = report
+        .probes
+        .iter()
+        .filter(|p| p.attach.is_none())
+        .map(|p| format!("{}: {}", p.probe, p.note.clone().unwrap_or_default()))
+        .collect();
+    ProbeSummary {
+        cross_checks_pass: cross_checks.iter().all(|c| c.pass()),
+        phases,
+        rows,
+        latencies,
+        cross_checks,
+        not_loaded,
+    }
 }
 
 fn delta(later: &BTreeMap<String, u64>, earlier: &BTreeMap<String, u64>, key: &str) -> Option<f64> {
@@ -94,6 +229,18 @@ fn cgroup_kb(s: &Snapshot, pick: impl Fn(&crate::cgroup::Stats) -> Option<u64>) 
     Some(pick(s.cgroup.as_ref()?)? as f64 / 1024.0)
 }
 
+/// The process's kernel stacks (kB): one THREAD_SIZE stack per thread, THREAD_SIZE read as the
+/// host's KernelStack over its tasks at the peak (16 KiB on x86_64). Per process, so other
+/// activity on the host does not blur it the way a KernelStack delta would.
+fn kernel_stacks(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
+    let threads = delta(&peak.status, &base.status, "Threads")?;
+    let per_stack =
+        *peak.meminfo.get("KernelStack")? as f64 / peak.tasks_on_host.filter(|&t| t > 0)? as f64;
+    // Round to the power of two THREAD_SIZE is.
+    let thread_size = 2f64.powf(per_stack.log2().round());
+    Some(threads * thread_size)
+}
+
 /// Kernel stacks and slab (kB) between two snapshots, from the most specific source there is:
 /// cgroup v2 memory.stat (per cgroup); cgroup v1 kmem (per cgroup) less kernel stacks and page
 /// tables; else /proc/meminfo (host-wide: anything else running moves it).
@@ -106,23 +253,28 @@ fn kernel_parts(
     if let (Some(stack), Some(slab)) = (v2("kernel_stack"), v2("slab")) {
         return Some((stack, slab, "cgroup v2 memory.stat"));
     }
-    let stack = delta(&peak.meminfo, &base.meminfo, "KernelStack")?;
     let v1_kmem = cgroup_kb(peak, |c| c.kernel_bytes).zip(cgroup_kb(base, |c| c.kernel_bytes));
-    if let (Some((after, before)), Some(crate::cgroup::Version::V1)) =
-        (v1_kmem, peak.cgroup.as_ref().and_then(|c| c.version))
-    {
-        let slab = (after - before - stack - page_tables).max(0.0);
-        return Some((
+    let is_v1 = peak.cgroup.as_ref().and_then(|c| c.version) == Some(crate::cgroup::Version::V1);
+    match (kernel_stacks(base, peak), v1_kmem) {
+        (Some(stack), Some((after, before))) if is_v1 => {
+            let slab = (after - before - stack - page_tables).max(0.0);
+            Some((
+                stack,
+                slab,
+                "cgroup v1 kmem less kernel stacks (threads × THREAD_SIZE) and page tables",
+            ))
+        }
+        (Some(stack), _) => Some((
             stack,
-            slab,
-            "cgroup v1 kmem; kernel stacks from /proc/meminfo",
-        ));
+            delta(&peak.meminfo, &base.meminfo, "Slab")?,
+            "kernel stacks: threads × THREAD_SIZE; slab: /proc/meminfo (host-wide)",
+        )),
+        _ => Some((
+            delta(&peak.meminfo, &base.meminfo, "KernelStack")?,
+            delta(&peak.meminfo, &base.meminfo, "Slab")?,
+            "/proc/meminfo (host-wide)",
+        )),
     }
-    Some((
-        stack,
-        delta(&peak.meminfo, &base.meminfo, "Slab")?,
-        "/proc/meminfo (host-wide)",
-    ))
 }
 
 /// Memory per task between `base` (before spawning) and `peak`, for `alive` tasks.
@@ -135,7 +287,12 @@ pub fn memory_per_task(base: &Snapshot, peak: &Snapshot, alive: u64) -> Option<M
     let rss = delta(&peak.status, &base.status, "VmRSS")?;
     let page_tables = delta(&peak.status, &base.status, "VmPTE")?;
     let (kernel_stack, slab, source) = kernel_parts(base, peak, page_tables)?;
-    let drop = -delta(&peak.meminfo, &base.meminfo, "MemAvailable")?;
+    // Free pages taken from the per-CPU lists never left MemAvailable: add them to its drop.
+    let pcp_drained = match (base.pcp_free_kb, peak.pcp_free_kb) {
+        (Some(b), Some(p)) => b as f64 - p as f64,
+        _ => 0.0,
+    };
+    let drop = -delta(&peak.meminfo, &base.meminfo, "MemAvailable")? + pcp_drained;
     let charged = cgroup_kb(peak, |c| c.memory_current_bytes)
         .zip(cgroup_kb(base, |c| c.memory_current_bytes))
         .map(|(after, before)| per(after - before));
@@ -210,6 +367,7 @@ pub fn summarize(
     memory: &MemoryRecord,
     sysctl: &SysctlRecord,
     events: &[Value],
+    collector: Option<&CollectorReport>,
 ) -> Summary {
     let result = result_event(events);
     let mut s = Summary {
@@ -297,6 +455,7 @@ pub fn summarize(
         .as_ref()
         .and_then(|peak| memory_per_task(base, peak, s.alive_at_peak.unwrap_or(0)));
     s.phases = phase_costs(run, memory);
+    s.probes = collector.map(|c| probe_summary(c, memory, run, result, s.tasks));
     s.throughput = result
         .map(|r| r["throughput"].clone())
         .filter(|t| !t.is_null());
@@ -395,33 +554,42 @@ mod tests {
             ..Default::default()
         };
         // The 2,000-thread run measured here while other builds ran: the host's Slab and
-        // MemAvailable moved for other reasons, the cgroup did not.
+        // MemAvailable moved for other reasons, the cgroup did not; another program started
+        // threads too, so KernelStack rose by more than this run's.
         let mut base = snap(
             &[
                 ("MemAvailable", 20_000_000),
                 ("KernelStack", 1_000),
                 ("Slab", 100_000),
             ],
-            &[("VmRSS", 1_000), ("VmPTE", 100)],
+            &[("VmRSS", 1_000), ("VmPTE", 100), ("Threads", 1)],
         );
         let mut peak = snap(
             &[
                 ("MemAvailable", 19_979_816),
-                ("KernelStack", 32_904),
+                ("KernelStack", 40_000),
                 ("Slab", 190_000),
             ],
-            &[("VmRSS", 20_024), ("VmPTE", 8_220)],
+            &[("VmRSS", 20_024), ("VmPTE", 8_220), ("Threads", 2_001)],
         );
+        peak.tasks_on_host = Some(2_500);
         base.cgroup = Some(cg(786_432, 266_240));
         peak.cgroup = Some(cg(75_235_328, 55_324_672));
         let m = memory_per_task(&base, &peak, 2_000).unwrap();
-        assert!((m.kernel_stack_kb - 15.952).abs() < 0.001, "{m:?}");
         assert!(
-            (m.slab_kb - 6.872).abs() < 0.01,
-            "kmem 26.884 - stacks 15.952 - page tables 4.06: {m:?}"
+            (m.kernel_stack_kb - 16.0).abs() < 1e-9,
+            "2,000 threads × 16 KiB, not the host's KernelStack rise: {m:?}"
+        );
+        assert!(
+            (m.slab_kb - 6.824).abs() < 0.001,
+            "kmem 26.884 - stacks 16 - page tables 4.06: {m:?}"
         );
         assert!((m.cgroup_kb.unwrap() - 36.352).abs() < 0.001);
         assert!((m.total_kb - 36.4).abs() < 0.1, "{m:?}");
-        assert!(m.kernel_source.starts_with("cgroup v1 kmem"));
+        assert!(
+            m.kernel_source.starts_with("cgroup v1 kmem"),
+            "{}",
+            m.kernel_source
+        );
     }
 }

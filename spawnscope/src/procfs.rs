@@ -30,6 +30,21 @@ pub fn meminfo() -> Result<BTreeMap<String, u64>> {
     read_key_values("/proc/meminfo")
 }
 
+/// Free pages held in the per-CPU page lists (/proc/zoneinfo pagesets `count:`), in kB. They
+/// are free but not in MemFree (nor MemAvailable): with PCP auto-tuning they can be hundreds of
+/// MiB, and a workload that allocates drains them without MemFree moving.
+pub fn pcp_free_kb() -> Option<u64> {
+    let text = fs::read_to_string("/proc/zoneinfo").ok()?;
+    let pages: u64 = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("count:"))
+        .filter_map(|v| v.trim().parse::<u64>().ok())
+        .sum();
+    // SAFETY: sysconf has no preconditions.
+    let page_kb = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64 / 1024;
+    Some(pages * page_kb)
+}
+
 /// CPU time of a whole process (live and exited threads), from /proc/PID/stat, in microseconds.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CpuTime {
@@ -134,5 +149,9 @@ mod tests {
         );
         assert!(process_cpu(pid).is_some());
         assert!(meminfo().unwrap()["MemAvailable"] > 0);
+        assert!(
+            pcp_free_kb().is_some(),
+            "/proc/zoneinfo has per-CPU pagesets"
+        );
     }
 }

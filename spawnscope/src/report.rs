@@ -21,6 +21,8 @@ pub struct LoadedRun {
     pub sysctl: SysctlRecord,
     pub machine: Fingerprint,
     pub events: Vec<Value>,
+    /// collector.json, when the eBPF collector ran.
+    pub collector: Option<spawnscope_collector::Report>,
 }
 
 pub fn load(dir: &Path) -> Result<LoadedRun> {
@@ -37,6 +39,7 @@ pub fn load(dir: &Path) -> Result<LoadedRun> {
         sysctl: results::read_json(dir, results::SYSCTL).unwrap_or_default(),
         machine: results::read_json(dir, results::MACHINE).unwrap_or_default(),
         events,
+        collector: results::read_json(dir, results::COLLECTOR).ok(),
     })
 }
 
@@ -44,7 +47,13 @@ pub fn load(dir: &Path) -> Result<LoadedRun> {
 pub fn render(dir: &Path) -> Result<(Summary, String)> {
     let loaded = load(dir)
         .with_context(|| format!("{} is not a complete results directory", dir.display()))?;
-    let summary = costs::summarize(&loaded.run, &loaded.memory, &loaded.sysctl, &loaded.events);
+    let summary = costs::summarize(
+        &loaded.run,
+        &loaded.memory,
+        &loaded.sysctl,
+        &loaded.events,
+        loaded.collector.as_ref(),
+    );
     results::write_json(&dir.join(results::SUMMARY_JSON), &summary)?;
     let markdown = markdown(&summary, &loaded.machine);
     fs::write(dir.join(results::SUMMARY_MD), &markdown)?;
@@ -246,6 +255,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
             );
         }
     }
+    if let Some(p) = &s.probes {
+        probes_markdown(&mut md, p);
+    }
     if !s.left_out.is_empty() {
         let _ = writeln!(md, "\n## Left out\n");
         for item in &s.left_out {
@@ -253,6 +265,92 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
         }
     }
     md
+}
+
+/// A probe figure in its unit: counts as numbers, ns as time, bytes in binary units.
+fn in_unit(value: f64, unit: &str) -> String {
+    match unit {
+        "ns" if value >= 1e9 => format!("{:.2} s", value / 1e9),
+        "ns" if value >= 1e6 => format!("{:.1} ms", value / 1e6),
+        "ns" if value >= 1e3 => format!("{:.1} µs", value / 1e3),
+        "ns" => format!("{value:.0} ns"),
+        "bytes" => bytes(value),
+        _ if value.fract() == 0.0 => count(value as u64),
+        _ => format!("{value:.2}"),
+    }
+}
+
+fn probes_markdown(md: &mut String, p: &costs::ProbeSummary) {
+    let _ = writeln!(
+        md,
+        "\n## eBPF probes (in-kernel counts for the workload's tasks)\n"
+    );
+    let _ = write!(md, "| metric | total | per task |");
+    for phase in &p.phases {
+        let _ = write!(md, " {phase} |");
+    }
+    let _ = writeln!(md, "\n|---|---|---|{}", "---|".repeat(p.phases.len()));
+    for row in &p.rows {
+        let per_task = row.per_task.map_or("—".into(), |v| in_unit(v, &row.unit));
+        let _ = write!(
+            md,
+            "| {} | {} | {per_task} |",
+            row.metric,
+            in_unit(row.total as f64, &row.unit)
+        );
+        for v in &row.per_phase {
+            let _ = write!(md, " {} |", in_unit(*v as f64, &row.unit));
+        }
+        md.push('\n');
+    }
+    if !p.latencies.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n| latency (log2 buckets) | samples | p50 ≤ | p99 ≤ |\n|---|---|---|---|"
+        );
+        for l in &p.latencies {
+            let q = |v: Option<u64>| v.map_or("?".into(), |v| in_unit(v as f64, "ns"));
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} |",
+                l.name,
+                count(l.count),
+                q(l.p50_ns),
+                q(l.p99_ns)
+            );
+        }
+    }
+    let _ = writeln!(
+        md,
+        "\n### Cross-checks against the kernel's own accounting: {}\n",
+        if p.cross_checks_pass {
+            "all pass"
+        } else {
+            "NOT all pass"
+        }
+    );
+    let _ = writeln!(
+        md,
+        "| check | kernel | probes | tolerance | verdict |\n|---|---|---|---|---|"
+    );
+    for c in &p.cross_checks {
+        let observed = if c.observed == c.observed_max {
+            count(c.observed)
+        } else {
+            format!("{}..{}", count(c.observed), count(c.observed_max))
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {observed} | {} | {:?} |",
+            c.name,
+            count(c.expected),
+            count(c.tolerance),
+            c.verdict
+        );
+    }
+    if !p.not_loaded.is_empty() {
+        let _ = writeln!(md, "\nProbes not loaded: {}", p.not_loaded.join("; "));
+    }
 }
 
 /// The terminal view of one run.
@@ -272,8 +370,39 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     if let Some(line) = adds_up_line(s) {
         let _ = writeln!(out, "  {line}");
     }
+    if let Some(p) = &s.probes {
+        let _ = writeln!(out, "  eBPF probes, per task: {}", probe_highlights(p));
+        for c in &p.cross_checks {
+            let _ = writeln!(
+                out,
+                "\t{:<44} {:?} (kernel {}, probes {})",
+                c.name, c.verdict, c.expected, c.observed
+            );
+        }
+    }
     let _ = writeln!(out, "  results: {}", dir.display());
     out
+}
+
+/// The probe figures a terminal line has room for.
+fn probe_highlights(p: &costs::ProbeSummary) -> String {
+    [
+        "faults",
+        "clones",
+        "switches_voluntary",
+        "switches_involuntary",
+        "oncpu_ns",
+        "runq_ns",
+        "futex_waits",
+        "mmap_calls",
+    ]
+    .iter()
+    .filter_map(|name| {
+        let row = p.rows.iter().find(|r| r.metric == *name)?;
+        Some(format!("{name} {}", in_unit(row.per_task?, &row.unit)))
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 /// Several runs' per-task figures in columns, with their machines.

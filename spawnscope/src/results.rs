@@ -23,6 +23,7 @@ pub const SYSCTL: &str = "sysctl.json";
 pub const MACHINE: &str = "machine.json";
 pub const EVENTS: &str = "workload.jsonl";
 pub const STDERR: &str = "workload.stderr";
+pub const COLLECTOR: &str = "collector.json";
 pub const SUMMARY_JSON: &str = "summary.json";
 pub const SUMMARY_MD: &str = "summary.md";
 
@@ -79,6 +80,12 @@ pub struct Snapshot {
     pub t_ns: u64,
     /// /proc/meminfo, kB.
     pub meminfo: BTreeMap<String, u64>,
+    /// Free pages in the per-CPU lists, kB (free, yet outside MemFree): see procfs::pcp_free_kb.
+    #[serde(default)]
+    pub pcp_free_kb: Option<u64>,
+    /// Tasks on the whole host (/proc/loadavg): with KernelStack, the size of one kernel stack.
+    #[serde(default)]
+    pub tasks_on_host: Option<u64>,
     /// /proc/PID/status (kB for sizes).
     pub status: BTreeMap<String, u64>,
     /// /proc/PID/smaps_rollup (kB), at the peak only: it walks every mapping.

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use spawnscope_collector::{Collector, Config as CollectorConfig};
+
 use crate::cgroup::RunCgroup;
 use crate::costs::Summary;
 use crate::launch::{self, ChildSetup, Exit, Rusage, Stdio};
@@ -100,6 +102,8 @@ fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) -> S
     Snapshot {
         t_ns: monotonic_ns(),
         meminfo: procfs::meminfo().unwrap_or_default(),
+        pcp_free_kb: procfs::pcp_free_kb(),
+        tasks_on_host: procfs::tasks_on_host(),
         status,
         smaps_rollup,
         cpu: pid.and_then(procfs::process_cpu),
@@ -202,8 +206,9 @@ fn tee_stderr(mut from: File, path: PathBuf, bar: ProgressBar) -> JoinHandle<()>
     })
 }
 
-/// Waits until MemAvailable stops rising (the kernel frees some memory after exit, e.g. page
-/// tables through RCU), at most two seconds.
+/// Waits until MemAvailable holds still: after a process exits, the kernel returns part of its
+/// memory later (kernel stacks and page tables through RCU callbacks, which a lazy-RCU kernel
+/// may hold for seconds). Still = three readings 200 ms apart within 1 MiB; at most ten seconds.
 fn settle() {
     let available = || {
         procfs::meminfo()
@@ -211,14 +216,17 @@ fn settle() {
             .and_then(|m| m.get("MemAvailable").copied())
             .unwrap_or(0)
     };
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let mut last = available();
-    while Instant::now() < deadline {
+    let mut still = 0;
+    while still < 3 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
         let now = available();
-        if now <= last + 1024 {
-            break;
-        }
+        still = if now.abs_diff(last) <= 1024 {
+            still + 1
+        } else {
+            0
+        };
         last = now;
     }
 }
@@ -249,12 +257,14 @@ struct Followed {
 }
 
 /// Reads the workload's events as they come: raw line to workload.jsonl first, then acts.
+#[allow(clippy::too_many_arguments)]
 fn follow_events(
     stdout: File,
     stdin: Option<File>,
     raw: &Path,
     pid: u32,
     cgroup: Option<&RunCgroup>,
+    collector: Option<&Collector>,
     workload: WorkloadKind,
     bar: &ProgressBar,
 ) -> Result<Followed> {
@@ -272,6 +282,9 @@ fn follow_events(
                 followed.runtime_version = start["runtime_version"].as_str().map(str::to_string);
             }
             Ok(Event::Phase { name, t_ns }) => {
+                if let Some(c) = collector {
+                    c.set_phase(followed.phases.len() as u32, t_ns);
+                }
                 let at_peak = followed.peak.is_none()
                     && !matches!(workload, WorkloadKind::Hold | WorkloadKind::Churn)
                     && (name == "steady" || name == "join");
@@ -534,7 +547,12 @@ fn measure(
     };
     if workload.is_none() {
         // The command did not exist yet: its RSS and page tables were zero.
-        memory.before.status = [("VmRSS".to_string(), 0), ("VmPTE".to_string(), 0)].into();
+        memory.before.status = [
+            ("VmRSS".to_string(), 0),
+            ("VmPTE".to_string(), 0),
+            ("Threads".to_string(), 0),
+        ]
+        .into();
     }
     let setup = ChildSetup {
         cgroup_procs: cgroup.map(RunCgroup::procs_files).unwrap_or_default(),
@@ -564,6 +582,13 @@ fn measure(
         Target::Workload(inv) => inv.workload.tasks(inv.n),
         Target::Command { tasks, .. } => tasks.unwrap_or(0),
     };
+    // The probes attach while the child waits at its gate: they count from its exec on.
+    let mut left_out = Vec::new();
+    let collector = if root {
+        start_collector(pid, target_tasks, &mut left_out)
+    } else {
+        None
+    };
     let bar = progress_bar(target_tasks);
     bar.set_prefix("start");
     let start = Instant::now();
@@ -585,6 +610,7 @@ fn measure(
             &dir.file(crate::results::EVENTS),
             pid,
             cgroup,
+            collector.as_ref(),
             kind,
             &bar,
         ),
@@ -594,6 +620,9 @@ fn measure(
     let wall_ns = start.elapsed().as_nanos() as u64;
     let reaped_t_ns = monotonic_ns();
     interrupts.unwatch(pid);
+    if let Some(c) = collector {
+        dir.write_json(crate::results::COLLECTOR, &c.finish())?;
+    }
     let (timeline, sampled_peak) = sampler.finish();
     if let Some(handle) = stderr {
         let _ = handle.join();
@@ -626,6 +655,31 @@ fn measure(
         rusage: Some(rusage),
         memory,
         violations: followed.violations,
-        left_out: Vec::new(),
+        left_out,
     })
+}
+
+/// Loads the eBPF collector for the workload's PID. What cannot be loaded is said, not fatal.
+fn start_collector(pid: u32, tasks: u64, left_out: &mut Vec<String>) -> Option<Collector> {
+    if crate::check::tracefs_events().is_none() {
+        // libbpf finds tracepoints through tracefs.
+        let _ = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+            .status();
+    }
+    match Collector::start(&CollectorConfig::new(pid, tasks.max(1))) {
+        Ok(collector) => {
+            for missing in collector.missing() {
+                left_out.push(format!(
+                    "probe {} not loaded: {}",
+                    missing.probe, missing.reason
+                ));
+            }
+            Some(collector)
+        }
+        Err(err) => {
+            left_out.push(format!("eBPF probes: {err}"));
+            None
+        }
+    }
 }
