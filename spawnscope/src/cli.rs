@@ -79,6 +79,9 @@ pub struct RunArgs {
     /// Run even when the preflight says it will not fit (inside the cgroup memory limit).
     #[arg(long)]
     pub force: bool,
+    /// Leave the eBPF collector out (e.g. to measure its overhead).
+    #[arg(long)]
+    pub no_probes: bool,
     /// The run's cgroup memory limit (e.g. 8G) [default: MemAvailable less max(1 GiB, 5 % of RAM)].
     #[arg(long, value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,

@@ -119,6 +119,7 @@ fn run_command(args: cli::RunArgs) -> ExitCode {
         out_root: args.out,
         force: args.force,
         memory_limit: args.memory_limit,
+        probes: !args.no_probes,
     };
     match run::run(opts, &interrupts) {
         Ok(outcome) => {

@@ -422,6 +422,21 @@ pub fn side_by_side(runs: &[(Summary, Fingerprint)]) -> String {
             }
         }
     }
+    let probe_labels: Vec<String> = runs
+        .iter()
+        .filter_map(|(s, _)| s.probes.as_ref())
+        .flat_map(|p| {
+            p.rows
+                .iter()
+                .filter(|r| SIDE_BY_SIDE_PROBES.contains(&r.metric.as_str()))
+                .map(|r| r.metric.clone())
+        })
+        .fold(Vec::new(), |mut v, m| {
+            if !v.contains(&m) {
+                v.push(m);
+            }
+            v
+        });
     labels.extend(["wall time", "machine"]);
     for label in labels {
         let _ = write!(md, "| {label} |");
@@ -440,5 +455,44 @@ pub fn side_by_side(runs: &[(Summary, Fingerprint)]) -> String {
         }
         md.push('\n');
     }
+    for metric in &probe_labels {
+        let _ = write!(md, "| eBPF: {metric} |");
+        for (s, _) in runs {
+            let row = s
+                .probes
+                .as_ref()
+                .and_then(|p| p.rows.iter().find(|r| &r.metric == metric));
+            let value = row
+                .and_then(|r| Some(in_unit(r.per_task?, &r.unit)))
+                .unwrap_or_else(|| "—".into());
+            let _ = write!(md, " {value} |");
+        }
+        md.push('\n');
+    }
+    let _ = write!(md, "| eBPF cross-checks |");
+    for (s, _) in runs {
+        let verdict = s.probes.as_ref().map_or("not measured", |p| {
+            if p.cross_checks_pass {
+                "all pass"
+            } else {
+                "NOT all pass"
+            }
+        });
+        let _ = write!(md, " {verdict} |");
+    }
+    md.push('\n');
     md
 }
+
+/// The probe figures compared across runs, per task.
+const SIDE_BY_SIDE_PROBES: &[&str] = &[
+    "faults",
+    "clones",
+    "switches_voluntary",
+    "switches_involuntary",
+    "oncpu_ns",
+    "runq_ns",
+    "futex_waits",
+    "mmap_calls",
+    "munmap_calls",
+];

@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub out_root: PathBuf,
     pub force: bool,
     pub memory_limit: Option<u64>,
+    /// Run the eBPF collector (root only).
+    pub probes: bool,
 }
 
 /// Why a run did not happen or did not finish, by exit code.
@@ -584,9 +586,12 @@ fn measure(
     };
     // The probes attach while the child waits at its gate: they count from its exec on.
     let mut left_out = Vec::new();
-    let collector = if root {
+    let collector = if root && opts.probes {
         start_collector(pid, target_tasks, &mut left_out)
     } else {
+        if root {
+            left_out.push("eBPF probes: left out (--no-probes)".into());
+        }
         None
     };
     let bar = progress_bar(target_tasks);
