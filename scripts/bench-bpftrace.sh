@@ -38,9 +38,10 @@ need_toolchains
 build_workloads
 
 tools=(taskcreate faultbuckets switches)
-# switches.bt keeps one map entry per live thread; bpftrace's default limit is 4096 (named
-# BPFTRACE_MAP_KEYS_MAX up to 0.19, BPFTRACE_MAX_MAP_KEYS from 0.20).
-export BPFTRACE_MAP_KEYS_MAX=65536 BPFTRACE_MAX_MAP_KEYS=65536
+# switches.bt keeps a few map entries per live thread; bpftrace's default limit is 4096 (named
+# BPFTRACE_MAP_KEYS_MAX up to 0.19, BPFTRACE_MAX_MAP_KEYS from 0.20). Sized from THREADS_N.
+keys=$((threads_n * 2 + 65536))
+export BPFTRACE_MAP_KEYS_MAX=$keys BPFTRACE_MAX_MAP_KEYS=$keys
 
 work=$(mktemp -d)
 cleanup() {
