@@ -78,6 +78,27 @@ pub fn find(controller: &str) -> Option<Hierarchy> {
     })
 }
 
+/// Where perf's cgroup filter (`perf record -G`) looks: a v1 hierarchy mounted with perf_event,
+/// else the v2 hierarchy, where perf_event is implicit (it is never listed in cgroup.controllers).
+pub fn perf_event_hierarchy() -> Option<Hierarchy> {
+    let mounts = cgroup_mounts();
+    let v1 = mounts
+        .iter()
+        .find(|(fs, _, opts)| fs == "cgroup" && opts.split(',').any(|o| o == "perf_event"));
+    let v2 = mounts.iter().find(|(fs, _, _)| fs == "cgroup2");
+    match (v1, v2) {
+        (Some((_, mount, _)), _) => Some(Hierarchy {
+            version: Version::V1,
+            mount: mount.clone(),
+        }),
+        (None, Some((_, mount, _))) => Some(Hierarchy {
+            version: Version::V2,
+            mount: mount.clone(),
+        }),
+        _ => None,
+    }
+}
+
 /// A short description for `check`: "v2", "v1", or "hybrid (memory: v1, pids: v1, unified mounted)".
 pub fn describe_host() -> String {
     let mounts = cgroup_mounts();
@@ -164,6 +185,8 @@ pub struct Stats {
 pub struct RunCgroup {
     memory: Option<(Hierarchy, PathBuf)>,
     pids: Option<(Hierarchy, PathBuf)>,
+    /// Only for `run --perf`: the directory `perf record -G` filters on.
+    perf_event: Option<(Hierarchy, PathBuf)>,
     memory_limit: Option<u64>,
 }
 
@@ -180,6 +203,7 @@ impl RunCgroup {
         let mut group = RunCgroup {
             memory: None,
             pids: None,
+            perf_event: None,
             memory_limit,
         };
         // On v2 one directory carries both controllers.
@@ -222,6 +246,27 @@ impl RunCgroup {
         Ok(group)
     }
 
+    /// Puts the run in the perf_event hierarchy too (the same directory on a v2 host), so that
+    /// `perf record -a -G` samples exactly the run's tasks. Returns the name perf wants: the
+    /// path below the hierarchy's mount.
+    pub fn add_perf_event(&mut self) -> Result<String> {
+        let h = perf_event_hierarchy().context("no cgroup hierarchy offers perf_event")?;
+        let name = self
+            .dirs()
+            .first()
+            .and_then(|d| d.file_name().map(|n| n.to_owned()))
+            .context("the run has no cgroup")?;
+        let dir = h.mount.join(PARENT).join(name);
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let relative = dir
+            .strip_prefix(&h.mount)
+            .unwrap_or(&dir)
+            .to_string_lossy()
+            .into_owned();
+        self.perf_event = Some((h, dir));
+        Ok(relative)
+    }
+
     /// The cgroup.procs files a child writes "0" to, joining the cgroup before it execs. As
     /// C strings made before fork: the child may not allocate.
     pub fn procs_files(&self) -> Vec<CString> {
@@ -229,6 +274,7 @@ impl RunCgroup {
             .memory
             .iter()
             .chain(self.pids.iter())
+            .chain(self.perf_event.iter())
             .map(|(_, d)| d)
             .collect();
         dirs.dedup();
@@ -291,6 +337,7 @@ impl RunCgroup {
             .memory
             .iter()
             .chain(self.pids.iter())
+            .chain(self.perf_event.iter())
             .map(|(_, d)| d.clone())
             .collect();
         dirs.dedup();
@@ -336,8 +383,12 @@ fn remove_dirs(dirs: &[PathBuf]) -> Result<()> {
 /// processes are workloads a spawnscope run started. Returns the cgroups removed.
 pub fn remove_stale() -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    for controller in ["memory", "pids"] {
-        let Some(h) = find(controller) else { continue };
+    let hierarchies = ["memory", "pids"]
+        .iter()
+        .map(|c| find(c))
+        .chain([perf_event_hierarchy()]);
+    for h in hierarchies {
+        let Some(h) = h else { continue };
         let Ok(entries) = fs::read_dir(h.mount.join(PARENT)) else {
             continue;
         };

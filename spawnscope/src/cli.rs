@@ -1,4 +1,4 @@
-//! The command line: `check`, `run`, `sysctl`, `report`.
+//! The command line: `check`, `run`, `sysctl`, `report`, `flame`.
 
 use std::path::PathBuf;
 
@@ -37,6 +37,27 @@ pub enum Command {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
+    /// Flame graph of a run recorded with --perf, or two runs side by side on one CPU-time scale
+    /// (e.g. threads and goroutines), or as a differential (--diff).
+    Flame {
+        /// One or two results directories recorded with `run --perf`.
+        #[arg(required = true, num_args = 1..=2)]
+        dirs: Vec<PathBuf>,
+        /// The SVG to write.
+        #[arg(short, long)]
+        out: PathBuf,
+        /// Two runs as a differential flame graph (the second's stacks, coloured by how their
+        /// share changed from the first) instead of side by side.
+        #[arg(long)]
+        diff: bool,
+    },
+}
+
+fn parse_hz(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(hz) if (1..=100_000).contains(&hz) => Ok(hz),
+        _ => Err(format!("'{text}' is not a sampling rate of 1..100000 Hz")),
+    }
 }
 
 /// N: a whole number of at least 1.
@@ -85,6 +106,17 @@ pub struct RunArgs {
     /// The run's cgroup memory limit (e.g. 8G) [default: MemAvailable less max(1 GiB, 5 % of RAM)].
     #[arg(long, value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
+    /// Record CPU samples with perf (root): flame.svg and where the system time went, by phase.
+    #[arg(long)]
+    pub perf: bool,
+    /// perf's sampling rate, Hz [default: a fixed sample budget over the CPU time the
+    /// calibration predicts, at most 999].
+    #[arg(long, value_parser = parse_hz)]
+    pub perf_freq: Option<u32>,
+    /// perf's call graph: fp, dwarf or dwarf,BYTES [default: dwarf,4096 for threads (Debian's glibc
+    /// has no frame pointers), fp for goroutines and commands].
+    #[arg(long, value_parser = crate::perf::CallGraph::parse)]
+    pub perf_call_graph: Option<crate::perf::CallGraph>,
     #[command(flatten)]
     pub workload_flags: WorkloadFlags,
     /// Any command to measure instead of a workload: spawnscope run --tasks N -- CMD ARGS…

@@ -83,6 +83,9 @@ pub struct Summary {
     pub sysctls_restored: bool,
     pub cgroup: Option<String>,
     pub left_out: Vec<String>,
+    /// Where the CPU time went, from perf samples (runs recorded with --perf).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<crate::attribution::Attribution>,
 }
 
 /// One eBPF metric: its total, per task, and split over the run's phases.
@@ -316,40 +319,64 @@ pub fn memory_per_task(base: &Snapshot, peak: &Snapshot, alive: u64) -> Option<M
     })
 }
 
-/// Wall and CPU time per phase. Around the workload's own phases come `startup` (exec to the
-/// first phase) and `exit` (the last phase mark to the reap: process teardown, e.g. unmapping
-/// every thread stack), so the phases add up to the run's rusage.
-fn phase_costs(run: &RunRecord, memory: &MemoryRecord) -> Vec<PhaseCost> {
+/// One edge between phases: the phase that starts here, when (CLOCK_MONOTONIC), and the process's
+/// CPU time then, when it was read.
+pub struct PhaseMark {
+    pub name: String,
+    pub t_ns: u64,
+    pub cpu: Option<crate::procfs::CpuTime>,
+}
+
+/// The edges of a run's phases, in time order. Around the workload's own phases come `startup`
+/// (exec to the first phase) and `exit` (the last phase mark to the reap: process teardown, e.g.
+/// unmapping every thread stack); the last mark, `reaped`, ends the run. Empty when the workload
+/// reported no phases (any command).
+pub fn phase_marks(run: &RunRecord, memory: &MemoryRecord) -> Vec<PhaseMark> {
     let Some(first) = memory.phases.first() else {
         return Vec::new();
     };
-    let start = crate::procfs::CpuTime::default();
-    let end = run.rusage.map(|r| crate::procfs::CpuTime {
-        user_us: r.user_us,
-        sys_us: r.sys_us,
-    });
-    let mut marks: Vec<(&str, u64, Option<crate::procfs::CpuTime>)> = Vec::new();
+    let mut marks: Vec<PhaseMark> = Vec::new();
     if let Some(t) = run.released_t_ns {
-        marks.push(("startup", t, Some(start)));
+        marks.push(PhaseMark {
+            name: "startup".into(),
+            t_ns: t,
+            cpu: Some(crate::procfs::CpuTime::default()),
+        });
     }
     for p in &memory.phases {
-        marks.push((p.name.as_str(), p.t_ns, p.snapshot.cpu));
+        marks.push(PhaseMark {
+            name: p.name.clone(),
+            t_ns: p.t_ns,
+            cpu: p.snapshot.cpu,
+        });
     }
     if let Some(t) = run.reaped_t_ns {
         // The workload's `end` mark opens the `exit` pseudo-phase.
-        if let Some(last) = marks.last_mut().filter(|m| m.0 == "end") {
-            last.0 = "exit";
+        if let Some(last) = marks.last_mut().filter(|m| m.name == "end") {
+            last.name = "exit".into();
         }
-        marks.push(("reaped", t.max(first.t_ns), end));
+        marks.push(PhaseMark {
+            name: "reaped".into(),
+            t_ns: t.max(first.t_ns),
+            cpu: run.rusage.map(|r| crate::procfs::CpuTime {
+                user_us: r.user_us,
+                sys_us: r.sys_us,
+            }),
+        });
     }
     marks
+}
+
+/// Wall and CPU time per phase (see `phase_marks`), so the phases add up to the run's rusage.
+fn phase_costs(run: &RunRecord, memory: &MemoryRecord) -> Vec<PhaseCost> {
+    phase_marks(run, memory)
         .windows(2)
         .map(|w| {
-            let ((name, t0, c0), (_, t1, c1)) = (w[0], w[1]);
-            let cpu = c0.zip(c1);
+            let (m0, m1) = (&w[0], &w[1]);
+            let cpu = m0.cpu.zip(m1.cpu);
             PhaseCost {
-                name: name.to_string(),
-                wall_ms: t1.saturating_sub(t0) as f64 / 1e6,
+                name: m0.name.clone(),
+                wall_ms: m1.t_ns.saturating_sub(m0.t_ns) as f64 / 1e6,
                 user_ms: cpu.map(|(x, y)| y.user_us.saturating_sub(x.user_us) as f64 / 1e3),
                 sys_ms: cpu.map(|(x, y)| y.sys_us.saturating_sub(x.sys_us) as f64 / 1e3),
             }

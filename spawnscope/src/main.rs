@@ -1,12 +1,15 @@
 //! spawnscope, the conductor: runs a workload (or any command) with the kernel tuned for it, in a
 //! cgroup of its own, measures it from outside, restores the machine and says what one task cost.
 
+mod attribution;
 mod cgroup;
 mod check;
 mod cli;
 mod costs;
+mod flame;
 mod launch;
 mod machine;
+mod perf;
 mod preflight;
 mod procfs;
 mod report;
@@ -68,10 +71,14 @@ fn main() -> ExitCode {
         Command::Run(args) => run_command(*args),
         Command::Sysctl { action } => sysctl_command(action),
         Command::Report { dirs } => report_command(&dirs),
+        Command::Flame { dirs, out, diff } => flame_command(&dirs, &out, diff),
     }
 }
 
 fn run_command(args: cli::RunArgs) -> ExitCode {
+    if !args.perf && (args.perf_freq.is_some() || args.perf_call_graph.is_some()) {
+        return usage_error("--perf-freq and --perf-call-graph go with --perf");
+    }
     let target = match (
         &args.runtime,
         &args.workload,
@@ -120,6 +127,10 @@ fn run_command(args: cli::RunArgs) -> ExitCode {
         force: args.force,
         memory_limit: args.memory_limit,
         probes: !args.no_probes,
+        perf: args.perf.then_some(perf::Options {
+            freq: args.perf_freq,
+            call_graph: args.perf_call_graph,
+        }),
     };
     match run::run(opts, &interrupts) {
         Ok(outcome) => {
@@ -223,4 +234,57 @@ fn report_command(dirs: &[std::path::PathBuf]) -> ExitCode {
         println!("\n{}", report::side_by_side(&runs));
     }
     ExitCode::SUCCESS
+}
+
+fn flame_command(dirs: &[std::path::PathBuf], out: &std::path::Path, diff: bool) -> ExitCode {
+    if diff && dirs.len() != 2 {
+        return usage_error("--diff compares two results directories");
+    }
+    let mut sides = Vec::new();
+    for dir in dirs {
+        let loaded = match report::load(dir) {
+            Ok(l) => l,
+            Err(err) => return usage_error(format!("{}: {err:#}", dir.display())),
+        };
+        match attribution::profile_of(dir, &loaded.run, &loaded.memory) {
+            Ok(Some(attribution::RunProfile { profile, .. })) => {
+                let cpu_us = loaded.run.rusage.map_or(0, |r| r.user_us + r.sys_us);
+                let per = cpu_us as f64 / profile.samples().max(1) as f64;
+                sides.push((loaded.run.target.label(), profile, per));
+            }
+            Ok(None) => {
+                return usage_error(format!(
+                    "{} was not recorded with `run --perf` (no perf.data)",
+                    dir.display()
+                ))
+            }
+            Err(err) => {
+                eprintln!("spawnscope: {}: {err:#}", dir.display());
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let sides: Vec<flame::Side> = sides
+        .iter()
+        .map(|(label, profile, per)| flame::Side {
+            label: label.clone(),
+            profile,
+            us_per_sample: *per,
+        })
+        .collect();
+    let drawn = if diff {
+        flame::differential(&sides[0], &sides[1], out)
+    } else {
+        flame::side_by_side(&sides, out)
+    };
+    match drawn {
+        Ok(()) => {
+            println!("{}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("spawnscope: {err:#}");
+            ExitCode::from(1)
+        }
+    }
 }

@@ -47,13 +47,20 @@ pub fn load(dir: &Path) -> Result<LoadedRun> {
 pub fn render(dir: &Path) -> Result<(Summary, String)> {
     let loaded = load(dir)
         .with_context(|| format!("{} is not a complete results directory", dir.display()))?;
-    let summary = costs::summarize(
+    let mut summary = costs::summarize(
         &loaded.run,
         &loaded.memory,
         &loaded.sysctl,
         &loaded.events,
         loaded.collector.as_ref(),
     );
+    // perf samples (run --perf): where the time went, and flame.svg.
+    match crate::attribution::analyse(dir, &loaded.run, &loaded.memory) {
+        Ok(attribution) => summary.attribution = attribution,
+        Err(err) => summary
+            .left_out
+            .push(format!("perf analysis failed: {err:#} (perf.data is kept)")),
+    }
     results::write_json(&dir.join(results::SUMMARY_JSON), &summary)?;
     let markdown = markdown(&summary, &loaded.machine);
     fs::write(dir.join(results::SUMMARY_MD), &markdown)?;
@@ -258,6 +265,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if let Some(p) = &s.probes {
         probes_markdown(&mut md, p);
     }
+    if let Some(a) = &s.attribution {
+        md.push_str(&crate::attribution::markdown(a));
+    }
     if !s.left_out.is_empty() {
         let _ = writeln!(md, "\n## Left out\n");
         for item in &s.left_out {
@@ -378,6 +388,12 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
                 "\t{:<44} {:?} (kernel {}, probes {})",
                 c.name, c.verdict, c.expected, c.observed
             );
+        }
+    }
+    if let Some(a) = &s.attribution {
+        out.push_str(&crate::attribution::terminal(a));
+        if let Some(f) = &a.flame_graph {
+            let _ = writeln!(out, "  flame graph: {}", dir.join(f).display());
         }
     }
     let _ = writeln!(out, "  results: {}", dir.display());

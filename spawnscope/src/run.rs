@@ -21,6 +21,7 @@ use crate::cgroup::RunCgroup;
 use crate::costs::Summary;
 use crate::launch::{self, ChildSetup, Exit, Rusage, Stdio};
 use crate::machine;
+use crate::perf;
 use crate::preflight::{self, Estimate};
 use crate::procfs;
 use crate::report;
@@ -39,6 +40,8 @@ pub struct RunOptions {
     pub memory_limit: Option<u64>,
     /// Run the eBPF collector (root only).
     pub probes: bool,
+    /// Record perf samples (`--perf`).
+    pub perf: Option<perf::Options>,
 }
 
 /// Why a run did not happen or did not finish, by exit code.
@@ -76,6 +79,7 @@ pub fn recover_interrupted_runs() -> Result<()> {
             entry.key, entry.original
         );
     }
+    crate::perf::remove_stale_fifo_dirs();
     for dir in crate::cgroup::remove_stale() {
         eprintln!(
             "spawnscope: removed the cgroup of an interrupted run: {}",
@@ -362,6 +366,18 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         None => Vec::new(),
     };
     let changes = store.plan(&needs).map_err(RunError::Failed)?;
+    if opts.perf.is_some() {
+        if !root {
+            return Err(RunError::Usage(
+                "--perf needs root (it samples the run's cgroup on every CPU, kernel stacks included)".into(),
+            ));
+        }
+        if !perf::available() {
+            return Err(RunError::Usage(
+                "--perf needs perf: sudo apt-get install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)".into(),
+            ));
+        }
+    }
 
     // Preflight: calibrate, estimate, refuse what cannot fit.
     let budget = match opts.memory_limit {
@@ -397,6 +413,11 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         )));
     }
 
+    let perf_plan = opts.perf.as_ref().map(|o| {
+        let rate = estimate.as_ref().map(|e| e.calibration.spawn_per_second);
+        perf::plan(&opts.target, rate, o)
+    });
+
     // From here on the machine changes: every path below puts it back.
     let started = chrono::Utc::now();
     let root_existed = opts.out_root.exists();
@@ -424,7 +445,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         None
     };
     dir.write_json(crate::results::SYSCTL, &sysctl_record)?;
-    let cgroup = if root {
+    let mut cgroup = if root {
         match RunCgroup::create(Some(budget)) {
             Ok(c) => Some(c),
             Err(err) => {
@@ -441,6 +462,20 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     if !root {
         left_out.push("eBPF probes and perf need root".into());
     }
+    // perf samples the run's cgroup (see perf.rs), else the workload's process.
+    let perf_scope = perf_plan.as_ref().map(|_| match cgroup.as_mut() {
+        Some(cg) => match cg.add_perf_event() {
+            Ok(name) => Some(name),
+            Err(err) => {
+                left_out.push(format!(
+                    "perf: no perf_event cgroup ({err:#}): recorded per process"
+                ));
+                None
+            }
+        },
+        None => None,
+    });
+    let perf = perf_plan.as_ref().zip(perf_scope);
 
     let result = measure(
         &opts,
@@ -450,6 +485,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         cgroup.as_ref(),
         interrupts,
         root,
+        perf,
     );
 
     // Put the machine back before looking at any figure.
@@ -530,6 +566,8 @@ struct Measured {
 }
 
 /// Starts the workload, follows it, reaps it. The caller restores the machine whatever happens.
+/// `perf`: how to record samples, and the cgroup perf filters on (None: the workload's PID).
+#[allow(clippy::too_many_arguments)]
 fn measure(
     opts: &RunOptions,
     dir: &ResultsDir,
@@ -538,6 +576,7 @@ fn measure(
     cgroup: Option<&RunCgroup>,
     interrupts: &Interrupts,
     root: bool,
+    perf: Option<(&perf::Plan, Option<String>)>,
 ) -> Result<Measured> {
     let workload = match &opts.target {
         Target::Workload(inv) => Some(inv.workload),
@@ -594,6 +633,28 @@ fn measure(
         }
         None
     };
+    // perf starts while the workload waits at its gate, so its first instruction is sampled.
+    // Dropping the recorder on any path below stops perf.
+    let recorder = perf.and_then(|(plan, cgroup_name)| {
+        let scope = cgroup_name.map_or(perf::Scope::Pid(pid), perf::Scope::Cgroup);
+        eprintln!(
+            "spawnscope: perf: cpu-clock at {} Hz ({}), call graph {}, {}",
+            plan.freq_hz,
+            plan.why,
+            plan.call_graph.arg(),
+            match &scope {
+                perf::Scope::Cgroup(c) => format!("cgroup {c}"),
+                perf::Scope::Pid(p) => format!("process {p}"),
+            }
+        );
+        match perf::Recorder::start(plan, &scope, &dir.path) {
+            Ok(r) => Some(r),
+            Err(err) => {
+                left_out.push(format!("perf: {err:#}"));
+                None
+            }
+        }
+    });
     let bar = progress_bar(target_tasks);
     bar.set_prefix("start");
     let start = Instant::now();
@@ -627,6 +688,11 @@ fn measure(
     interrupts.unwatch(pid);
     if let Some(c) = collector {
         dir.write_json(crate::results::COLLECTOR, &c.finish())?;
+    }
+    if let Some(recorder) = recorder {
+        if let Err(err) = recorder.stop() {
+            left_out.push(format!("perf: {err:#}"));
+        }
     }
     let (timeline, sampled_peak) = sampler.finish();
     if let Some(handle) = stderr {

@@ -227,3 +227,52 @@ pub fn run_cgroups() -> Vec<PathBuf> {
     })
     .collect()
 }
+
+/// Prints why a perf test is skipped (not root, or no perf); the caller returns.
+pub fn skip_unless_root_and_perf(test: &str) -> bool {
+    if skip_unless_root(test) {
+        return true;
+    }
+    let perf = Command::new("perf")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !perf.is_ok_and(|s| s.success()) {
+        eprintln!("SKIP {test}: perf is not installed (apt-get install linux-perf)");
+        return true;
+    }
+    false
+}
+
+/// `perf` processes whose command line mentions `path` (a sandbox's results directory): what a
+/// run recorded with --perf may have left running.
+pub fn perf_processes_mentioning(path: &Path) -> Vec<u32> {
+    let needle = path.to_string_lossy().into_owned();
+    fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                    cmdline.starts_with("perf ") && cmdline.contains(&needle)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Run cgroups under the spawnscope parent of the v2 hierarchy mounted beside v1 (hybrid hosts),
+/// where `run --perf` puts a run for perf's cgroup filter.
+pub fn perf_event_run_cgroups() -> Vec<PathBuf> {
+    fs::read_dir("/sys/fs/cgroup/unified/spawnscope")
+        .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
+        })
+        .collect()
+}
