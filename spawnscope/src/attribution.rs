@@ -59,6 +59,11 @@ pub const CATEGORIES: &[(&str, &str, Mode)] = &[
     ("futex_sched", "futex, sleep & scheduler", Mode::Kernel),
     ("other_syscalls", "other syscalls & signals", Mode::Kernel),
     ("interrupts", "interrupts & IPIs", Mode::Kernel),
+    (
+        "tracing",
+        "tracing itself (perf side-band, BPF)",
+        Mode::Kernel,
+    ),
     ("kernel_other", "kernel, unclassified", Mode::Kernel),
     ("runtime_scheduler", "runtime scheduler", Mode::User),
     ("gc", "garbage collector", Mode::User),
@@ -473,6 +478,12 @@ pub fn analyse(dir: &Path, run: &RunRecord, memory: &MemoryRecord) -> Result<Opt
             ));
         }
     }
+    if a.unresolved_share > 0.2 && a.call_graph.as_deref() == Some("fp") {
+        a.notes.push(format!(
+            "{:.0} % of samples have a frame perf could not name: the program's libraries lack frame pointers; --perf-call-graph dwarf walks them",
+            a.unresolved_share * 100.0
+        ));
+    }
     if record
         .as_ref()
         .is_some_and(|r| r.scope.starts_with("process"))
@@ -700,6 +711,16 @@ mod tests {
             ]),
             "other_syscalls"
         );
+        assert_eq!(
+            category(&[
+                "__x64_sys_mmap_[k]",
+                "vm_mmap_pgoff_[k]",
+                "perf_event_mmap_[k]",
+                "d_path_[k]"
+            ]),
+            "tracing",
+            "perf's own record of a new mapping is perf's cost, not mmap's"
+        );
         assert_eq!(category(&["some_kthread_fn_[k]"]), "kernel_other");
     }
 
@@ -864,12 +885,14 @@ mod tests {
             counts(&a),
             [
                 ("page_faults", 11, vec![1, 10, 0, 0]),
-                ("thread_creation", 26, vec![0, 26, 0, 0]),
-                ("thread_exit", 12, vec![0, 0, 1, 11]),
-                ("memory_syscalls", 104, vec![0, 38, 66, 0]),
+                ("thread_creation", 23, vec![0, 23, 0, 0]),
+                ("thread_exit", 11, vec![0, 0, 0, 11]),
+                ("memory_syscalls", 99, vec![0, 33, 66, 0]),
                 ("futex_sched", 19, vec![0, 0, 16, 3]),
                 ("other_syscalls", 3, vec![0, 2, 1, 0]),
                 ("interrupts", 5, vec![0, 1, 2, 2]),
+                // perf's own records of each new mapping, fork and exit.
+                ("tracing", 9, vec![0, 8, 1, 0]),
                 ("allocation", 9, vec![0, 6, 3, 0]),
                 ("workload", 2, vec![0, 0, 2, 0]),
             ]

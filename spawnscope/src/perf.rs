@@ -21,6 +21,13 @@
 //!   nothing to synthesize, and walking every process of a busy host can take seconds.
 //! - `--no-buildid`: no post-processing pass over a large perf.data at the end; `perf script` runs
 //!   right after the run, and its output is kept (perf.folded).
+//!
+//! What it costs, measured here (threads sleep 20,000, median of 3): system time 2.5 s without
+//! perf, 3.2 s with it, fp or dwarf alike. The part cpu-clock can see — perf's side-band records
+//! of every new mapping, fork and exit (dwarf unwinding needs the mappings: without them 48 % of
+//! user stacks were complete) — is its own row, "tracing itself"; the rest happens in context
+//! switches, where the sampling timer is off. perf.data grows by ≈4.3 KB per dwarf sample and
+//! ≈1 KB per thread of side-band.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -44,7 +51,7 @@ pub const RECORD: &str = "perf.json";
 /// `perf script`, folded: one line per phase and stack, `phase;comm;root;…;leaf count`.
 pub const FOLDED: &str = "perf.folded";
 
-/// Samples to aim at per run. dwarf samples carry a copy of the user stack (≈4.5 KB each), fp
+/// Samples to aim at per run. dwarf samples carry a copy of the user stack (≈4.3 KB each), fp
 /// samples only addresses (≈0.5 KB): 20,000 dwarf samples ≈ 90 MB, 60,000 fp samples ≈ 30 MB.
 /// Either budget puts a 1 % category within ±0.1 % (binomial standard error).
 const BUDGET_DWARF: u64 = 20_000;
