@@ -26,8 +26,9 @@
 //! perf, 3.2 s with it, fp or dwarf alike. The part cpu-clock can see — perf's side-band records
 //! of every new mapping, fork and exit (dwarf unwinding needs the mappings: without them 48 % of
 //! user stacks were complete) — is its own row, "tracing itself"; the rest happens in context
-//! switches, where the sampling timer is off. perf.data grows by ≈4.3 KB per dwarf sample and
-//! ≈1 KB per thread of side-band.
+//! switches, where the sampling timer is off; at 100,000 threads the whole cost was ≈7 %.
+//! perf.data grows by ≈4.3 KB per dwarf sample and ≈0.5 KB of side-band per thread: 136 MB for
+//! threads sleep 100,000 (19,612 samples), 1 MB for goroutines sleep 1,000,000 (4,938, fp).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
