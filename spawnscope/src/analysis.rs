@@ -935,6 +935,12 @@ pub fn markdown(r: &CompareReport) -> String {
         if multi { "| machine " } else { "" },
         if multi { "|---" } else { "" }
     );
+    if r.fits.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nNo line: a fit needs completed runs at two N values or more."
+        );
+    }
     for f in &r.fits {
         let (slope, fixed) = fit_figures(f);
         let _ = writeln!(

@@ -97,8 +97,13 @@ pub fn clamp(inv: &Invocation, est: &preflight::Estimate) -> (Option<u64>, Optio
     if est.fits {
         return (Some(inv.n), None);
     }
-    // A margin under the largest N, so the run's own preflight (with what is free then) agrees.
-    let n = preflight::round_down((est.largest_n as f64 * 0.95) as u64);
+    // A margin under the largest N, so that the run's own preflight (with what is free then)
+    // agrees, and the workload's own reserve (2 % of usable memory, 32..512 MiB of headroom
+    // left in the cgroup) is not what stops it.
+    let budget = est.budget_bytes as f64;
+    let margin = (budget * 0.05).max((512.0 * 1048576.0f64).min(budget / 6.0));
+    let factor = ((budget - margin) / budget).max(0.0);
+    let n = preflight::round_down((est.largest_n as f64 * factor) as u64);
     let why = format!(
         "needs ≈{}, {} available",
         bytes(est.needed_bytes as f64),

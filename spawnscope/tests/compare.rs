@@ -303,3 +303,56 @@ fn a_small_real_compare_runs_the_matrix_and_restores_the_machine() {
         "{stdout}"
     );
 }
+
+#[test]
+fn sigint_stops_the_matrix_after_the_current_run_and_still_reports() {
+    if skip_unless_root("sigint_stops_the_matrix_after_the_current_run_and_still_reports") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox.dir.path().join("cmp");
+    let mut child = sandbox
+        .command(&[
+            "compare",
+            "--runtimes",
+            "threads",
+            "--n",
+            "2000,4000",
+            "--workloads",
+            "hold",
+            "--repeats",
+            "2",
+            "--hold-for",
+            "60s",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let peaked = wait_until(std::time::Duration::from_secs(90), || {
+        std::fs::read_dir(&out).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| events_so_far(&e.path()).contains(r#""event":"peak""#))
+        })
+    });
+    assert!(peaked, "the first run did not reach its peak");
+    // SAFETY: kill has no memory-safety preconditions; the PID is our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_with_limit(&mut child, std::time::Duration::from_secs(60));
+    assert_eq!(status.code(), Some(128 + libc::SIGINT));
+    let plan = read_json(out.join("plan.json"));
+    let stopped = plan["stopped"].as_str().unwrap();
+    assert!(stopped.starts_with("SIGINT received"), "{stopped}");
+    let compare = read_json(out.join("compare.json"));
+    let runs = compare["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "one run started, none after the signal");
+    assert!(runs[0]["outcome"]
+        .as_str()
+        .unwrap()
+        .starts_with("interrupted by SIGINT"));
+    assert!(out.join("report.html").is_file());
+    assert!(!sandbox.state_dir().join("sysctl-state.json").exists());
+}
