@@ -62,6 +62,9 @@ pub struct RunPoint {
     pub workload: Option<String>,
     pub n: Option<u64>,
     pub ok: bool,
+    /// Completed, or stopped at a limit (memory, pid_max…) with what it had spawned alive and
+    /// measured at the peak: a point at N = tasks alive, kept in cells and fits.
+    pub measured: bool,
     pub outcome: String,
     pub started_utc: String,
     pub spawned: Option<u64>,
@@ -113,7 +116,10 @@ pub struct Cell {
     pub workload: String,
     pub n: u64,
     pub runs: usize,
+    /// Completed.
     pub ok_runs: usize,
+    /// Completed or stopped at a limit with the tasks alive measured: what the figures are of.
+    pub measured_runs: usize,
     pub alive_at_peak: Option<Spread>,
     pub wall_s: Option<Spread>,
     pub user_s: Option<Spread>,
@@ -270,8 +276,10 @@ pub struct CompareReport {
     pub cells: Vec<Cell>,
     pub fits: Vec<Fit>,
     pub reproduce: Option<Reproduce>,
-    /// Runs that did not complete: left out of cells' memory and of the fits.
+    /// Runs with nothing measured (interrupted, OOM-killed, failed): left out of cells and fits.
     pub excluded: Vec<String>,
+    /// Runs that stopped at a limit with their tasks alive measured: kept, at N = tasks alive.
+    pub stopped_at_limit: Vec<String>,
 }
 
 /// A results directory, or a directory holding results directories (a compare directory).
@@ -372,6 +380,10 @@ pub fn analyze(run_dirs: &[PathBuf], plan: Option<Plan>, base: &Path) -> Result<
             workload: s.workload.clone(),
             n: s.n,
             ok: s.ok,
+            measured: s.ok
+                || (s.outcome.starts_with("spawning stopped at")
+                    && s.alive_at_peak.is_some_and(|a| a > 0)
+                    && s.memory_per_task.is_some()),
             outcome: s.outcome.clone(),
             started_utc: l.started_utc.clone(),
             spawned: s.spawned,
@@ -394,8 +406,21 @@ pub fn analyze(run_dirs: &[PathBuf], plan: Option<Plan>, base: &Path) -> Result<
     }
     let excluded = runs
         .iter()
-        .filter(|r| !r.ok)
+        .filter(|r| !r.measured)
         .map(|r| format!("{} ({}): {}", r.label, r.dir, r.outcome))
+        .collect();
+    let stopped_at_limit = runs
+        .iter()
+        .filter(|r| r.measured && !r.ok)
+        .map(|r| {
+            format!(
+                "{} ({}): {} alive at the peak — {}",
+                r.label,
+                r.dir,
+                r.alive_at_peak.map_or("?".into(), count),
+                r.outcome
+            )
+        })
         .collect();
     let cells = cells(&runs);
     let fits = fits(&runs);
@@ -413,6 +438,7 @@ pub fn analyze(run_dirs: &[PathBuf], plan: Option<Plan>, base: &Path) -> Result<
         fits,
         reproduce,
         excluded,
+        stopped_at_limit,
     })
 }
 
@@ -445,7 +471,7 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
     let mut out: Vec<Cell> = groups
         .into_iter()
         .map(|((machine, runtime, workload, n), rs)| {
-            let ok: Vec<&RunPoint> = rs.iter().copied().filter(|r| r.ok).collect();
+            let ok: Vec<&RunPoint> = rs.iter().copied().filter(|r| r.measured).collect();
             let of = |f: &dyn Fn(&RunPoint) -> Option<f64>| {
                 regression::spread(&ok.iter().filter_map(|r| f(r)).collect::<Vec<f64>>())
             };
@@ -461,7 +487,8 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 workload,
                 n,
                 runs: rs.len(),
-                ok_runs: ok.len(),
+                ok_runs: rs.iter().filter(|r| r.ok).count(),
+                measured_runs: ok.len(),
                 alive_at_peak: of(&|r| r.alive_at_peak.map(|a| a as f64)),
                 wall_s: of(&|r| Some(r.wall_s)),
                 user_s: of(&|r| Some(r.user_s)),
@@ -503,7 +530,7 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
 /// repeat is a point: the spread of the repeats is what the standard error reflects).
 pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
     let mut series: BTreeMap<(String, String, String), Vec<&RunPoint>> = BTreeMap::new();
-    for r in runs.iter().filter(|r| r.ok) {
+    for r in runs.iter().filter(|r| r.measured) {
         if let (Some(rt), Some(wl)) = (&r.runtime, &r.workload) {
             series
                 .entry((r.machine.clone(), rt.clone(), wl.clone()))
@@ -605,7 +632,7 @@ fn pick<'a>(runs: &'a [RunPoint], runtime: &str, workload: &str) -> Option<&'a R
         .filter(|r| {
             r.runtime.as_deref() == Some(runtime) && r.workload.as_deref() == Some(workload)
         })
-        .max_by_key(|r| (r.ok, r.n.unwrap_or(0)))
+        .max_by_key(|r| (r.measured, r.n.unwrap_or(0)))
 }
 
 pub fn reproduce_table(runs: &[RunPoint]) -> Reproduce {
@@ -899,14 +926,14 @@ pub fn markdown(r: &CompareReport) -> String {
     let multi = r.machines.len() > 1;
     let _ = writeln!(
         md,
-        "\n## Runs: median (min … max) over repeats\n\n{}| runtime | workload | N | runs ok | alive at peak | wall [s] | user [s] | system [s] | memory / task alive | RSS / task | kernel stack / task | page tables / task | slab / task |\n{}|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "\n## Runs: median (min … max) over repeats\n\n{}| runtime | workload | N | runs complete / measured / all | alive at peak | wall [s] | user [s] | system [s] | memory / task alive | RSS / task | kernel stack / task | page tables / task | slab / task |\n{}|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         if multi { "| machine " } else { "" },
         if multi { "|---" } else { "" }
     );
     for c in &r.cells {
         let _ = writeln!(
             md,
-            "{}| {} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "{}| {} | {} | {} | {} / {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             if multi {
                 format!("| {} ", c.machine)
             } else {
@@ -916,6 +943,7 @@ pub fn markdown(r: &CompareReport) -> String {
             c.workload,
             count(c.n),
             c.ok_runs,
+            c.measured_runs,
             c.runs,
             c.alive_at_peak
                 .map_or("—".into(), |s| count(s.median as u64)),
@@ -964,10 +992,19 @@ pub fn markdown(r: &CompareReport) -> String {
     if let Some(rep) = &r.reproduce {
         md.push_str(&reproduce_markdown(rep));
     }
+    if !r.stopped_at_limit.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Runs that stopped at a limit (kept: every task they had was alive and measured at the peak)\n"
+        );
+        for e in &r.stopped_at_limit {
+            let _ = writeln!(md, "- {e}");
+        }
+    }
     if !r.excluded.is_empty() {
         let _ = writeln!(
             md,
-            "\n## Runs that did not complete (left out of the fits)\n"
+            "\n## Runs with nothing measured (left out of the tables and fits)\n"
         );
         for e in &r.excluded {
             let _ = writeln!(md, "- {e}");
@@ -1036,7 +1073,7 @@ pub fn cells_csv(r: &CompareReport) -> String {
         ("sys_us_per_task", |c| &c.sys_us),
         ("minor_faults_per_task", |c| &c.minor_faults),
     ];
-    let mut out = String::from("machine,runtime,workload,n,runs,ok_runs");
+    let mut out = String::from("machine,runtime,workload,n,runs,ok_runs,measured_runs");
     for (name, _) in &spreads {
         let _ = write!(out, ",{name}_min,{name}_median,{name}_max");
     }
@@ -1044,13 +1081,14 @@ pub fn cells_csv(r: &CompareReport) -> String {
     for c in &r.cells {
         let _ = write!(
             out,
-            "{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{}",
             csv_field(&c.machine),
             c.runtime,
             c.workload,
             c.n,
             c.runs,
-            c.ok_runs
+            c.ok_runs,
+            c.measured_runs
         );
         for (_, get) in &spreads {
             match get(c) {

@@ -551,7 +551,7 @@ pub fn all(report: &CompareReport, base: &Path) -> Result<Vec<Chart>> {
                 .iter()
                 .filter(|r| {
                     r.machine == machine.id
-                        && r.ok
+                        && r.measured
                         && r.runtime.as_deref() == Some(rt)
                         && r.workload.as_deref() == first
                 })

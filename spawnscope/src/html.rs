@@ -291,8 +291,17 @@ pub fn render(report: &CompareReport, charts: &[Chart], base: &Path) -> String {
         })
         .collect();
     table(&mut h, "checks", &header, &rows);
+    if !report.stopped_at_limit.is_empty() {
+        h.push_str(
+            "<h2>Runs that stopped at a limit (kept: their tasks alive were measured)</h2><ul>",
+        );
+        for e in &report.stopped_at_limit {
+            let _ = write!(h, "<li>{}</li>", escape(e));
+        }
+        h.push_str("</ul>\n");
+    }
     if !report.excluded.is_empty() {
-        h.push_str("<h2>Runs that did not complete</h2><ul>");
+        h.push_str("<h2>Runs with nothing measured (left out)</h2><ul>");
         for e in &report.excluded {
             let _ = write!(h, "<li>{}</li>", escape(e));
         }

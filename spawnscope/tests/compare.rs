@@ -112,7 +112,7 @@ fn exact_lines_give_exact_slopes_intercepts_and_r2() {
         .lines()
         .nth(1)
         .unwrap()
-        .starts_with("M1 (synthetic-a),threads,hold,1000,2,2,"));
+        .starts_with("M1 (synthetic-a),threads,hold,1000,2,2,2,"));
     let fits_csv = std::fs::read_to_string(out.join("compare-fits.csv")).unwrap();
     assert!(
         fits_csv.contains(",threads,hold,kernel_stack_kb,kB,alive_at_peak,6,3,16,0,"),
