@@ -193,8 +193,10 @@ pub fn time_per_task(cells: &[&Cell], workload: &str) -> Result<Option<String>> 
     let all = || series.iter().flat_map(|s| s.1.iter());
     let xmin = all().map(|p| p.0).fold(f64::MAX, f64::min);
     let xmax = all().map(|p| p.0).fold(0.0, f64::max);
-    let ymin = all().map(|p| p.1.min.max(1e-3)).fold(f64::MAX, f64::min);
-    let ymax = all().map(|p| p.1.max).fold(0.0, f64::max);
+    // The axis follows the medians (a repeat whose rusage rounded to 0 would stretch it to
+    // nothing), with room below them for the legend; whiskers are cut at the axis.
+    let ymin = all().map(|p| p.1.median).fold(f64::MAX, f64::min) / 8.0;
+    let ymax = all().map(|p| p.1.max).fold(0.0, f64::max) * 2.0;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 460)).into_drawing_area();
@@ -209,7 +211,7 @@ pub fn time_per_task(cells: &[&Cell], workload: &str) -> Result<Option<String>> 
             .y_label_area_size(70)
             .build_cartesian_2d(
                 (xmin / 1.6..xmax * 1.6).log_scale(),
-                (ymin / 2.0..ymax * 2.0).log_scale(),
+                (ymin..ymax).log_scale(),
             )
             .map_err(err)?;
         chart
@@ -246,16 +248,13 @@ pub fn time_per_task(cells: &[&Cell], workload: &str) -> Result<Option<String>> 
                 .map_err(err)?;
             chart
                 .draw_series(pts.iter().filter(|(_, s)| s.max > s.min).map(|(x, s)| {
-                    PathElement::new(
-                        [(*x, s.min.max(ymin / 2.0)), (*x, s.max)],
-                        color.stroke_width(1),
-                    )
+                    PathElement::new([(*x, s.min.max(ymin)), (*x, s.max)], color.stroke_width(1))
                 }))
                 .map_err(err)?;
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font((FONT, 14))
@@ -579,6 +578,18 @@ pub fn all(report: &CompareReport, base: &Path) -> Result<Vec<Chart>> {
 pub fn write(charts: &[Chart], out: &Path) -> Result<()> {
     let dir = out.join("charts");
     fs::create_dir_all(&dir)?;
+    // Charts of an earlier rendering that this one does not draw again (say, a timeline of
+    // another run) would sit beside the new ones as if current.
+    for entry in fs::read_dir(&dir)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ours = ["memory-per-task-", "time-per-task-", "timeline-"]
+            .iter()
+            .any(|p| name.starts_with(p))
+            && name.ends_with(".svg");
+        if ours && !charts.iter().any(|c| c.file == name) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
     for c in charts {
         fs::write(dir.join(&c.file), &c.svg)?;
     }
