@@ -6,6 +6,9 @@
 #                                      side by side (about a minute on 2 cores)
 #   sudo ./scripts/trace.sh ARGS...    anything else goes to spawnscope, e.g.
 #                                      check | run --runtime threads --workload sleep --n 100000 |
+#                                      compare (the default sweep: threads and goroutines, hold and
+#                                      sleep, N = 1k…1M clamped to what fits, 3 repeats; charts and
+#                                      report.html) | compare --reproduce hansen2023 |
 #                                      report results/…
 #
 # On a fresh Debian/Ubuntu machine it installs the OS packages it needs (saying which), builds

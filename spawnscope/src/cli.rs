@@ -1,4 +1,4 @@
-//! The command line: `check`, `run`, `sysctl`, `report`, `flame`.
+//! The command line: `check`, `run`, `compare`, `sysctl`, `report`, `flame`.
 
 use std::path::PathBuf;
 
@@ -31,11 +31,19 @@ pub enum Command {
         #[command(subcommand)]
         action: SysctlAction,
     },
-    /// Re-render summaries from results directories already on disk (no re-run).
+    /// Sweeps: runtimes × N × workloads × repeats; per-task costs by regression, charts, report.html.
+    Compare(Box<CompareArgs>),
+    /// Re-render summaries from results directories already on disk (no re-run); for several
+    /// runs or a compare directory, also the compare exports, charts and report.html.
     Report {
-        /// Results directories (results/<time>-<runtime>-<workload>-<n>/).
+        /// Results directories (results/<time>-<runtime>-<workload>-<n>/) and/or compare
+        /// directories (results/compare-<time>/), from this machine or others.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
+        /// Where compare.{json,csv,md}, charts/ and report.html go [default: the compare
+        /// directory given, else the directories' common parent].
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Flame graph of a run recorded with --perf, or two runs side by side on one CPU-time scale
     /// (e.g. threads and goroutines), or as a differential (--diff).
@@ -198,4 +206,43 @@ pub enum SysctlAction {
     },
     /// Put back every value spawnscope raised (by hand, or left by an interrupted run).
     Restore,
+}
+
+// ---------------------------------------------------------------------------------------------
+// spawnscope compare
+
+/// A study to run instead of a sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Reproduction {
+    /// Hansen 2023: 1M threads and 1M goroutines each sleeping 1 s, beside the article's
+    /// figures, plus hold (threads at the largest N that fits, goroutines 1M).
+    Hansen2023,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Runtimes to compare [default: threads,goroutines].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub runtimes: Vec<Runtime>,
+    /// N values of the sweep, each clamped by the preflight to what fits [default: 1000,10000,100000,1000000].
+    #[arg(long, value_delimiter = ',', value_parser = parse_n)]
+    pub n: Vec<u64>,
+    /// Workloads [default: hold,sleep; churn, pingpong, chain on request].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub workloads: Vec<WorkloadKind>,
+    /// Runs of each cell: min / median / max over them [default: 3; 1 with --reproduce].
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Directory for the runs and the exports [default: results/compare-<UTC time>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Each run's cgroup memory limit, and the budget the preflight clamps N to (e.g. 8G).
+    #[arg(long, value_parser = parse_bytes)]
+    pub memory_limit: Option<u64>,
+    /// Run a published experiment instead of a sweep, beside its published figures.
+    #[arg(long, value_enum, conflicts_with_all = ["runtimes", "n", "workloads"])]
+    pub reproduce: Option<Reproduction>,
+    /// Passed to the workloads each applies to (e.g. --sleep to sleep, --stack-size to threads).
+    #[command(flatten)]
+    pub workload_flags: WorkloadFlags,
 }

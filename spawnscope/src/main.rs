@@ -1,17 +1,22 @@
 //! spawnscope, the conductor: runs a workload (or any command) with the kernel tuned for it, in a
 //! cgroup of its own, measures it from outside, restores the machine and says what one task cost.
 
+mod analysis;
 mod attribution;
 mod cgroup;
+mod charts;
 mod check;
 mod cli;
+mod compare;
 mod costs;
 mod flame;
+mod html;
 mod launch;
 mod machine;
 mod perf;
 mod preflight;
 mod procfs;
+mod regression;
 mod report;
 mod results;
 mod run;
@@ -30,7 +35,7 @@ use run::{RunError, RunOptions};
 use workload::Invocation;
 
 /// Bad arguments: one line, exit 2, nothing changed.
-fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("spawnscope: {message}");
     ExitCode::from(2)
 }
@@ -70,7 +75,8 @@ fn main() -> ExitCode {
         }
         Command::Run(args) => run_command(*args),
         Command::Sysctl { action } => sysctl_command(action),
-        Command::Report { dirs } => report_command(&dirs),
+        Command::Compare(args) => compare::command(*args),
+        Command::Report { dirs, out } => compare::report_command(&dirs, out),
         Command::Flame { dirs, out, diff } => flame_command(&dirs, &out, diff),
     }
 }
@@ -131,6 +137,7 @@ fn run_command(args: cli::RunArgs) -> ExitCode {
             freq: args.perf_freq,
             call_graph: args.perf_call_graph,
         }),
+        calibration: None,
     };
     match run::run(opts, &interrupts) {
         Ok(outcome) => {
@@ -216,24 +223,6 @@ fn sysctl_command(action: SysctlAction) -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-fn report_command(dirs: &[std::path::PathBuf]) -> ExitCode {
-    let mut runs = Vec::new();
-    for dir in dirs {
-        match report::render(dir) {
-            Ok((summary, _)) => {
-                print!("{}", report::terminal(&summary, dir));
-                let machine = results::read_json(dir, results::MACHINE).unwrap_or_default();
-                runs.push((summary, machine));
-            }
-            Err(err) => return usage_error(format!("{err:#}")),
-        }
-    }
-    if runs.len() > 1 {
-        println!("\n{}", report::side_by_side(&runs));
-    }
-    ExitCode::SUCCESS
 }
 
 fn flame_command(dirs: &[std::path::PathBuf], out: &std::path::Path, diff: bool) -> ExitCode {

@@ -228,7 +228,7 @@ pub fn refusal(inv: &Invocation, est: &Estimate) -> String {
 }
 
 /// 561,234 -> 560,000: an estimate should not look more precise than it is.
-fn round_down(n: u64) -> u64 {
+pub fn round_down(n: u64) -> u64 {
     if n < 1_000 {
         return n;
     }

@@ -42,6 +42,9 @@ pub struct RunOptions {
     pub probes: bool,
     /// Record perf samples (`--perf`).
     pub perf: Option<perf::Options>,
+    /// A calibration already made under the same flags (compare calibrates once per runtime);
+    /// None: this run calibrates.
+    pub calibration: Option<preflight::Calibration>,
 }
 
 /// Why a run did not happen or did not finish, by exit code.
@@ -386,11 +389,17 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     };
     let mut estimate: Option<Estimate> = None;
     if let (Target::Workload(inv), Some(params)) = (&opts.target, &params) {
-        eprintln!(
-            "spawnscope: calibrating: two short hold runs of {} to estimate the memory of N",
-            inv.runtime.name()
-        );
-        match preflight::calibrate(&binary, inv, interrupts) {
+        let calibration = match opts.calibration.clone() {
+            Some(cal) => Ok(cal),
+            None => {
+                eprintln!(
+                    "spawnscope: calibrating: two short hold runs of {} to estimate the memory of N",
+                    inv.runtime.name()
+                );
+                preflight::calibrate(&binary, inv, interrupts)
+            }
+        };
+        match calibration {
             Ok(cal) => {
                 let est = preflight::estimate(inv, cal, params, budget);
                 if !est.fits && !opts.force {

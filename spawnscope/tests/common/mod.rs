@@ -2,6 +2,8 @@
 //! and running spawnscope with a private state directory (never the machine's real one).
 #![allow(dead_code)]
 
+pub mod synthetic;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,358 @@
+//! `spawnscope report` over synthetic results directories whose figures follow known lines: the
+//! per-task slopes, intercepts and R² must come out exactly; noise of a known size must give the
+//! R² and standard error it implies; directories from two machines stay apart and their
+//! fingerprints appear side by side. And one small real `compare` (root), which must leave the
+//! machine as it found it.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::synthetic::{self, Options, GOROUTINES, THREADS};
+use common::*;
+use serde_json::Value;
+
+const NS: [u64; 3] = [1_000, 10_000, 100_000];
+
+fn report(dirs: &[&Path], out: &Path) -> std::process::Output {
+    let mut cmd = Command::new(spawnscope_bin());
+    cmd.arg("report");
+    for d in dirs {
+        cmd.arg(d);
+    }
+    cmd.arg("--out").arg(out);
+    let output = cmd.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn fit<'a>(compare: &'a Value, runtime: &str, metric: &str) -> &'a Value {
+    compare["fits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["runtime"] == runtime && f["metric"] == metric && f["workload"] == "hold")
+        .unwrap_or_else(|| panic!("no fit of {runtime} {metric}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+#[test]
+fn exact_lines_give_exact_slopes_intercepts_and_r2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("sweep");
+    synthetic::write_sweep(&sweep, &NS, 2);
+    let out = tmp.path().join("out");
+    report(&[&sweep], &out);
+    let compare = read_json(out.join("compare.json"));
+    assert_eq!(compare["runs"].as_array().unwrap().len(), 12);
+    assert_eq!(compare["cells"].as_array().unwrap().len(), 6);
+    for world in [THREADS, GOROUTINES] {
+        let parts = [
+            ("rss_kb", world.rss_kb),
+            ("kernel_stack_kb", world.kernel_stack_kb),
+            ("page_tables_kb", world.page_tables_kb),
+            ("slab_kb", world.slab_kb),
+            ("user_us", world.user_us),
+            ("sys_us", world.sys_us),
+            ("wall_us", world.wall_us),
+            ("minor_faults", world.minor_faults),
+            ("voluntary_switches", world.voluntary),
+            ("involuntary_switches", world.involuntary),
+        ];
+        for (metric, line) in parts {
+            let f = fit(&compare, world.runtime, metric);
+            let what = format!("{} {metric}: {f}", world.runtime);
+            assert!(
+                close(f["slope"].as_f64().unwrap(), line.per_task),
+                "slope of {what}"
+            );
+            assert!(
+                (f["intercept"].as_f64().unwrap() - line.fixed).abs() < 1e-6 * line.fixed.max(1.0),
+                "intercept of {what}"
+            );
+            assert_eq!(f["points"], 6, "{what}");
+            assert_eq!(f["distinct_x"], 3, "{what}");
+            if line.per_task != 0.0 {
+                assert_eq!(f["r2"].as_f64().unwrap(), 1.0, "R² of {what}");
+            }
+            assert!(f["slope_stderr"].as_f64().unwrap() < 1e-6, "{what}");
+        }
+        let total = fit(&compare, world.runtime, "memory_total_kb");
+        let per_task = world.rss_kb.per_task
+            + world.kernel_stack_kb.per_task
+            + world.page_tables_kb.per_task
+            + world.slab_kb.per_task;
+        assert!(close(total["slope"].as_f64().unwrap(), per_task), "{total}");
+    }
+    // The exports are all there, and say the same.
+    for f in [
+        "compare.csv",
+        "compare-fits.csv",
+        "compare.md",
+        "report.html",
+    ] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(
+        md.contains("| threads | hold | kernel stack | 16.0 KiB ± 0 B | 0 B | 1.0000 | 6 (3) |"),
+        "{md}"
+    );
+    let csv = std::fs::read_to_string(out.join("compare.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 7, "a header and one row per cell");
+    assert!(csv
+        .lines()
+        .nth(1)
+        .unwrap()
+        .starts_with("M1 (synthetic-a),threads,hold,1000,2,2,2,"));
+    let fits_csv = std::fs::read_to_string(out.join("compare-fits.csv")).unwrap();
+    assert!(
+        fits_csv.contains(",threads,hold,kernel_stack_kb,kB,alive_at_peak,6,3,16,0,"),
+        "{fits_csv}"
+    );
+}
+
+#[test]
+fn known_noise_gives_the_r2_and_standard_error_it_implies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let noise = 2_000.0; // µs of system time, + on one repeat and - on the other
+    let mut dirs = Vec::new();
+    for &n in &NS {
+        for (r, sign) in [1.0, -1.0].iter().enumerate() {
+            let mut o = Options::new(GOROUTINES, n);
+            o.sys_noise_us = sign * noise;
+            dirs.push(synthetic::write_run(tmp.path(), &format!("g-{n}-{r}"), &o));
+        }
+    }
+    let out = tmp.path().join("out");
+    let refs: Vec<&Path> = dirs.iter().map(|d| d.as_path()).collect();
+    report(&refs, &out);
+    let compare = read_json(out.join("compare.json"));
+    let f = fit(&compare, "goroutines", "sys_us");
+    // The noise averages out at each N: the line is the true one.
+    assert!(
+        close(f["slope"].as_f64().unwrap(), GOROUTINES.sys_us.per_task),
+        "{f}"
+    );
+    assert!(
+        (f["intercept"].as_f64().unwrap() - GOROUTINES.sys_us.fixed).abs() < 1e-6,
+        "{f}"
+    );
+    // SSE = 6 d²; SST = slope² Σ(x - x̄)² + 6 d²; se² = SSE / (6 - 2) / Σ(x - x̄)².
+    let xs: Vec<f64> = NS.iter().flat_map(|&n| [n as f64, n as f64]).collect();
+    let mean = xs.iter().sum::<f64>() / 6.0;
+    let sxx: f64 = xs.iter().map(|x| (x - mean).powi(2)).sum();
+    let sse = 6.0 * noise * noise;
+    let sst = GOROUTINES.sys_us.per_task.powi(2) * sxx + sse;
+    let r2 = f["r2"].as_f64().unwrap();
+    assert!(close(r2, 1.0 - sse / sst), "R² {r2} vs {}", 1.0 - sse / sst);
+    assert!(r2 < 1.0);
+    let se = f["slope_stderr"].as_f64().unwrap();
+    assert!(close(se, (sse / 4.0 / sxx).sqrt()), "{se}");
+    // The cell shows the spread of the repeats: min / median / max.
+    let cell = compare["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["n"] == 1000)
+        .unwrap();
+    let sys = GOROUTINES.sys_us.at(1000);
+    assert!(close(
+        cell["sys_s"]["min"].as_f64().unwrap(),
+        (sys - noise) / 1e6
+    ));
+    assert!(close(cell["sys_s"]["median"].as_f64().unwrap(), sys / 1e6));
+    assert!(close(
+        cell["sys_s"]["max"].as_f64().unwrap(),
+        (sys + noise) / 1e6
+    ));
+}
+
+#[test]
+fn runs_from_two_machines_stay_apart_with_fingerprints_side_by_side() {
+    let tmp = tempfile::tempdir().unwrap();
+    let here = tmp.path().join("here");
+    let there = tmp.path().join("copied-from-elsewhere");
+    for (root, host) in [(&here, "synthetic-a"), (&there, "synthetic-b")] {
+        for &n in &NS {
+            let mut o = Options::new(THREADS, n);
+            o.hostname = host;
+            synthetic::write_run(root, &format!("threads-hold-{n}"), &o);
+        }
+    }
+    let out = tmp.path().join("out");
+    let printed = report(&[&here, &there], &out);
+    let compare = read_json(out.join("compare.json"));
+    let machines = compare["machines"].as_array().unwrap();
+    assert_eq!(machines.len(), 2, "{machines:?}");
+    assert_eq!(machines[0]["id"], "M1 (synthetic-a)");
+    assert_eq!(machines[1]["id"], "M2 (synthetic-b)");
+    let fits: Vec<&Value> = compare["fits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["metric"] == "rss_kb")
+        .collect();
+    assert_eq!(fits.len(), 2, "one line per machine, never mixed");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("Synthetic CPU of synthetic-a")
+            && html.contains("Synthetic CPU of synthetic-b")
+    );
+    assert!(html.contains("M2 (synthetic-b) (3 runs)"));
+    assert!(out.join("charts/memory-per-task-hold-m2.svg").is_file());
+    let stdout = String::from_utf8_lossy(&printed.stdout);
+    assert!(
+        stdout.contains("# spawnscope compare"),
+        "compare dirs print compare.md: {stdout}"
+    );
+    // Re-rendering rewrote each run's summary from its raw records.
+    assert!(here.join("threads-hold-1000/summary.json").is_file());
+}
+
+#[test]
+fn a_collector_timeline_is_used_when_there_is_one_and_a_broken_file_is_tolerated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("sweep");
+    synthetic::write_sweep(&sweep, &NS, 1);
+    let out = tmp.path().join("out");
+    report(&[&sweep], &out);
+    let charts = out.join("charts");
+    let threads = std::fs::read_to_string(charts.join("timeline-threads-hold-100000.svg")).unwrap();
+    assert!(
+        threads.contains("page faults") && threads.contains("switches voluntary"),
+        "from collector.json"
+    );
+    let goroutines =
+        std::fs::read_to_string(charts.join("timeline-goroutines-hold-100000.svg")).unwrap();
+    assert!(
+        goroutines.contains("MemAvailable drop"),
+        "from memory.json without a collector"
+    );
+    // A collector.json of another shape falls back to the memory timeline instead of failing.
+    std::fs::write(
+        sweep.join("threads-hold-100000-r0/collector.json"),
+        "{\"series\": 3}",
+    )
+    .unwrap();
+    report(&[&sweep], &out);
+    let threads = std::fs::read_to_string(charts.join("timeline-threads-hold-100000.svg")).unwrap();
+    assert!(threads.contains("MemAvailable drop"));
+}
+
+#[test]
+fn a_small_real_compare_runs_the_matrix_and_restores_the_machine() {
+    if skip_unless_root("a_small_real_compare_runs_the_matrix_and_restores_the_machine") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox.dir.path().join("cmp");
+    let output = sandbox
+        .command(&[
+            "compare",
+            "--runtimes",
+            "threads,goroutines",
+            "--n",
+            "300,600",
+            "--workloads",
+            "hold",
+            "--repeats",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("run 8 of 8"), "{stderr}");
+    assert!(stderr.contains("ETA"), "{stderr}");
+    assert_eq!(
+        stderr.matches("calibrating").count(),
+        2,
+        "once per runtime: {stderr}"
+    );
+    // Other root tests on the host may move the global sysctls meanwhile: what this run owns
+    // is its state file, gone when everything it raised was put back.
+    assert!(!sandbox.state_dir().join("sysctl-state.json").exists());
+    let compare = read_json(out.join("compare.json"));
+    assert_eq!(compare["runs"].as_array().unwrap().len(), 8);
+    assert!(compare["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["ok"] == true));
+    let rss = fit(&compare, "threads", "rss_kb");
+    assert_eq!(rss["distinct_x"], 2);
+    let plan = read_json(out.join("plan.json"));
+    assert_eq!(plan["cells"].as_array().unwrap().len(), 4);
+    assert!(out.join("report.html").is_file());
+    assert!(out.join("charts/memory-per-task-hold.svg").is_file());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("## Per task by regression over N"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn sigint_stops_the_matrix_after_the_current_run_and_still_reports() {
+    if skip_unless_root("sigint_stops_the_matrix_after_the_current_run_and_still_reports") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox.dir.path().join("cmp");
+    let mut child = sandbox
+        .command(&[
+            "compare",
+            "--runtimes",
+            "threads",
+            "--n",
+            "2000,4000",
+            "--workloads",
+            "hold",
+            "--repeats",
+            "2",
+            "--hold-for",
+            "60s",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let peaked = wait_until(std::time::Duration::from_secs(90), || {
+        std::fs::read_dir(&out).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| events_so_far(&e.path()).contains(r#""event":"peak""#))
+        })
+    });
+    assert!(peaked, "the first run did not reach its peak");
+    // SAFETY: kill has no memory-safety preconditions; the PID is our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_with_limit(&mut child, std::time::Duration::from_secs(60));
+    assert_eq!(status.code(), Some(128 + libc::SIGINT));
+    let plan = read_json(out.join("plan.json"));
+    let stopped = plan["stopped"].as_str().unwrap();
+    assert!(stopped.starts_with("SIGINT received"), "{stopped}");
+    let compare = read_json(out.join("compare.json"));
+    let runs = compare["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "one run started, none after the signal");
+    assert!(runs[0]["outcome"]
+        .as_str()
+        .unwrap()
+        .starts_with("interrupted by SIGINT"));
+    assert!(out.join("report.html").is_file());
+    assert!(!sandbox.state_dir().join("sysctl-state.json").exists());
+}

@@ -1,0 +1,143 @@
+//! report.html as a person sees it: built by `spawnscope report` from synthetic results
+//! directories, opened offline in headless Chromium (Debian's `chromium`), screenshotted, and the
+//! picture checked: not blank, and the charts' own colours are on it (so the inline SVG rendered).
+
+mod common;
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::synthetic;
+use common::*;
+
+fn chromium() -> Option<PathBuf> {
+    let paths = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&paths).map(move |d| d.join(name)))
+        .find(|p| p.is_file())
+}
+
+fn build_report(tmp: &Path) -> PathBuf {
+    let sweep = tmp.join("sweep");
+    synthetic::write_sweep(&sweep, &[1_000, 10_000, 100_000], 2);
+    let out = tmp.join("out");
+    let output = Command::new(spawnscope_bin())
+        .arg("report")
+        .arg(&sweep)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out.join("report.html")
+}
+
+#[test]
+fn the_page_is_self_contained_and_has_its_charts_and_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = fs::read_to_string(build_report(tmp.path())).unwrap();
+    // Offline: nothing is fetched (the SVG namespace is a name, not a request).
+    let without_ns = html.replace("http://www.w3.org/2000/svg", "");
+    for forbidden in [
+        "http://", "https://", "<script", "<link", "@import", "src=\"",
+    ] {
+        assert!(
+            !without_ns.contains(forbidden),
+            "report.html contains {forbidden}"
+        );
+    }
+    // 2 charts for hold (memory, time) + 2 timelines, inline; the flame graph as a data: object.
+    assert_eq!(html.matches("<figure class=\"chart\"").count(), 4);
+    assert!(html.matches("<svg").count() >= 4);
+    for id in [
+        "id=\"memory-per-task-hold\"",
+        "id=\"time-per-task-hold\"",
+        "id=\"timeline-threads-hold-100000\"",
+        "id=\"timeline-goroutines-hold-100000\"",
+        "id=\"fits\"",
+        "id=\"machines\"",
+        "id=\"checks\"",
+        "id=\"flames\"",
+        "data:image/svg+xml;base64,",
+    ] {
+        assert!(html.contains(id), "missing {id}");
+    }
+    assert!(html.contains("<td>kernel stack</td><td>16.0 KiB ± 0 B</td>"));
+}
+
+/// Pixels of one colour (±2 per channel).
+fn count_colour(rgba: &[u8], channels: usize, c: [u8; 3]) -> usize {
+    rgba.chunks(channels)
+        .filter(|p| (0..3).all(|i| (p[i] as i16 - c[i] as i16).abs() <= 2))
+        .count()
+}
+
+#[test]
+fn chromium_renders_the_charts() {
+    let Some(browser) = chromium() else {
+        println!("SKIP: chromium is not installed (apt-get install chromium; scripts/test.sh installs it)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let page = build_report(tmp.path());
+    let png = tmp.path().join("report.png");
+    let profile = tmp.path().join("profile");
+    let mut child = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--window-size=1280,2600",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = wait_with_limit(&mut child, Duration::from_secs(120));
+    assert!(status.success(), "chromium exited with {status}");
+    let decoder = png::Decoder::new(std::io::BufReader::new(fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "{:?}", info.color_type);
+    let pixels = &buf[..info.buffer_size()];
+    assert_eq!((info.width, info.height), (1280, 2600));
+    let total = (info.width * info.height) as usize;
+    let white = count_colour(pixels, channels, [255, 255, 255]);
+    assert!(
+        white < total * 97 / 100,
+        "the page is blank: {white} of {total} pixels white"
+    );
+    let colours: HashSet<&[u8]> = pixels.chunks(channels).collect();
+    assert!(colours.len() > 50, "{} colours only", colours.len());
+    // The memory chart's stacked bars: RSS steel blue and kernel-stack red, in blocks.
+    let rss = count_colour(pixels, channels, [70, 130, 180]);
+    let stack = count_colour(pixels, channels, [214, 39, 40]);
+    assert!(rss > 2_000, "RSS bars not drawn: {rss} pixels");
+    assert!(stack > 2_000, "kernel-stack bars not drawn: {stack} pixels");
+    // Kept for a person to look at when the test runs with --nocapture.
+    println!("screenshot: {}", png.display());
+    let keep = std::env::var_os("SPAWNSCOPE_KEEP_SCREENSHOT").map(PathBuf::from);
+    if let Some(path) = keep {
+        fs::copy(&png, path).unwrap();
+    }
+}
