@@ -46,7 +46,8 @@ step "clippy" cargo clippy --release --workspace --all-targets --quiet -- -D war
 step "gofmt" lint_gofmt
 step "go vet" in_go_module go vet ./...
 step "go test (goroutines)" in_go_module go test -count=1 ./...
-step "cargo test (threads, contract, conductor)" cargo test --release --workspace
+# --no-fail-fast: one failing suite must not hide the results of the others.
+step "cargo test (workloads, contract, collector, conductor)" cargo test --release --workspace --no-fail-fast
 step "nix flake (offline)" ./scripts/test-nix.sh
 step "bpftrace tools" ./scripts/test-bpftrace-tools.sh
 

@@ -176,11 +176,14 @@ impl Sampler {
                     "RSS {}",
                     crate::units::bytes(sample.rss_kb as f64 * 1024.0)
                 ));
-                let lowest = peak.as_ref().map_or(u64::MAX, |p| {
-                    p.meminfo.get("MemAvailable").copied().unwrap_or(u64::MAX)
-                });
-                if track_peak && !status.is_empty() && sample.mem_available_kb < lowest {
-                    peak = Some(snapshot(Some(pid), cgroup.as_ref(), false));
+                if track_peak && !status.is_empty() {
+                    let now = snapshot(Some(pid), cgroup.as_ref(), false);
+                    if peak
+                        .as_ref()
+                        .is_none_or(|p| memory_in_use(&now) > memory_in_use(p))
+                    {
+                        peak = Some(now);
+                    }
                 }
                 timeline.push(sample);
                 std::thread::sleep(Duration::from_millis(100));
@@ -194,6 +197,17 @@ impl Sampler {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }
+}
+
+/// How much memory the run holds, to find its peak: its cgroup's charge when it has one, else
+/// how far free memory (MemAvailable and the per-CPU free lists, which MemAvailable leaves out)
+/// is below MemTotal.
+fn memory_in_use(s: &Snapshot) -> u64 {
+    if let Some(charged) = s.cgroup.as_ref().and_then(|c| c.memory_current_bytes) {
+        return charged;
+    }
+    let kb = |k: &str| s.meminfo.get(k).copied().unwrap_or(0);
+    kb("MemTotal").saturating_sub(kb("MemAvailable") + s.pcp_free_kb.unwrap_or(0)) * 1024
 }
 
 /// Copies the workload's stderr to ours and to workload.stderr as it comes.

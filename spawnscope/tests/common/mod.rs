@@ -92,6 +92,16 @@ pub struct Sandbox {
     pub dir: tempfile::TempDir,
 }
 
+/// A test that fails half-way (say, after SIGKILLing a conductor) must not leave sysctls raised
+/// behind a state file that is about to be deleted with the sandbox: restore from it first.
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if self.state_dir().join("sysctl-state.json").exists() {
+            let _ = self.command(&["sysctl", "restore"]).output();
+        }
+    }
+}
+
 impl Sandbox {
     pub fn new() -> Self {
         ensure_workloads();
