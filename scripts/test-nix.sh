@@ -14,7 +14,8 @@
 # refuse, each for its own reason. The real files are never modified: all of it runs on copies.
 # Installs Debian's nix-bin when nix is missing (root); prints SKIP when nix cannot be had.
 # Usage: ./scripts/test-nix.sh              Exit status: 0 when every case passed.
-#   NIX_CHECK_BUILD="threads goroutines"    the packages built (the others are evaluated only)
+#   NIX_CHECK_BUILD="threads goroutines spawnscope-unwrapped"   the packages built (default; the
+#                                            others are evaluated only)
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
@@ -37,7 +38,7 @@ add_toolchain_paths
 command -v cargo >/dev/null 2>&1 || die "cargo not found: the stand-in builds with the host's cargo"
 command -v go >/dev/null 2>&1 || die "go not found: the stand-in builds with the host's go"
 
-read -r -a BUILD <<<"${NIX_CHECK_BUILD:-threads goroutines}"
+read -r -a BUILD <<<"${NIX_CHECK_BUILD:-threads goroutines spawnscope-unwrapped}"
 
 # Offline, no binary cache, builds as root without sandbox (the stand-in's builders read the host's
 # ~/.cargo and ~/.rustup), flakes enabled.
