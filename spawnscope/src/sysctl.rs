@@ -9,6 +9,7 @@
 
 use std::fs;
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -190,6 +191,28 @@ impl SysctlStore {
         }
     }
 
+    /// Serialises every read-change-write of the state file: two conductors started together (or a
+    /// run and `sysctl restore`) would otherwise lose each other's entries or race on the rename.
+    /// The lock goes when the returned file is closed.
+    fn lock(&self) -> Result<fs::File> {
+        let path = self.state_path.with_extension("lock");
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("locking {}", path.display()));
+        }
+        Ok(file)
+    }
+
     /// Writes the state atomically (temp file, fsync, rename); an empty state removes the file.
     fn save(&self, state: &State) -> Result<()> {
         if state.entries.is_empty() {
@@ -206,7 +229,8 @@ impl SysctlStore {
             fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         file.write_all(serde_json::to_string_pretty(state)?.as_bytes())?;
         file.sync_all()?;
-        fs::rename(&tmp, &self.state_path)?;
+        fs::rename(&tmp, &self.state_path)
+            .with_context(|| format!("renaming {} into place", tmp.display()))?;
         Ok(())
     }
 
@@ -238,6 +262,7 @@ impl SysctlStore {
         if changes.is_empty() {
             return Ok(());
         }
+        let _locked = self.lock()?;
         let mut state = self.load()?;
         if let Some(other) = state
             .entries
@@ -271,7 +296,7 @@ impl SysctlStore {
                             .any(|c| c.key == e.key && c.to == e.applied))
                 });
                 self.save(&state)?;
-                let undo = self.restore_where(|e| e == owner);
+                let undo = self.restore_locked(|e| e == owner);
                 return Err(err.context(match undo {
                     Ok(_) => "the values already raised were restored".to_string(),
                     Err(undo_err) => format!("and restoring failed too: {undo_err:#}"),
@@ -284,6 +309,15 @@ impl SysctlStore {
     /// Restores the entries whose owner matches, newest first (so stacked raises unwind in
     /// order), and drops them from the state file. Entries that cannot be written back stay.
     fn restore_where(&self, matches: impl Fn(&Owner) -> bool) -> Result<Vec<Entry>> {
+        if !self.state_path.exists() {
+            return Ok(Vec::new()); // nothing raised (and no lock to take, as a non-root user)
+        }
+        let _locked = self.lock()?;
+        self.restore_locked(matches)
+    }
+
+    /// `restore_where` with the lock already held.
+    fn restore_locked(&self, matches: impl Fn(&Owner) -> bool) -> Result<Vec<Entry>> {
         let mut state = self.load()?;
         let mut restored = Vec::new();
         let mut errors = Vec::new();
@@ -303,7 +337,9 @@ impl SysctlStore {
         }
         kept.reverse();
         state.entries = kept;
-        self.save(&state)?;
+        if !restored.is_empty() {
+            self.save(&state)?;
+        }
         if !errors.is_empty() {
             bail!("could not restore: {}", errors.join("; "));
         }
@@ -452,6 +488,42 @@ mod tests {
         assert_eq!(restored.len(), 2);
         assert_eq!(store.read(MAX_MAP_COUNT).unwrap(), 65530);
         assert!(store.entries().unwrap().is_empty());
+    }
+
+    #[test]
+    fn concurrent_invocations_keep_every_entry_and_never_fail() {
+        // Each "conductor" raises its own key by hand while others recover stale runs: without
+        // the lock, read-change-write loses entries and the shared temp file's rename fails.
+        let (dir, store) = fake();
+        let root = dir.path().join("sys");
+        const ROUNDS: usize = 25;
+        let keys: Vec<String> = (0..8).map(|i| format!("test.key{i}")).collect();
+        for key in &keys {
+            let path = root.join(key.replace('.', "/"));
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "1\n").unwrap();
+        }
+        std::thread::scope(|scope| {
+            for key in &keys {
+                let store = SysctlStore::at(&root, store.state_path());
+                scope.spawn(move || {
+                    let change = Change {
+                        key: key.clone(),
+                        from: 1,
+                        to: 2,
+                        why: String::new(),
+                    };
+                    for _ in 0..ROUNDS {
+                        store.apply(&[change.clone()], &Owner::Manual).unwrap();
+                        store.recover_stale().unwrap();
+                    }
+                });
+            }
+        });
+        // Stacked raises of one key are all kept, so every apply leaves one entry.
+        assert_eq!(store.entries().unwrap().len(), keys.len() * ROUNDS);
+        assert_eq!(store.restore_all().unwrap().len(), keys.len() * ROUNDS);
+        assert!(keys.iter().all(|k| store.read(k).unwrap() == 1));
     }
 
     #[test]

@@ -38,7 +38,7 @@ fn start_long_hold(sandbox: &Sandbox) -> (std::process::Child, std::path::PathBu
 
 fn interrupted_run_restores_everything(signal: i32, name: &str) {
     let _one = serial();
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::at_default_sysctls();
     let before = sysctls();
     let (mut child, dir) = start_long_hold(&sandbox);
     let conductor = child.id();
@@ -89,7 +89,7 @@ fn a_sigkilled_conductor_is_cleaned_up_by_the_next_invocation() {
         return;
     }
     let _one = serial();
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::at_default_sysctls();
     let before = sysctls();
     let (mut child, _dir) = start_long_hold(&sandbox);
     let workloads = children(child.id());
@@ -130,7 +130,7 @@ fn a_million_threads_in_hold_are_refused_and_nothing_changes() {
         return;
     }
     let _one = serial();
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::at_default_sysctls();
     let before = sysctls();
     let out = sandbox.run(&[
         "--runtime",
@@ -226,7 +226,7 @@ fn thread_memory_adds_up_and_sysctls_come_back() {
         return;
     }
     let _one = serial();
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::at_default_sysctls();
     let before = sysctls();
     let out = sandbox.run(&["--runtime", "threads", "--workload", "hold", "--n", "20000"]);
     assert!(

@@ -90,6 +90,46 @@ pub fn sysctls() -> BTreeMap<&'static str, u64> {
 /// A private results root and state directory for one test.
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
+    /// Dropped after the sandbox's own restore (fields drop after `Drop::drop`).
+    _defaults: Option<DefaultSysctls>,
+}
+
+/// The kernel's default vm.max_map_count and kernel.pid_max for the length of a test, whatever
+/// the machine had before (an admin or a `sysctl apply` may have raised them): a test that proves
+/// a raise and its restore needs something to raise from. The machine's values come back on drop.
+struct DefaultSysctls {
+    originals: Vec<(&'static str, u64)>,
+}
+
+impl DefaultSysctls {
+    const DEFAULTS: [(&'static str, u64); 2] =
+        [("vm/max_map_count", 65530), ("kernel/pid_max", 32768)];
+
+    fn set() -> Self {
+        let now = sysctls();
+        let mut originals = Vec::new();
+        for (key, default) in Self::DEFAULTS {
+            if now[key] > default {
+                write_sysctl(key, default);
+                originals.push((key, now[key]));
+            }
+        }
+        DefaultSysctls { originals }
+    }
+}
+
+impl Drop for DefaultSysctls {
+    fn drop(&mut self) {
+        for (key, value) in &self.originals {
+            write_sysctl(key, *value);
+        }
+    }
+}
+
+fn write_sysctl(key: &str, value: u64) {
+    let path = Path::new("/proc/sys").join(key);
+    fs::write(&path, format!("{value}\n"))
+        .unwrap_or_else(|err| panic!("writing {}: {err}", path.display()));
 }
 
 /// A test that fails half-way (say, after SIGKILLing a conductor) must not leave sysctls raised
@@ -107,6 +147,17 @@ impl Sandbox {
         ensure_workloads();
         Sandbox {
             dir: tempfile::tempdir().unwrap(),
+            _defaults: None,
+        }
+    }
+
+    /// A sandbox on a machine whose managed sysctls are at the kernel's defaults (root only).
+    pub fn at_default_sysctls() -> Self {
+        let defaults = DefaultSysctls::set();
+        ensure_workloads();
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+            _defaults: Some(defaults),
         }
     }
 
