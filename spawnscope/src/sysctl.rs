@@ -514,7 +514,9 @@ mod tests {
                         why: String::new(),
                     };
                     for _ in 0..ROUNDS {
-                        store.apply(&[change.clone()], &Owner::Manual).unwrap();
+                        store
+                            .apply(std::slice::from_ref(&change), &Owner::Manual)
+                            .unwrap();
                         store.recover_stale().unwrap();
                     }
                 });
