@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Benchmark: what the eBPF collector costs the workload it traces. Alternates `spawnscope run`
 # with and without the collector (--no-probes) on the same workload — 100,000 threads and
-# 1,000,000 goroutines in `hold` — and prints the ratio traced/untraced of the workload's wall
-# time (release to reap, run.json's wall_ns): the median over repeats, with min and max as spread.
-# Goal: 1.03x or less. Then it runs scripts/bench-bpftrace.sh on the same sizes, for the
-# bpftrace tools' overhead (expected to be much higher).
+# 1,000,000 goroutines in `hold` — and prints the ratios traced/untraced of the workload's wall
+# time (release to reap, run.json's wall_ns) and of its CPU time (wait4 user + sys: the probes run
+# in the traced tasks' context, so their cost is charged there): the median over repeats, with min
+# and max as spread, and every run's figures so the machine's noise is in view. Goal: 1.03x or
+# less. Then it runs scripts/bench-bpftrace.sh for the bpftrace tools' overhead (expected to be
+# much higher), on GOROUTINES_N goroutines and BPFTRACE_THREADS_N threads (default 20000):
+# switches.bt slows 100,000 threads by more than ten times (over 3 minutes a run on 2 cores).
 #
 # Usage: sudo ./scripts/bench-overhead.sh [THREADS_N [GOROUTINES_N [REPEATS]]]
 #        (defaults 100000 1000000 5). Needs root. Raises the sysctls THREADS_N threads need with
@@ -42,48 +45,52 @@ trap restore EXIT
 trap 'exit 130' INT TERM
 "$spawnscope" sysctl apply --n "$threads_n" >/dev/null
 
-# wall RUNTIME N KIND R: one run; prints its workload wall time in seconds.
-wall() {
+# measure RUNTIME N KIND R: one run; prints its workload wall time and CPU time in seconds.
+measure() {
   local out="$work/$1-$4-$3" extra=()
   [ "$3" = untraced ] && extra=(--no-probes)
   "$spawnscope" run --runtime "$1" --workload hold --n "$2" --out "$out" "${extra[@]}" >"$out.log" 2>&1 ||
     die "spawnscope run failed: $(tail -3 "$out.log")"
-  jq -r '.wall_ns / 1e9' "$out"/*/run.json
+  jq -r '"\(.wall_ns / 1e9) \((.rusage.user_us + .rusage.sys_us) / 1e6)"' "$out"/*/run.json
 }
 
 stats() { sort -g | awk '{v[NR]=$1} END {printf "%.3f %.3f %.3f\n", v[int((NR+1)/2)], v[1], v[NR]}'; }
+
+median() { printf '%s\n' "$@" | stats | cut -d' ' -f1; }
+spread() { printf '%s\n' "$@" | stats | awk '{print $1 " (" $2 " – " $3 ")"}'; }
+ratio() { awk -v t="$1" -v u="$2" 'BEGIN {printf "%.4f", t / u}'; }
 
 rows=()
 for runtime in threads goroutines; do
   n=$threads_n
   [ "$runtime" = goroutines ] && n=$goroutines_n
-  traced=() untraced=() ratios=()
+  u_walls=() t_walls=() wall_ratios=() u_cpus=() t_cpus=() cpu_ratios=()
   for ((r = 1; r <= repeats; r++)); do
     say "$runtime hold --n $n: repeat $r of $repeats"
     # Alternate which goes first, so neither always runs on a machine freeing the last run.
     if ((r % 2)); then
-      u=$(wall "$runtime" "$n" untraced "$r")
-      t=$(wall "$runtime" "$n" traced "$r")
+      read -r u_wall u_cpu < <(measure "$runtime" "$n" untraced "$r")
+      read -r t_wall t_cpu < <(measure "$runtime" "$n" traced "$r")
     else
-      t=$(wall "$runtime" "$n" traced "$r")
-      u=$(wall "$runtime" "$n" untraced "$r")
+      read -r t_wall t_cpu < <(measure "$runtime" "$n" traced "$r")
+      read -r u_wall u_cpu < <(measure "$runtime" "$n" untraced "$r")
     fi
-    untraced+=("$u")
-    traced+=("$t")
-    ratios+=("$(awk -v t="$t" -v u="$u" 'BEGIN {printf "%.4f", t / u}')")
+    printf '  untraced %.3f s wall, %.3f s CPU; traced %.3f s wall, %.3f s CPU\n' \
+      "$u_wall" "$u_cpu" "$t_wall" "$t_cpu"
+    u_walls+=("$u_wall") t_walls+=("$t_wall") u_cpus+=("$u_cpu") t_cpus+=("$t_cpu")
+    wall_ratios+=("$(ratio "$t_wall" "$u_wall")")
+    cpu_ratios+=("$(ratio "$t_cpu" "$u_cpu")")
   done
-  read -r u_med _ _ < <(printf '%s\n' "${untraced[@]}" | stats)
-  read -r t_med _ _ < <(printf '%s\n' "${traced[@]}" | stats)
-  read -r r_med r_min r_max < <(printf '%s\n' "${ratios[@]}" | stats)
-  rows+=("| $runtime hold | $n | $u_med | $t_med | $r_med | $r_min – $r_max |")
+  rows+=("| $runtime hold | $n | $(median "${u_walls[@]}") | $(median "${t_walls[@]}") | $(spread "${wall_ratios[@]}") | $(median "${u_cpus[@]}") | $(median "${t_cpus[@]}") | $(spread "${cpu_ratios[@]}") |")
 done
 
 echo
-echo "eBPF collector overhead: workload wall time, median of $repeats alternating runs"
+echo "eBPF collector overhead: the workload's wall and CPU time, median of $repeats alternating pairs"
 echo
-echo "| workload | N | untraced (s) | traced (s) | ratio | ratio min – max |"
-echo "|---|---|---|---|---|---|"
+echo "| workload | N | untraced wall (s) | traced wall (s) | wall ratio (min – max) | untraced CPU (s) | traced CPU (s) | CPU ratio (min – max) |"
+echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
-say "bpftrace tools on the same sizes"
-./scripts/bench-bpftrace.sh "$threads_n" "$goroutines_n" "$repeats"
+bpftrace_threads_n=${BPFTRACE_THREADS_N:-20000}
+say "bpftrace tools: $bpftrace_threads_n threads, $goroutines_n goroutines"
+./scripts/bench-bpftrace.sh "$bpftrace_threads_n" "$goroutines_n" "$repeats"

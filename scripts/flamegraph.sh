@@ -30,23 +30,6 @@ usage() {
   exit 2
 }
 
-build() {
-  need_toolchains
-  # As root under sudo, cargo must use the invoking user's toolchain and cache.
-  if is_root && [ -n "${SUDO_USER:-}" ]; then
-    local user_home
-    user_home=$(getent passwd "$SUDO_USER" | cut -d: -f6)
-    [ -d "$user_home/.rustup" ] && [ ! -d "${HOME:-/root}/.rustup" ] && export RUSTUP_HOME="$user_home/.rustup"
-    [ -d "$user_home/.cargo" ] && [ ! -d "${HOME:-/root}/.cargo/registry" ] && export CARGO_HOME="$user_home/.cargo"
-  fi
-  say "building spawnscope and the workloads"
-  cargo build --release --quiet -p spawnscope
-  build_workloads
-  if is_root && [ -n "${SUDO_UID:-}" ]; then
-    chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$REPO_ROOT/target"
-  fi
-}
-
 if [ "${1:-}" = pair ]; then
   if [ $# -lt 3 ] || [ $# -gt 4 ]; then
     usage "pair takes two results directories and an optional output"
@@ -55,7 +38,7 @@ if [ "${1:-}" = pair ]; then
     [ -d "$d" ] || usage "no such results directory: $d"
   done
   out=${4:-pair.svg}
-  [ -x "$BIN_DIR/spawnscope" ] || build
+  [ -x "$BIN_DIR/spawnscope" ] || build_all
   "$BIN_DIR/spawnscope" flame "$2" "$3" -o "$out"
   exit 0
 fi
@@ -69,7 +52,7 @@ case "$workload" in sleep | hold | churn | pingpong | chain) ;; *) usage "unknow
 is_root || usage "perf samples the kernel: run it with sudo"
 
 need_packages linux-perf || die "perf is needed: apt-get install linux-perf (Debian) or linux-tools-\$(uname -r) (Ubuntu)"
-build
+build_all
 
 out="$REPO_ROOT/results/flame-$(date -u +%Y%m%dT%H%M%SZ)"
 say "spawnscope run --perf --runtime $runtime --workload $workload --n $n $* (results in ${out#"$REPO_ROOT"/})"

@@ -24,21 +24,7 @@ if ! is_root; then
 fi
 
 need_packages "${BUILD_PACKAGES[@]}" "${TRACE_PACKAGES[@]}" || true
-need_toolchains
-# As root under sudo, cargo and rustup must use the invoking user's toolchain and cache.
-if is_root && [ -n "${SUDO_USER:-}" ]; then
-  user_home=$(getent passwd "$SUDO_USER" | cut -d: -f6)
-  [ -d "$user_home/.rustup" ] && [ ! -d "${HOME:-/root}/.rustup" ] && export RUSTUP_HOME="$user_home/.rustup"
-  [ -d "$user_home/.cargo" ] && [ ! -d "${HOME:-/root}/.cargo/registry" ] && export CARGO_HOME="$user_home/.cargo"
-fi
-
-say "building spawnscope (cargo build --release -p spawnscope)"
-cargo build --release --quiet -p spawnscope
-build_workloads
-# Build products belong to the user who ran sudo, not to root.
-if is_root && [ -n "${SUDO_UID:-}" ]; then
-  chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$REPO_ROOT/target"
-fi
+build_all
 # The probes attach to tracepoints, which libbpf finds through tracefs.
 if is_root && [ ! -d /sys/kernel/tracing/events/sched ] && [ ! -d /sys/kernel/debug/tracing/events/sched ]; then
   say "mounting tracefs on /sys/kernel/tracing"

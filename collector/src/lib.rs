@@ -40,7 +40,7 @@ use std::fmt;
 use std::sync::Mutex;
 
 pub use checks::{CrossCheck, Rusage, Verdict};
-pub use report::FaultKinds;
+pub use report::{metric_label, FaultKinds};
 pub use report::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, HistBucket, Histogram, Metric,
     PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, SummaryRow, REPORT_SCHEMA,

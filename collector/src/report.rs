@@ -274,28 +274,42 @@ pub(crate) struct Meta {
     pub held: Option<PreExec>,
 }
 
-/// The metrics a summary shows, in order; `faults` and `clones` are sums of two counters.
-const SUMMARY: &[&str] = &[
-    "faults",
-    "clones",
-    "clone_calls",
-    "clone3_calls",
-    "new_threads",
-    "thread_exits",
-    "switches_voluntary",
-    "switches_involuntary",
-    "oncpu_ns",
-    "runq_ns",
-    "migrations",
-    "futex_waits",
-    "futex_wait_ns",
-    "mmap_calls",
-    "mmap_bytes",
-    "munmap_calls",
-    "munmap_bytes",
-    "mprotect_calls",
-    "madvise_calls",
+/// The metrics a summary shows, in order, with what each counts in words; `faults` and `clones`
+/// are sums of two counters.
+const SUMMARY: &[(&str, &str)] = &[
+    ("faults", "page faults"),
+    ("fault_stack", "… near the thread's stack pointer"),
+    ("fault_heap", "… on the brk heap"),
+    ("fault_anon", "… on other anonymous memory"),
+    ("fault_file", "… on file-backed memory"),
+    ("fault_other", "… elsewhere (mmapped memory)"),
+    ("clones", "clone + clone3 calls"),
+    ("clone_calls", "clone calls (Go)"),
+    ("clone3_calls", "clone3 calls (glibc)"),
+    ("new_threads", "tasks created (task_newtask)"),
+    ("thread_exits", "tasks exited"),
+    ("switches_voluntary", "voluntary switches (blocked)"),
+    ("switches_involuntary", "involuntary switches (preempted)"),
+    ("oncpu_ns", "on-CPU time"),
+    ("runq_ns", "run-queue wait, summed over tasks"),
+    ("migrations", "CPU migrations"),
+    ("futex_waits", "futex waits"),
+    ("futex_wait_ns", "futex wait time, summed over tasks"),
+    ("mmap_calls", "mmap calls"),
+    ("mmap_bytes", "bytes mmapped"),
+    ("munmap_calls", "munmap calls"),
+    ("munmap_bytes", "bytes munmapped"),
+    ("mprotect_calls", "mprotect calls"),
+    ("madvise_calls", "madvise calls"),
 ];
+
+/// What a summary metric counts, in words (the metric's own name when it has none).
+pub fn metric_label(name: &str) -> &str {
+    SUMMARY
+        .iter()
+        .find(|(metric, _)| *metric == name)
+        .map_or(name, |(_, label)| label)
+}
 
 impl Report {
     pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
@@ -405,12 +419,24 @@ impl Report {
         self.probes.iter().filter(|p| p.attach.is_none())
     }
 
+    /// Whether a `fault_*` kind was told apart in this run (the others are always counted).
+    fn fault_kind_counted(&self, name: &str) -> bool {
+        match name {
+            "fault_stack" | "fault_heap" | "fault_other" => {
+                self.diagnostics.fault_kinds != FaultKinds::Off
+            }
+            "fault_anon" | "fault_file" => self.diagnostics.fault_kinds == FaultKinds::Vma,
+            _ => true,
+        }
+    }
+
     /// The rows of a summary table (metric, total, per phase), for the conductor to print and
     /// divide per task. `faults` = user + kernel-mode faults, `clones` = clone + clone3 calls.
     pub fn summary_rows(&self) -> Vec<SummaryRow> {
         SUMMARY
             .iter()
-            .filter_map(|&name| {
+            .filter(|(name, _)| self.fault_kind_counted(name))
+            .filter_map(|&(name, _)| {
                 let parts: &[&str] = match name {
                     "faults" => &["faults_user", "faults_kernel"],
                     "clones" => &["clone_calls", "clone3_calls"],
@@ -673,6 +699,37 @@ mod tests {
         let clones = rows.iter().find(|r| r.metric == "clones").unwrap();
         assert_eq!((clones.total, clones.before_first_phase), (2005, 1));
         assert_eq!(rows[0].metric, "faults");
+    }
+
+    #[test]
+    fn fault_kinds_show_only_when_they_were_told_apart() {
+        let mut raw = Raw::zeroed(1);
+        raw.phase[1][counter::FAULT_STACK] = 7;
+        let rows_with = |kinds| {
+            let mut meta = meta(&[0]);
+            meta.fault_kinds = kinds;
+            Report::assemble(meta, &raw)
+                .summary_rows()
+                .into_iter()
+                .map(|r| (r.metric, r.total))
+                .filter(|(m, _)| m.starts_with("fault_"))
+                .collect::<Vec<_>>()
+        };
+        assert!(rows_with(FaultKinds::Off).is_empty());
+        assert_eq!(
+            rows_with(FaultKinds::StackHeap),
+            [
+                ("fault_stack".to_string(), 7),
+                ("fault_heap".to_string(), 0),
+                ("fault_other".to_string(), 0)
+            ]
+        );
+        assert_eq!(rows_with(FaultKinds::Vma).len(), 5);
+        assert_eq!(
+            metric_label("fault_stack"),
+            "… near the thread's stack pointer"
+        );
+        assert_eq!(metric_label("no_such_metric"), "no_such_metric");
     }
 
     #[test]

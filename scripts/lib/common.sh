@@ -67,3 +67,25 @@ build_workloads() {
   (cd "$REPO_ROOT" && cargo build --release --quiet -p threads)
   (cd "$REPO_ROOT/goroutines-go" && go build -trimpath -o "$BIN_DIR/goroutines" .)
 }
+
+# build_all: spawnscope and the workloads. As root under sudo, cargo and rustup use the invoking
+# user's toolchain and cache, and the build products are given back to that user.
+build_all() {
+  need_toolchains
+  if is_root && [ -n "${SUDO_USER:-}" ]; then
+    local user_home
+    user_home=$(getent passwd "$SUDO_USER" | cut -d: -f6)
+    if [ -d "$user_home/.rustup" ] && [ ! -d "${HOME:-/root}/.rustup" ]; then
+      export RUSTUP_HOME="$user_home/.rustup"
+    fi
+    if [ -d "$user_home/.cargo" ] && [ ! -d "${HOME:-/root}/.cargo/registry" ]; then
+      export CARGO_HOME="$user_home/.cargo"
+    fi
+  fi
+  say "building spawnscope (cargo build --release -p spawnscope)"
+  (cd "$REPO_ROOT" && cargo build --release --quiet -p spawnscope)
+  build_workloads
+  if is_root && [ -n "${SUDO_UID:-}" ]; then
+    chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$REPO_ROOT/target"
+  fi
+}

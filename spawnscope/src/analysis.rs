@@ -880,25 +880,12 @@ pub fn fit_figures(f: &Fit) -> (String, String) {
 }
 
 pub fn machine_line(m: &Fingerprint) -> String {
-    format!(
-        "{}: {}, {} cores, {} RAM, kernel {} ({}), {}; THP {}; glibc {}; {}; {}; cgroup {}",
-        if m.hostname.is_empty() {
-            "?"
-        } else {
-            &m.hostname
-        },
-        m.cpu_model,
-        m.cores,
-        bytes(m.memory_total_bytes as f64),
-        m.kernel,
-        m.arch,
-        m.virtualization,
-        m.transparent_hugepages,
-        m.glibc,
-        m.rust.as_deref().unwrap_or("rust ?"),
-        m.go.as_deref().unwrap_or("go ?"),
-        m.cgroup
-    )
+    let host = if m.hostname.is_empty() {
+        "?"
+    } else {
+        &m.hostname
+    };
+    format!("{host}: {}; cgroup {}", m.describe(), m.cgroup)
 }
 
 /// compare.md: hyperfine-like tables.

@@ -503,31 +503,17 @@ pub fn command(args: crate::cli::CompareArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match compare(opts, &interrupts) {
-        Ok(outcome) => {
-            if let Some(report) = &outcome.report {
-                println!("{}", analysis::markdown(report));
-                println!(
-                    "results: {} (compare.md, compare.json, compare.csv, compare-fits.csv, charts/, report.html)",
-                    outcome.out.display()
-                );
-            }
-            match (outcome.interrupted_by, outcome.all_ok) {
-                (Some(sig), _) => ExitCode::from(128 + sig as u8),
-                (None, true) => ExitCode::SUCCESS,
-                (None, false) => ExitCode::from(4),
-            }
+    let result = compare(opts, &interrupts).map(|outcome| {
+        if let Some(report) = &outcome.report {
+            println!("{}", analysis::markdown(report));
+            println!(
+                "results: {} (compare.md, compare.json, compare.csv, compare-fits.csv, charts/, report.html)",
+                outcome.out.display()
+            );
         }
-        Err(RunError::Usage(message)) => crate::usage_error(message),
-        Err(RunError::Refused(message)) => {
-            eprintln!("spawnscope: refused: {message}");
-            ExitCode::from(3)
-        }
-        Err(RunError::Failed(err)) => {
-            eprintln!("spawnscope: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+        (outcome.interrupted_by, outcome.all_ok)
+    });
+    crate::exit_code(result)
 }
 
 fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {

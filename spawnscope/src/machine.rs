@@ -27,6 +27,25 @@ pub struct Fingerprint {
     pub sysctls: BTreeMap<String, String>,
 }
 
+impl Fingerprint {
+    /// One line: hardware, kernel, tunables and toolchains (a summary's "Machine:").
+    pub fn describe(&self) -> String {
+        format!(
+            "{}, {} cores, {} RAM, kernel {} ({}), {}; THP {}; glibc {}; {}; {}",
+            self.cpu_model,
+            self.cores,
+            crate::units::bytes(self.memory_total_bytes as f64),
+            self.kernel,
+            self.arch,
+            self.virtualization,
+            self.transparent_hugepages,
+            self.glibc,
+            self.rust.as_deref().unwrap_or("rust ?"),
+            self.go.as_deref().unwrap_or("go ?")
+        )
+    }
+}
+
 fn first_line(path: &str) -> String {
     fs::read_to_string(path)
         .ok()

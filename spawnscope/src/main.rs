@@ -139,15 +139,20 @@ fn run_command(args: cli::RunArgs) -> ExitCode {
         }),
         calibration: None,
     };
-    match run::run(opts, &interrupts) {
-        Ok(outcome) => {
-            print!("{}", report::terminal(&outcome.summary, &outcome.dir));
-            match (outcome.interrupted_by, outcome.summary.ok) {
-                (Some(sig), _) => ExitCode::from(128 + sig as u8),
-                (None, true) => ExitCode::SUCCESS,
-                (None, false) => ExitCode::from(4),
-            }
-        }
+    let result = run::run(opts, &interrupts).map(|outcome| {
+        print!("{}", report::terminal(&outcome.summary, &outcome.dir));
+        (outcome.interrupted_by, outcome.summary.ok)
+    });
+    exit_code(result)
+}
+
+/// The exit code of a run or a sweep, as the help's table says: Ok carries the interrupting
+/// signal, if any, and whether every run completed.
+pub(crate) fn exit_code(result: Result<(Option<i32>, bool), RunError>) -> ExitCode {
+    match result {
+        Ok((Some(sig), _)) => ExitCode::from(128 + sig as u8),
+        Ok((None, true)) => ExitCode::SUCCESS,
+        Ok((None, false)) => ExitCode::from(4),
         Err(RunError::Usage(message)) => usage_error(message),
         Err(RunError::Refused(message)) => {
             eprintln!("spawnscope: refused: {message}");

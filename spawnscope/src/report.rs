@@ -67,22 +67,6 @@ pub fn render(dir: &Path) -> Result<(Summary, String)> {
     Ok((summary, markdown))
 }
 
-fn machine_line(m: &Fingerprint) -> String {
-    format!(
-        "{}, {} cores, {} RAM, kernel {} ({}), {}; THP {}; glibc {}; {}; {}",
-        m.cpu_model,
-        m.cores,
-        bytes(m.memory_total_bytes as f64),
-        m.kernel,
-        m.arch,
-        m.virtualization,
-        m.transparent_hugepages,
-        m.glibc,
-        m.rust.as_deref().unwrap_or("rust ?"),
-        m.go.as_deref().unwrap_or("go ?")
-    )
-}
-
 fn secs_to_clock(s: f64) -> String {
     let minutes = (s / 60.0).floor();
     format!("{}:{:05.2}", minutes, s - minutes * 60.0)
@@ -198,7 +182,7 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
             t["unit"].as_str().unwrap_or("")
         );
     }
-    let _ = writeln!(md, "- Machine: {}", machine_line(machine));
+    let _ = writeln!(md, "- Machine: {}", machine.describe());
     if s.sysctls_changed.is_empty() {
         let _ = writeln!(md, "- Sysctls: none needed raising");
     } else {
@@ -305,7 +289,7 @@ fn probes_markdown(md: &mut String, p: &costs::ProbeSummary) {
         let _ = write!(
             md,
             "| {} | {} | {per_task} |",
-            row.metric,
+            spawnscope_collector::metric_label(&row.metric),
             in_unit(row.total as f64, &row.unit)
         );
         for v in &row.per_phase {
@@ -472,7 +456,11 @@ pub fn side_by_side(runs: &[(Summary, Fingerprint)]) -> String {
         md.push('\n');
     }
     for metric in &probe_labels {
-        let _ = write!(md, "| eBPF: {metric} |");
+        let _ = write!(
+            md,
+            "| eBPF: {} |",
+            spawnscope_collector::metric_label(metric)
+        );
         for (s, _) in runs {
             let row = s
                 .probes
