@@ -144,20 +144,19 @@ impl Drop for Sandbox {
 
 impl Sandbox {
     pub fn new() -> Self {
-        ensure_workloads();
-        Sandbox {
-            dir: tempfile::tempdir().unwrap(),
-            _defaults: None,
-        }
+        Sandbox::with(None)
     }
 
     /// A sandbox on a machine whose managed sysctls are at the kernel's defaults (root only).
     pub fn at_default_sysctls() -> Self {
-        let defaults = DefaultSysctls::set();
+        Sandbox::with(Some(DefaultSysctls::set()))
+    }
+
+    fn with(defaults: Option<DefaultSysctls>) -> Self {
         ensure_workloads();
         Sandbox {
             dir: tempfile::tempdir().unwrap(),
-            _defaults: Some(defaults),
+            _defaults: defaults,
         }
     }
 
