@@ -1,10 +1,14 @@
-//! The command line: `check`, `run`, `compare`, `sysctl`, `report`, `flame`.
+//! The command line: `check`, `run`, `compare`, `sysctl`, `report`, `flame` (clap's types), and
+//! the exit-code table every command answers with.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::workload::{Runtime, WorkloadKind};
+use crate::measure::run::RunError;
+use crate::record::perf::CallGraph;
+use crate::runtime::{Runtime, WorkloadKind};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -59,6 +63,31 @@ pub enum Command {
         #[arg(long)]
         diff: bool,
     },
+}
+
+/// Bad arguments: one line, exit 2, nothing changed.
+pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("spawnscope: {message}");
+    ExitCode::from(2)
+}
+
+/// The exit code of a run or a sweep, as the help's table says: Ok carries the interrupting
+/// signal, if any, and whether every run completed.
+pub fn exit_code(result: Result<(Option<i32>, bool), RunError>) -> ExitCode {
+    match result {
+        Ok((Some(sig), _)) => ExitCode::from(128 + sig as u8),
+        Ok((None, true)) => ExitCode::SUCCESS,
+        Ok((None, false)) => ExitCode::from(4),
+        Err(RunError::Usage(message)) => usage_error(message),
+        Err(RunError::Refused(message)) => {
+            eprintln!("spawnscope: refused: {message}");
+            ExitCode::from(3)
+        }
+        Err(RunError::Failed(err)) => {
+            eprintln!("spawnscope: {err:#}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn parse_hz(text: &str) -> Result<u32, String> {
@@ -123,8 +152,8 @@ pub struct RunArgs {
     pub perf_freq: Option<u32>,
     /// perf's call graph: fp, dwarf or dwarf,BYTES [default: dwarf,4096 for threads (Debian's glibc
     /// has no frame pointers), fp for goroutines and commands].
-    #[arg(long, value_parser = crate::perf::CallGraph::parse)]
-    pub perf_call_graph: Option<crate::perf::CallGraph>,
+    #[arg(long, value_parser = CallGraph::parse)]
+    pub perf_call_graph: Option<CallGraph>,
     #[command(flatten)]
     pub workload_flags: WorkloadFlags,
     /// Any command to measure instead of a workload: spawnscope run --tasks N -- CMD ARGS…

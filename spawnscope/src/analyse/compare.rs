@@ -1,0 +1,500 @@
+//! A set of results directories, read back from disk and put side by side: one point per run,
+//! min / median / max per cell (machine × runtime × workload × N), per-task costs by regression
+//! over N, cross-checks, and the exports (compare.json, compare.csv, compare-fits.csv,
+//! compare.md). `compare` calls it after its matrix; `report DIR…` calls it on directories
+//! already on disk, from this machine or others.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyse::regression::{self, LineFit, Spread};
+use crate::analyse::reproduce::{reproduce_table, Reproduce};
+use crate::analyse::summary::{MemoryPerTask, Summary};
+use crate::record::{Fingerprint, LoadedRun, Plan};
+use crate::runtime::{result_event, Runtime, WorkloadKind};
+use crate::units::count;
+
+/// One run, as read from its directory.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunPoint {
+    pub dir: String,
+    pub machine: String,
+    pub label: String,
+    pub runtime: Option<String>,
+    pub workload: Option<String>,
+    pub n: Option<u64>,
+    pub ok: bool,
+    /// Completed, or stopped at a limit (memory, pid_max…) with what it had spawned alive and
+    /// measured at the peak: a point at N = tasks alive, kept in cells and fits.
+    pub measured: bool,
+    pub outcome: String,
+    pub started_utc: String,
+    pub spawned: Option<u64>,
+    pub alive_at_peak: Option<u64>,
+    pub alive_max: Option<u64>,
+    pub wall_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub cpu_percent: f64,
+    pub maxrss_kb: u64,
+    pub minor_faults: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub memory_per_task: Option<MemoryPerTask>,
+    pub sysctls_restored: bool,
+    pub contract_violations: usize,
+    pub has_collector: bool,
+    pub has_flame: bool,
+}
+
+impl RunPoint {
+    /// A memory part in total kB at the peak (per task × tasks alive).
+    fn memory_total(&self, part: fn(&MemoryPerTask) -> Option<f64>) -> Option<f64> {
+        let alive = self.alive_at_peak? as f64;
+        Some(part(self.memory_per_task.as_ref()?)? * alive)
+    }
+}
+
+/// The machines in the set: identical fingerprints (less sysctls and toolchain) are one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Machine {
+    pub id: String,
+    pub runs: usize,
+    pub fingerprint: Fingerprint,
+}
+
+fn machine_key(f: &Fingerprint) -> String {
+    format!(
+        "{}|{}|{}|{}|{}|{}",
+        f.hostname, f.cpu_model, f.cores, f.memory_total_bytes, f.kernel, f.arch
+    )
+}
+
+/// min / median / max of one cell's repeats.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Cell {
+    pub machine: String,
+    pub runtime: String,
+    pub workload: String,
+    pub n: u64,
+    pub runs: usize,
+    /// Completed.
+    pub ok_runs: usize,
+    /// Completed or stopped at a limit with the tasks alive measured: what the figures are of.
+    pub measured_runs: usize,
+    pub alive_at_peak: Option<Spread>,
+    pub wall_s: Option<Spread>,
+    pub user_s: Option<Spread>,
+    pub sys_s: Option<Spread>,
+    pub maxrss_kb: Option<Spread>,
+    /// Per task alive at the peak, kB.
+    pub memory_kb: Option<Spread>,
+    pub rss_kb: Option<Spread>,
+    pub kernel_stack_kb: Option<Spread>,
+    pub page_tables_kb: Option<Spread>,
+    pub slab_kb: Option<Spread>,
+    pub mem_available_drop_kb: Option<Spread>,
+    /// Per task spawned, µs and counts.
+    pub user_us: Option<Spread>,
+    pub sys_us: Option<Spread>,
+    pub wall_us: Option<Spread>,
+    pub minor_faults: Option<Spread>,
+}
+
+/// What one figure is regressed on: tasks alive at the peak (memory) or tasks spawned (time,
+/// counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Over {
+    AliveAtPeak,
+    Spawned,
+}
+
+pub struct MetricDef {
+    pub key: &'static str,
+    pub label: &'static str,
+    /// kB, µs or count.
+    pub unit: &'static str,
+    pub over: Over,
+    pub total: fn(&RunPoint) -> Option<f64>,
+}
+
+pub const METRICS: [MetricDef; 13] = [
+    MetricDef {
+        key: "rss_kb",
+        label: "RSS",
+        unit: "kB",
+        over: Over::AliveAtPeak,
+        total: |p| p.memory_total(|m| Some(m.rss_kb)),
+    },
+    MetricDef {
+        key: "kernel_stack_kb",
+        label: "kernel stack",
+        unit: "kB",
+        over: Over::AliveAtPeak,
+        total: |p| p.memory_total(|m| Some(m.kernel_stack_kb)),
+    },
+    MetricDef {
+        key: "page_tables_kb",
+        label: "page tables",
+        unit: "kB",
+        over: Over::AliveAtPeak,
+        total: |p| p.memory_total(|m| Some(m.page_tables_kb)),
+    },
+    MetricDef {
+        key: "slab_kb",
+        label: "slab",
+        unit: "kB",
+        over: Over::AliveAtPeak,
+        total: |p| p.memory_total(|m| Some(m.slab_kb)),
+    },
+    MetricDef {
+        key: "memory_total_kb",
+        label: "total memory (RSS + kernel)",
+        unit: "kB",
+        over: Over::AliveAtPeak,
+        total: |p| p.memory_total(|m| Some(m.total_kb)),
+    },
+    MetricDef {
+        key: "mem_available_drop_kb",
+        label: "MemAvailable drop",
+        unit: "kB",
+        over: Over::AliveAtPeak,
+        total: |p| p.memory_total(|m| Some(m.mem_available_drop_kb)),
+    },
+    MetricDef {
+        key: "cgroup_kb",
+        label: "charged to the cgroup",
+        unit: "kB",
+        over: Over::AliveAtPeak,
+        total: |p| p.memory_total(|m| m.cgroup_kb),
+    },
+    MetricDef {
+        key: "wall_us",
+        label: "wall time",
+        unit: "µs",
+        over: Over::Spawned,
+        total: |p| Some(p.wall_s * 1e6),
+    },
+    MetricDef {
+        key: "user_us",
+        label: "user time",
+        unit: "µs",
+        over: Over::Spawned,
+        total: |p| Some(p.user_s * 1e6),
+    },
+    MetricDef {
+        key: "sys_us",
+        label: "system time",
+        unit: "µs",
+        over: Over::Spawned,
+        total: |p| Some(p.sys_s * 1e6),
+    },
+    MetricDef {
+        key: "minor_faults",
+        label: "minor page faults",
+        unit: "count",
+        over: Over::Spawned,
+        total: |p| Some(p.minor_faults as f64),
+    },
+    MetricDef {
+        key: "voluntary_switches",
+        label: "voluntary switches",
+        unit: "count",
+        over: Over::Spawned,
+        total: |p| Some(p.voluntary_switches as f64),
+    },
+    MetricDef {
+        key: "involuntary_switches",
+        label: "involuntary switches",
+        unit: "count",
+        over: Over::Spawned,
+        total: |p| Some(p.involuntary_switches as f64),
+    },
+];
+
+/// One metric's line over N for one machine × runtime × workload.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Fit {
+    pub machine: String,
+    pub runtime: String,
+    pub workload: String,
+    pub metric: String,
+    pub label: String,
+    pub unit: String,
+    pub over: Over,
+    #[serde(flatten)]
+    pub line: LineFit,
+}
+
+/// Everything `compare` and `report` show for a set of runs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompareReport {
+    pub schema: u32,
+    pub rendered_utc: String,
+    pub machines: Vec<Machine>,
+    pub plan: Option<Plan>,
+    pub runs: Vec<RunPoint>,
+    pub cells: Vec<Cell>,
+    pub fits: Vec<Fit>,
+    pub reproduce: Option<Reproduce>,
+    /// Runs with nothing measured (interrupted, OOM-killed, failed): left out of cells and fits.
+    pub excluded: Vec<String>,
+    /// Runs that stopped at a limit with their tasks alive measured: kept, at N = tasks alive.
+    pub stopped_at_limit: Vec<String>,
+}
+
+/// One run as the comparison takes it: its summary, its machine, and what its directory holds.
+pub struct SummarizedRun {
+    /// The run's directory, relative to where the exports go.
+    pub dir: String,
+    pub summary: Summary,
+    pub machine: Fingerprint,
+    pub alive_max: Option<u64>,
+    pub contract_violations: usize,
+    pub started_utc: String,
+    pub has_collector: bool,
+    pub has_flame: bool,
+}
+
+impl SummarizedRun {
+    pub fn new(dir: String, summary: Summary, loaded: &LoadedRun) -> Self {
+        SummarizedRun {
+            dir,
+            summary,
+            machine: loaded.machine.clone(),
+            alive_max: result_event(&loaded.events).and_then(|r| r["alive_max"].as_u64()),
+            contract_violations: loaded.run.contract_violations.len(),
+            started_utc: loaded.run.started_utc.clone(),
+            has_collector: loaded.series.is_some() || loaded.collector.is_some(),
+            has_flame: loaded.has_flame,
+        }
+    }
+}
+
+/// Groups the runs by machine and cell, fits a line per metric over N.
+pub fn analyze(
+    summarized: &[SummarizedRun],
+    plan: Option<Plan>,
+    rendered_utc: String,
+) -> CompareReport {
+    let mut machines: Vec<Machine> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    let mut runs = Vec::new();
+    for l in summarized {
+        let key = machine_key(&l.machine);
+        let id = match keys.iter().position(|k| *k == key) {
+            Some(i) => {
+                machines[i].runs += 1;
+                machines[i].id.clone()
+            }
+            None => {
+                keys.push(key);
+                let id = if l.machine.hostname.is_empty() {
+                    format!("M{}", machines.len() + 1)
+                } else {
+                    format!("M{} ({})", machines.len() + 1, l.machine.hostname)
+                };
+                machines.push(Machine {
+                    id: id.clone(),
+                    runs: 1,
+                    fingerprint: l.machine.clone(),
+                });
+                id
+            }
+        };
+        let s = &l.summary;
+        runs.push(RunPoint {
+            dir: l.dir.clone(),
+            machine: id,
+            label: s.label.clone(),
+            runtime: s.runtime.clone(),
+            workload: s.workload.clone(),
+            n: s.n,
+            ok: s.ok,
+            measured: s.ok
+                || (s.outcome.starts_with("spawning stopped at")
+                    && s.alive_at_peak.is_some_and(|a| a > 0)
+                    && s.memory_per_task.is_some()),
+            outcome: s.outcome.clone(),
+            started_utc: l.started_utc.clone(),
+            spawned: s.spawned,
+            alive_at_peak: s.alive_at_peak,
+            alive_max: l.alive_max,
+            wall_s: s.wall_s,
+            user_s: s.user_s,
+            sys_s: s.sys_s,
+            cpu_percent: s.cpu_percent,
+            maxrss_kb: s.maxrss_kb,
+            minor_faults: s.minor_faults,
+            voluntary_switches: s.voluntary_switches,
+            involuntary_switches: s.involuntary_switches,
+            memory_per_task: s.memory_per_task.clone(),
+            sysctls_restored: s.sysctls_restored,
+            contract_violations: l.contract_violations,
+            has_collector: l.has_collector,
+            has_flame: l.has_flame,
+        });
+    }
+    let excluded = runs
+        .iter()
+        .filter(|r| !r.measured)
+        .map(|r| format!("{} ({}): {}", r.label, r.dir, r.outcome))
+        .collect();
+    let stopped_at_limit = runs
+        .iter()
+        .filter(|r| r.measured && !r.ok)
+        .map(|r| {
+            format!(
+                "{} ({}): {} alive at the peak — {}",
+                r.label,
+                r.dir,
+                r.alive_at_peak.map_or("?".into(), count),
+                r.outcome
+            )
+        })
+        .collect();
+    let cells = cells(&runs);
+    let fits = fits(&runs);
+    let reproduce = plan
+        .as_ref()
+        .filter(|p| p.reproduce.as_deref() == Some("hansen2023"))
+        .map(|_| reproduce_table(&runs));
+    CompareReport {
+        schema: 1,
+        rendered_utc,
+        machines,
+        plan,
+        runs,
+        cells,
+        fits,
+        reproduce,
+        excluded,
+        stopped_at_limit,
+    }
+}
+
+type Group<'a> = BTreeMap<(String, String, String, u64), Vec<&'a RunPoint>>;
+
+/// Orders runtimes as their descriptors do, workloads in the contract's order.
+fn order(runtime: &str, workload: &str) -> (usize, usize) {
+    (WorkloadKind::order_of(workload), Runtime::order_of(runtime))
+}
+
+fn cells(runs: &[RunPoint]) -> Vec<Cell> {
+    let mut groups: Group = BTreeMap::new();
+    for r in runs {
+        let (Some(rt), Some(wl), Some(n)) = (&r.runtime, &r.workload, r.n) else {
+            continue;
+        };
+        groups
+            .entry((r.machine.clone(), rt.clone(), wl.clone(), n))
+            .or_default()
+            .push(r);
+    }
+    let mut out: Vec<Cell> = groups
+        .into_iter()
+        .map(|((machine, runtime, workload, n), rs)| {
+            let ok: Vec<&RunPoint> = rs.iter().copied().filter(|r| r.measured).collect();
+            let of = |f: &dyn Fn(&RunPoint) -> Option<f64>| {
+                regression::spread(&ok.iter().filter_map(|r| f(r)).collect::<Vec<f64>>())
+            };
+            let mem = |f: fn(&MemoryPerTask) -> f64| {
+                of(&|r: &RunPoint| r.memory_per_task.as_ref().map(f))
+            };
+            let per_spawned = |f: fn(&RunPoint) -> f64| {
+                of(&|r: &RunPoint| r.spawned.filter(|&s| s > 0).map(|s| f(r) / s as f64))
+            };
+            Cell {
+                machine,
+                runtime,
+                workload,
+                n,
+                runs: rs.len(),
+                ok_runs: rs.iter().filter(|r| r.ok).count(),
+                measured_runs: ok.len(),
+                alive_at_peak: of(&|r| r.alive_at_peak.map(|a| a as f64)),
+                wall_s: of(&|r| Some(r.wall_s)),
+                user_s: of(&|r| Some(r.user_s)),
+                sys_s: of(&|r| Some(r.sys_s)),
+                maxrss_kb: of(&|r| Some(r.maxrss_kb as f64)),
+                memory_kb: mem(|m| m.total_kb),
+                rss_kb: mem(|m| m.rss_kb),
+                kernel_stack_kb: mem(|m| m.kernel_stack_kb),
+                page_tables_kb: mem(|m| m.page_tables_kb),
+                slab_kb: mem(|m| m.slab_kb),
+                mem_available_drop_kb: mem(|m| m.mem_available_drop_kb),
+                user_us: per_spawned(|r| r.user_s * 1e6),
+                sys_us: per_spawned(|r| r.sys_s * 1e6),
+                wall_us: per_spawned(|r| r.wall_s * 1e6),
+                minor_faults: per_spawned(|r| r.minor_faults as f64),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (
+            &a.machine,
+            order(&a.runtime, &a.workload),
+            a.n,
+            &a.runtime,
+            &a.workload,
+        )
+            .cmp(&(
+                &b.machine,
+                order(&b.runtime, &b.workload),
+                b.n,
+                &b.runtime,
+                &b.workload,
+            ))
+    });
+    out
+}
+
+/// Least squares per machine × runtime × workload × metric, over every completed run (each
+/// repeat is a point: the spread of the repeats is what the standard error reflects).
+pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
+    let mut series: BTreeMap<(String, String, String), Vec<&RunPoint>> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.measured) {
+        if let (Some(rt), Some(wl)) = (&r.runtime, &r.workload) {
+            series
+                .entry((r.machine.clone(), rt.clone(), wl.clone()))
+                .or_default()
+                .push(r);
+        }
+    }
+    let mut keys: Vec<_> = series.keys().cloned().collect();
+    keys.sort_by(|a, b| (&a.0, order(&a.1, &a.2), &a.1).cmp(&(&b.0, order(&b.1, &b.2), &b.1)));
+    let mut out = Vec::new();
+    for key in keys {
+        let rs = &series[&key];
+        for m in &METRICS {
+            let pts: Vec<(f64, f64)> = rs
+                .iter()
+                .filter_map(|r| {
+                    let x = match m.over {
+                        Over::AliveAtPeak => r.alive_at_peak?,
+                        Over::Spawned => r.spawned?,
+                    };
+                    Some((x as f64, (m.total)(r)?))
+                })
+                .collect();
+            if let Some(line) = regression::fit(&pts) {
+                out.push(Fit {
+                    machine: key.0.clone(),
+                    runtime: key.1.clone(),
+                    workload: key.2.clone(),
+                    metric: m.key.into(),
+                    label: m.label.into(),
+                    unit: m.unit.into(),
+                    over: m.over,
+                    line,
+                });
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hansen 2023, side by side.

@@ -1,0 +1,13 @@
+//! From raw records to figures, and nothing else: no process is started, no file is read or
+//! written here (the commands load records and write what is derived). One run: its summary (time,
+//! memory that adds up, phases), its probe figures and where its CPU time went. Several runs:
+//! cells, fits over N, and published experiments beside ours.
+
+pub mod attribution;
+pub mod compare;
+pub mod phases;
+pub mod probes;
+pub mod regression;
+pub mod reproduce;
+pub mod summary;
+pub mod timeline;

@@ -1,0 +1,135 @@
+//! The eBPF collector's counts for a run (collector.json) as the figures a summary shows: totals,
+//! per task and per phase, latency quantiles, and the cross-checks against the kernel's own
+//! accounting.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use spawnscope_collector::{CrossCheck, Report as CollectorReport, Rusage as CollectorRusage};
+
+use crate::analyse::phases::phase_names;
+use crate::record::{MemoryRecord, RunRecord, Target};
+use crate::runtime::OsThreads;
+
+/// One eBPF metric: its total, per task, and split over the run's phases.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProbeRow {
+    pub metric: String,
+    pub unit: String,
+    pub total: u64,
+    pub per_task: Option<f64>,
+    /// Aligned with `ProbeSummary::phases`.
+    pub per_phase: Vec<u64>,
+}
+
+/// A latency distribution's upper bounds (log2 buckets), ns.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    pub name: String,
+    pub count: u64,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+}
+
+/// What the eBPF collector saw, and how it agrees with the kernel's own accounting.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProbeSummary {
+    /// `startup` (exec to the first phase mark), the workload's phases, `exit` (after `end`).
+    pub phases: Vec<String>,
+    pub rows: Vec<ProbeRow>,
+    pub latencies: Vec<Latency>,
+    pub cross_checks: Vec<CrossCheck>,
+    pub cross_checks_pass: bool,
+    /// Probes that could not be loaded, with why.
+    pub not_loaded: Vec<String>,
+}
+
+/// Summarises collector.json. Cross-checks compare with the workload's own getrusage (the
+/// collector cuts its counts at that call) — or, for a command, the rusage of wait4.
+pub fn probe_summary(
+    report: &CollectorReport,
+    memory: &MemoryRecord,
+    run: &RunRecord,
+    result: Option<&Value>,
+    tasks: Option<u64>,
+) -> ProbeSummary {
+    let phases = phase_names(memory);
+    let rows = report
+        .summary_rows()
+        .into_iter()
+        .map(|r| {
+            let mut per_phase = vec![r.before_first_phase];
+            per_phase.extend(r.per_phase.iter().copied());
+            per_phase.resize(phases.len(), 0);
+            ProbeRow {
+                per_task: tasks.filter(|&t| t > 0).map(|t| r.total as f64 / t as f64),
+                metric: r.metric,
+                unit: r.unit,
+                total: r.total,
+                per_phase,
+            }
+        })
+        .collect();
+    let latencies = [
+        "clone_ns",
+        "clone3_ns",
+        "runq_ns",
+        "oncpu_slice_ns",
+        "futex_wait_ns",
+    ]
+    .iter()
+    .filter_map(|name| report.histogram(name))
+    .filter(|h| h.count > 0)
+    .map(|h| Latency {
+        name: h.name.clone(),
+        count: h.count,
+        p50_ns: h.quantile_upper(0.5),
+        p99_ns: h.quantile_upper(0.99),
+    })
+    .collect();
+    let from_result = result
+        .map(|r| &r["rusage"])
+        .filter(|r| r.is_object())
+        .map(|r| CollectorRusage {
+            minflt: r["minflt"].as_u64().unwrap_or(0),
+            majflt: r["majflt"].as_u64().unwrap_or(0),
+            nvcsw: r["nvcsw"].as_u64().unwrap_or(0),
+            nivcsw: r["nivcsw"].as_u64().unwrap_or(0),
+        });
+    let rusage = from_result.or_else(|| {
+        run.rusage.map(|r| CollectorRusage {
+            minflt: r.minflt,
+            majflt: r.majflt,
+            nvcsw: r.nvcsw,
+            nivcsw: r.nivcsw,
+        })
+    });
+    // Threads created by the kernel for the workload: its spawned threads, or — for goroutines —
+    // the OS threads the Go runtime made, less the main thread (exec made that one).
+    let threads_created = match (&run.target, result) {
+        (Target::Workload(inv), Some(r)) => match inv.runtime.describe().os_threads {
+            OsThreads::FromRuntimeStats => r["runtime_stats"]["os_threads_created"]
+                .as_u64()
+                .map(|n| n.saturating_sub(1)),
+            OsThreads::OnePerTask => r["spawned"].as_u64(),
+        },
+        _ => tasks,
+    };
+    let cross_checks = rusage.map_or_else(Vec::new, |ru| {
+        report.cross_checks(&ru, threads_created.unwrap_or(0))
+    });
+    let not_loaded = report
+        .probes
+        .iter()
+        .filter(|p| p.attach.is_none())
+        .map(|p| format!("{}: {}", p.probe, p.note.clone().unwrap_or_default()))
+        .collect();
+    ProbeSummary {
+        cross_checks_pass: cross_checks.iter().all(|c| c.pass()),
+        phases,
+        rows,
+        latencies,
+        cross_checks,
+        not_loaded,
+    }
+}

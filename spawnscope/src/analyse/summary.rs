@@ -1,0 +1,420 @@
+//! What one task costs, computed from a run's raw records only (so `report` can recompute it):
+//! time from the kernel's rusage, memory as RSS plus the kernel memory RSS leaves out — kernel
+//! stacks, page tables, slab — checked against how much MemAvailable fell.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use spawnscope_collector::Report as CollectorReport;
+
+use crate::analyse::attribution::Attribution;
+use crate::analyse::phases::{phase_costs, PhaseCost};
+use crate::analyse::probes::{probe_summary, ProbeSummary};
+use crate::record::{
+    CgroupStats, CgroupVersion, MemoryRecord, RunRecord, Snapshot, SysctlRecord, Target,
+};
+use crate::runtime::result_event;
+
+/// Memory per task, kB, and where each part was read.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct MemoryPerTask {
+    pub rss_kb: f64,
+    pub kernel_stack_kb: f64,
+    pub page_tables_kb: f64,
+    pub slab_kb: f64,
+    pub total_kb: f64,
+    /// How much MemAvailable fell, plus the free pages drained from the per-CPU lists (free
+    /// memory that MemAvailable never counted).
+    pub mem_available_drop_kb: f64,
+    /// What the run's cgroup was charged (RSS, page cache and kernel memory), when there was one:
+    /// per run, unlike MemAvailable, which anything else on the host moves too.
+    pub cgroup_kb: Option<f64>,
+    /// (total - drop) / drop, percent.
+    pub difference_percent: f64,
+    pub adds_up: bool,
+    /// Where the kernel parts were read.
+    pub kernel_source: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct TimePerTask {
+    pub spawn_us: Option<f64>,
+    pub user_us: f64,
+    pub sys_us: f64,
+    pub minor_faults: f64,
+    pub voluntary_switches: f64,
+    pub involuntary_switches: f64,
+}
+
+/// Everything a person reads about one run, derived from its raw records.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub label: String,
+    pub runtime: Option<String>,
+    pub workload: Option<String>,
+    pub n: Option<u64>,
+    pub outcome: String,
+    pub ok: bool,
+    pub spawned: Option<u64>,
+    /// Tasks alive when the peak snapshot was taken: memory is divided by this.
+    pub alive_at_peak: Option<u64>,
+    /// Tasks time and counts are divided by (spawned, or --tasks for a command).
+    pub tasks: Option<u64>,
+    pub wall_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub cpu_percent: f64,
+    pub maxrss_kb: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub exit: String,
+    pub memory_per_task: Option<MemoryPerTask>,
+    pub time_per_task: Option<TimePerTask>,
+    pub phases: Vec<PhaseCost>,
+    pub throughput: Option<Value>,
+    pub probes: Option<ProbeSummary>,
+    pub sysctls_changed: Vec<String>,
+    pub sysctls_restored: bool,
+    pub cgroup: Option<String>,
+    pub left_out: Vec<String>,
+    /// Where the CPU time went, from perf samples (runs recorded with --perf).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
+}
+
+fn delta(later: &BTreeMap<String, u64>, earlier: &BTreeMap<String, u64>, key: &str) -> Option<f64> {
+    Some(*later.get(key)? as f64 - *earlier.get(key)? as f64)
+}
+
+fn cgroup_stat_kb(s: &Snapshot, key: &str) -> Option<f64> {
+    let stats = s.cgroup.as_ref()?;
+    (stats.version == Some(CgroupVersion::V2)).then_some(())?;
+    Some(*stats.memory_stat.get(key)? as f64 / 1024.0)
+}
+
+fn cgroup_kb(s: &Snapshot, pick: impl Fn(&CgroupStats) -> Option<u64>) -> Option<f64> {
+    Some(pick(s.cgroup.as_ref()?)? as f64 / 1024.0)
+}
+
+/// The process's kernel stacks (kB): one THREAD_SIZE stack per thread, THREAD_SIZE read as the
+/// host's KernelStack over its tasks at the peak (16 KiB on x86_64). Per process, so other
+/// activity on the host does not blur it the way a KernelStack delta would.
+fn kernel_stacks(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
+    let threads = delta(&peak.status, &base.status, "Threads")?;
+    let per_stack =
+        *peak.meminfo.get("KernelStack")? as f64 / peak.tasks_on_host.filter(|&t| t > 0)? as f64;
+    // Round to the power of two THREAD_SIZE is.
+    let thread_size = 2f64.powf(per_stack.log2().round());
+    Some(threads * thread_size)
+}
+
+/// Kernel stacks and slab (kB) between two snapshots, from the most specific source there is:
+/// cgroup v2 memory.stat (per cgroup); cgroup v1 kmem (per cgroup) less kernel stacks and page
+/// tables; else /proc/meminfo (host-wide: anything else running moves it).
+fn kernel_parts(
+    base: &Snapshot,
+    peak: &Snapshot,
+    page_tables: f64,
+) -> Option<(f64, f64, &'static str)> {
+    let v2 = |key| Some(cgroup_stat_kb(peak, key)? - cgroup_stat_kb(base, key)?);
+    if let (Some(stack), Some(slab)) = (v2("kernel_stack"), v2("slab")) {
+        return Some((stack, slab, "cgroup v2 memory.stat"));
+    }
+    let v1_kmem = cgroup_kb(peak, |c| c.kernel_bytes).zip(cgroup_kb(base, |c| c.kernel_bytes));
+    let is_v1 = peak.cgroup.as_ref().and_then(|c| c.version) == Some(CgroupVersion::V1);
+    match (kernel_stacks(base, peak), v1_kmem) {
+        (Some(stack), Some((after, before))) if is_v1 => {
+            let slab = (after - before - stack - page_tables).max(0.0);
+            Some((
+                stack,
+                slab,
+                "cgroup v1 kmem less kernel stacks (threads × THREAD_SIZE) and page tables",
+            ))
+        }
+        (Some(stack), _) => Some((
+            stack,
+            delta(&peak.meminfo, &base.meminfo, "Slab")?,
+            "kernel stacks: threads × THREAD_SIZE; slab: /proc/meminfo (host-wide)",
+        )),
+        _ => Some((
+            delta(&peak.meminfo, &base.meminfo, "KernelStack")?,
+            delta(&peak.meminfo, &base.meminfo, "Slab")?,
+            "/proc/meminfo (host-wide)",
+        )),
+    }
+}
+
+/// Memory per task between `base` (before spawning) and `peak`, for `alive` tasks.
+pub fn memory_per_task(base: &Snapshot, peak: &Snapshot, alive: u64) -> Option<MemoryPerTask> {
+    if alive == 0 {
+        return None;
+    }
+    let per = |kb: f64| kb / alive as f64;
+    // RSS and page tables are the process's own (/proc/PID/status).
+    let rss = delta(&peak.status, &base.status, "VmRSS")?;
+    let page_tables = delta(&peak.status, &base.status, "VmPTE")?;
+    let (kernel_stack, slab, source) = kernel_parts(base, peak, page_tables)?;
+    // Free pages taken from the per-CPU lists never left MemAvailable: add them to its drop.
+    let pcp_drained = match (base.pcp_free_kb, peak.pcp_free_kb) {
+        (Some(b), Some(p)) => b as f64 - p as f64,
+        _ => 0.0,
+    };
+    let drop = -delta(&peak.meminfo, &base.meminfo, "MemAvailable")? + pcp_drained;
+    let charged = cgroup_kb(peak, |c| c.memory_current_bytes)
+        .zip(cgroup_kb(base, |c| c.memory_current_bytes))
+        .map(|(after, before)| per(after - before));
+    let total = rss + kernel_stack + page_tables + slab;
+    let difference = if drop > 0.0 {
+        (total - drop) / drop * 100.0
+    } else {
+        f64::NAN
+    };
+    Some(MemoryPerTask {
+        rss_kb: per(rss),
+        kernel_stack_kb: per(kernel_stack),
+        page_tables_kb: per(page_tables),
+        slab_kb: per(slab),
+        total_kb: per(total),
+        mem_available_drop_kb: per(drop),
+        cgroup_kb: charged,
+        difference_percent: difference,
+        adds_up: difference.abs() <= 10.0,
+        kernel_source: source.into(),
+    })
+}
+
+pub fn summarize(
+    run: &RunRecord,
+    memory: &MemoryRecord,
+    sysctl: &SysctlRecord,
+    events: &[Value],
+    collector: Option<&CollectorReport>,
+) -> Summary {
+    let result = result_event(events);
+    let mut s = Summary {
+        label: run.target.label(),
+        left_out: run.left_out.clone(),
+        ..Summary::default()
+    };
+    if let Target::Workload(inv) = &run.target {
+        s.runtime = Some(inv.runtime.name().into());
+        s.workload = Some(inv.workload.name().into());
+        s.n = Some(inv.n);
+    }
+    s.spawned = result.and_then(|r| r["spawned"].as_u64());
+    s.alive_at_peak = match &run.target {
+        Target::Workload(_) => result.and_then(|r| r["alive_at_peak"].as_u64()),
+        Target::Command { tasks, .. } => *tasks,
+    };
+    s.tasks = match &run.target {
+        Target::Workload(_) => s.spawned,
+        Target::Command { tasks, .. } => *tasks,
+    };
+    s.wall_s = run.wall_ns as f64 / 1e9;
+    if let Some(ru) = &run.rusage {
+        s.user_s = ru.user_us as f64 / 1e6;
+        s.sys_s = ru.sys_us as f64 / 1e6;
+        s.cpu_percent = if s.wall_s > 0.0 {
+            (s.user_s + s.sys_s) / s.wall_s * 100.0
+        } else {
+            0.0
+        };
+        s.maxrss_kb = ru.maxrss_kb;
+        s.minor_faults = ru.minflt;
+        s.major_faults = ru.majflt;
+        s.voluntary_switches = ru.nvcsw;
+        s.involuntary_switches = ru.nivcsw;
+        if let Some(tasks) = s.tasks.filter(|&t| t > 0) {
+            let per = |v: u64| v as f64 / tasks as f64;
+            s.time_per_task = Some(TimePerTask {
+                spawn_us: result
+                    .and_then(|r| r["spawn_ns_per_task"].as_f64())
+                    .map(|ns| ns / 1000.0),
+                user_us: per(ru.user_us),
+                sys_us: per(ru.sys_us),
+                minor_faults: per(ru.minflt),
+                voluntary_switches: per(ru.nvcsw),
+                involuntary_switches: per(ru.nivcsw),
+            });
+        }
+    }
+    s.exit = run.exit.map_or("not started".into(), |e| e.describe());
+    let failure = result.map(|r| &r["failure"]).filter(|f| !f.is_null());
+    (s.outcome, s.ok) = match (&run.interrupted_by, run.oom_killed, failure, run.exit) {
+        (Some(sig), _, _, _) => (
+            format!("interrupted by {sig}: the run was stopped, the machine restored"),
+            false,
+        ),
+        (_, true, _, _) => (
+            format!(
+                "OOM-killed inside its cgroup (memory limit {}); the host was not affected",
+                run.memory_limit_bytes
+                    .map_or("?".into(), |b| crate::units::bytes(b as f64))
+            ),
+            false,
+        ),
+        (_, _, Some(f), _) => (
+            format!(
+                "spawning stopped at {}: {} ({})",
+                f["limit"].as_str().unwrap_or("?"),
+                f["message"].as_str().unwrap_or(""),
+                f["detail"].as_str().unwrap_or("")
+            ),
+            false,
+        ),
+        (_, _, _, Some(exit)) if exit.success() => ("completed".into(), true),
+        (_, _, _, Some(exit)) => (format!("the workload failed: {}", exit.describe()), false),
+        _ => ("the workload did not start".into(), false),
+    };
+    let base = memory
+        .phases
+        .first()
+        .map(|p| &p.snapshot)
+        .unwrap_or(&memory.before);
+    s.memory_per_task = memory
+        .peak
+        .as_ref()
+        .and_then(|peak| memory_per_task(base, peak, s.alive_at_peak.unwrap_or(0)));
+    s.phases = phase_costs(run, memory);
+    s.probes = collector.map(|c| probe_summary(c, memory, run, result, s.tasks));
+    s.throughput = result
+        .map(|r| r["throughput"].clone())
+        .filter(|t| !t.is_null());
+    s.sysctls_changed = sysctl
+        .changes
+        .iter()
+        .map(|c| format!("{} {} → {}", c.key, c.from, c.to))
+        .collect();
+    s.sysctls_restored = sysctl.restore_error.is_none() && sysctl.after == sysctl.before;
+    let at_peak = memory.peak.as_ref().and_then(|p| p.cgroup.as_ref());
+    let size = |b: Option<u64>| b.map_or("?".into(), |b| crate::units::bytes(b as f64));
+    s.cgroup = memory.cgroup_final.as_ref().map(|c| {
+        format!(
+            "{}: limit {}, peak usage {}, kernel memory at the peak snapshot {}, OOM kills {}",
+            c.version
+                .map_or("?".into(), |v| format!("{v:?}").to_lowercase()),
+            c.memory_limit_bytes
+                .map_or("none".into(), |b| crate::units::bytes(b as f64)),
+            size(c.memory_peak_bytes),
+            size(at_peak.and_then(|p| p.kernel_bytes)),
+            c.oom_kills
+        )
+    });
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(pairs_meminfo: &[(&str, u64)], pairs_status: &[(&str, u64)]) -> Snapshot {
+        Snapshot {
+            meminfo: pairs_meminfo
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            status: pairs_status
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn parts_add_up_to_the_drop() {
+        // The 20,000-thread hold measured on the dev VM (kB).
+        let base = snap(
+            &[
+                ("MemAvailable", 24_353_332),
+                ("KernelStack", 1_376),
+                ("Slab", 123_596),
+            ],
+            &[("VmRSS", 2_000), ("VmPTE", 300)],
+        );
+        let peak = snap(
+            &[
+                ("MemAvailable", 23_631_720),
+                ("KernelStack", 321_376),
+                ("Slab", 278_596),
+            ],
+            &[("VmRSS", 193_284), ("VmPTE", 80_508)],
+        );
+        let m = memory_per_task(&base, &peak, 20_000).unwrap();
+        assert!((m.rss_kb - 9.564).abs() < 0.01, "{m:?}");
+        assert!((m.kernel_stack_kb - 16.0).abs() < 0.01);
+        assert!((m.page_tables_kb - 4.0104).abs() < 0.01);
+        assert!((m.slab_kb - 7.75).abs() < 0.01);
+        assert!((m.mem_available_drop_kb - 36.08).abs() < 0.01);
+        assert!(m.adds_up, "{:.1} %", m.difference_percent);
+        assert_eq!(m.kernel_source, "/proc/meminfo (host-wide)");
+    }
+
+    #[test]
+    fn parts_that_do_not_add_up_are_flagged() {
+        let base = snap(
+            &[("MemAvailable", 1_000_000), ("KernelStack", 0), ("Slab", 0)],
+            &[("VmRSS", 0), ("VmPTE", 0)],
+        );
+        let peak = snap(
+            &[("MemAvailable", 500_000), ("KernelStack", 0), ("Slab", 0)],
+            &[("VmRSS", 100_000), ("VmPTE", 0)],
+        );
+        let m = memory_per_task(&base, &peak, 100).unwrap();
+        assert!(!m.adds_up);
+        assert!((m.difference_percent + 80.0).abs() < 1e-9);
+        assert!(memory_per_task(&base, &peak, 0).is_none());
+    }
+
+    #[test]
+    fn cgroup_v1_kmem_gives_the_slab_of_this_run_only() {
+        let cg = |current: u64, kmem: u64| CgroupStats {
+            version: Some(CgroupVersion::V1),
+            memory_current_bytes: Some(current),
+            kernel_bytes: Some(kmem),
+            ..Default::default()
+        };
+        // The 2,000-thread run measured here while other builds ran: the host's Slab and
+        // MemAvailable moved for other reasons, the cgroup did not; another program started
+        // threads too, so KernelStack rose by more than this run's.
+        let mut base = snap(
+            &[
+                ("MemAvailable", 20_000_000),
+                ("KernelStack", 1_000),
+                ("Slab", 100_000),
+            ],
+            &[("VmRSS", 1_000), ("VmPTE", 100), ("Threads", 1)],
+        );
+        let mut peak = snap(
+            &[
+                ("MemAvailable", 19_979_816),
+                ("KernelStack", 40_000),
+                ("Slab", 190_000),
+            ],
+            &[("VmRSS", 20_024), ("VmPTE", 8_220), ("Threads", 2_001)],
+        );
+        peak.tasks_on_host = Some(2_500);
+        base.cgroup = Some(cg(786_432, 266_240));
+        peak.cgroup = Some(cg(75_235_328, 55_324_672));
+        let m = memory_per_task(&base, &peak, 2_000).unwrap();
+        assert!(
+            (m.kernel_stack_kb - 16.0).abs() < 1e-9,
+            "2,000 threads × 16 KiB, not the host's KernelStack rise: {m:?}"
+        );
+        assert!(
+            (m.slab_kb - 6.824).abs() < 0.001,
+            "kmem 26.884 - stacks 16 - page tables 4.06: {m:?}"
+        );
+        assert!((m.cgroup_kb.unwrap() - 36.352).abs() < 0.001);
+        assert!((m.total_kb - 36.4).abs() < 0.1, "{m:?}");
+        assert!(
+            m.kernel_source.starts_with("cgroup v1 kmem"),
+            "{}",
+            m.kernel_source
+        );
+    }
+}

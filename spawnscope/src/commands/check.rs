@@ -1,0 +1,283 @@
+//! `spawnscope check`: what this host can do for a run, each line with OK or the exact fix.
+
+use std::fmt;
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+use crate::cli::CheckArgs;
+use crate::host::privileges::is_root;
+use crate::host::sysctl::{self, SysctlStore};
+use crate::host::{cgroup, procfs, tracefs};
+use crate::measure::preflight::default_budget;
+use crate::runtime::Runtime;
+use crate::units::{bytes, count};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    /// Works, with a limitation worth knowing.
+    Warn,
+    /// A run will lack this.
+    Missing,
+}
+
+pub struct Line {
+    pub status: Status,
+    pub item: String,
+    pub detail: String,
+    pub fix: Option<String>,
+}
+
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tag = match self.status {
+            Status::Ok => "OK     ",
+            Status::Warn => "WARN   ",
+            Status::Missing => "MISSING",
+        };
+        write!(f, "{tag} {:<26} {}", self.item, self.detail)?;
+        if let Some(fix) = &self.fix {
+            write!(f, "\n        {:<26} fix: {fix}", "")?;
+        }
+        Ok(())
+    }
+}
+
+fn line(status: Status, item: &str, detail: impl Into<String>, fix: Option<&str>) -> Line {
+    Line {
+        status,
+        item: item.into(),
+        detail: detail.into(),
+        fix: fix.map(str::to_string),
+    }
+}
+
+/// The tracepoints the collector attaches to.
+pub const TRACEPOINTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_wakeup",
+    "sched/sched_wakeup_new",
+    "sched/sched_process_exec",
+    "sched/sched_process_exit",
+    "sched/sched_migrate_task",
+    "task/task_newtask",
+    "exceptions/page_fault_user",
+    "syscalls/sys_enter_clone",
+    "syscalls/sys_enter_clone3",
+    "syscalls/sys_enter_mmap",
+    "syscalls/sys_enter_munmap",
+    "syscalls/sys_enter_mprotect",
+    "syscalls/sys_enter_madvise",
+    "syscalls/sys_enter_futex",
+    "kmem/rss_stat",
+];
+
+fn tool_version(program: &str, arg: &str) -> Option<String> {
+    let out = Command::new(program).arg(arg).output().ok()?;
+    let text = String::from_utf8_lossy(if out.stdout.is_empty() {
+        &out.stderr
+    } else {
+        &out.stdout
+    })
+    .into_owned();
+    out.status
+        .success()
+        .then(|| text.lines().next().unwrap_or("").trim().to_string())
+}
+
+pub fn lines(args: &CheckArgs) -> Vec<Line> {
+    let mut out = Vec::new();
+    let root = is_root();
+    out.push(if root {
+        line(
+            Status::Ok,
+            "root",
+            "yes: sysctls, cgroups, eBPF and perf are available",
+            None,
+        )
+    } else {
+        line(
+            Status::Missing,
+            "root",
+            "no: runs measure without sysctl tuning, cgroup, probes or perf",
+            Some("sudo spawnscope … (or sudo ./scripts/trace.sh)"),
+        )
+    });
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    out.push(line(Status::Ok, "kernel", kernel.trim(), None));
+    out.push(if Path::new("/sys/kernel/btf/vmlinux").exists() {
+        line(
+            Status::Ok,
+            "BTF",
+            "/sys/kernel/btf/vmlinux: CO-RE probes and tp_btf load",
+            None,
+        )
+    } else {
+        line(
+            Status::Warn,
+            "BTF",
+            "missing: probes fall back to classic tracepoints where they can",
+            Some("a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distribution kernels)"),
+        )
+    });
+    match tracefs::events_dir() {
+        Some(events) => {
+            let missing: Vec<&str> = TRACEPOINTS.iter().copied().filter(|tp| !events.join(tp).is_dir()).collect();
+            out.push(if missing.is_empty() {
+                line(Status::Ok, "tracepoints", format!("all {} the collector uses", TRACEPOINTS.len()), None)
+            } else {
+                line(Status::Warn, "tracepoints", format!("missing: {}", missing.join(", ")),
+                     Some("a newer kernel; the probes for these are left out"))
+            });
+        }
+        None => out.push(line(Status::Warn, "tracefs", "not mounted",
+            Some("sudo mount -t tracefs nodev /sys/kernel/tracing (spawnscope run does this itself as root)"))),
+    }
+    out.push(match tool_version("perf", "--version") {
+        Some(v) => {
+            let paranoid =
+                std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
+            line(
+                Status::Ok,
+                "perf",
+                format!("{v}; perf_event_paranoid {}", paranoid.trim()),
+                None,
+            )
+        }
+        None => line(
+            Status::Missing,
+            "perf",
+            "not installed: no flame graphs or system-time attribution",
+            Some("sudo apt-get install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)"),
+        ),
+    });
+    out.push(match tool_version("bpftrace", "--version") {
+        Some(v) => line(Status::Ok, "bpftrace", v, None),
+        None => line(
+            Status::Warn,
+            "bpftrace",
+            "not installed: the probes/*.bt tools need it",
+            Some("sudo apt-get install bpftrace"),
+        ),
+    });
+    let memory = cgroup::find("memory");
+    let pids = cgroup::find("pids");
+    out.push(match (&memory, &pids) {
+        (Some(_), Some(_)) => line(Status::Ok, "cgroups", format!("{}; memory and pids controllers", cgroup::describe_host()), None),
+        _ => line(Status::Warn, "cgroups", format!("{}; memory: {}, pids: {}", cgroup::describe_host(),
+                  if memory.is_some() { "yes" } else { "no" }, if pids.is_some() { "yes" } else { "no" }),
+                  Some("enable the memory and pids controllers (cgroup_enable=memory on the kernel command line)")),
+    });
+    for runtime in Runtime::ALL {
+        out.push(match runtime.binary() {
+            Ok(path) => line(
+                Status::Ok,
+                &format!("{} binary", runtime.name()),
+                path.display().to_string(),
+                None,
+            ),
+            Err(err) => line(
+                Status::Missing,
+                &format!("{} binary", runtime.name()),
+                "not found",
+                Some(&err.to_string()),
+            ),
+        });
+    }
+    let store = SysctlStore::system();
+    if let Some(n) = args.n.filter(|_| args.runtime.describe().tasks_are_threads) {
+        match sysctl::needs_for_threads(n, procfs::tasks_on_host().unwrap_or(0)) {
+            Ok(needs) => {
+                for need in needs {
+                    let current = store.read(&need.key).unwrap_or(0);
+                    out.push(if current >= need.min {
+                        line(Status::Ok, &need.key, format!("{current} ≥ {} needed for {} threads", need.min, count(n)), None)
+                    } else {
+                        line(Status::Warn, &need.key, format!("{current} < {} needed for {} threads ({}); run raises it and restores it", need.min, count(n), need.why),
+                             Some(&format!("sudo spawnscope sysctl apply --n {n}  (or sysctl -w {}={})", need.key, need.min)))
+                    });
+                }
+            }
+            Err(err) => out.push(line(
+                Status::Missing,
+                "threads",
+                err.to_string(),
+                Some("a smaller --n"),
+            )),
+        }
+    }
+    if let Ok(raised) = store.entries() {
+        if !raised.is_empty() {
+            let keys: Vec<String> = raised
+                .iter()
+                .map(|e| format!("{}={} (was {})", e.key, e.applied, e.original))
+                .collect();
+            out.push(line(
+                Status::Warn,
+                "raised sysctls",
+                keys.join(", "),
+                Some("sudo spawnscope sysctl restore"),
+            ));
+        }
+    }
+    // SAFETY: a zeroed rlimit is valid; getrlimit fills it.
+    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: rl is a valid, writable rlimit.
+    if !root
+        && unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) } == 0
+        && rl.rlim_cur != libc::RLIM_INFINITY
+    {
+        let short = args.n.is_some_and(|n| n > rl.rlim_cur);
+        out.push(line(
+            if short { Status::Warn } else { Status::Ok },
+            "RLIMIT_NPROC",
+            format!("{} tasks for this user (root is exempt)", rl.rlim_cur),
+            short.then_some("run as root, or ulimit -u unlimited"),
+        ));
+    }
+    let meminfo = procfs::meminfo().unwrap_or_default();
+    let kb = |k: &str| meminfo.get(k).copied().unwrap_or(0) * 1024;
+    let budget = default_budget().unwrap_or(0);
+    let mut detail = format!(
+        "{} total, {} available, {} for a run",
+        bytes(kb("MemTotal") as f64),
+        bytes(kb("MemAvailable") as f64),
+        bytes(budget as f64)
+    );
+    let mut status = Status::Ok;
+    if let Some(n) = args.n {
+        // Rough figures per coexisting task measured on the project's dev VM; `run` calibrates.
+        let per_task = args.runtime.describe().rough_task_bytes;
+        let need = per_task * n as f64;
+        detail.push_str(&format!(
+            "; {} {} alive at once need ≈{}",
+            count(n),
+            args.runtime.name(),
+            bytes(need)
+        ));
+        if need > budget as f64 {
+            status = Status::Warn;
+        }
+    }
+    out.push(line(
+        status,
+        "memory",
+        detail,
+        (status == Status::Warn)
+            .then_some("a smaller --n, or the sleep workload (tasks do not coexist)"),
+    ));
+    out
+}
+
+/// `spawnscope check`: exit 1 when a run would lack something.
+pub fn command(args: &CheckArgs) -> ExitCode {
+    let lines = lines(args);
+    for l in &lines {
+        println!("{l}");
+    }
+    if lines.iter().any(|l| l.status == Status::Missing) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

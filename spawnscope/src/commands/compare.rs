@@ -1,0 +1,116 @@
+//! `spawnscope compare`: the sweep (measure::sweep), each run summarised as it ends, then the
+//! exports from the results directories on disk, as `report` would make them.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cli::{exit_code, usage_error, CompareArgs, Reproduction};
+use crate::commands::derive;
+use crate::commands::run::finish;
+use crate::host::signals::Interrupts;
+use crate::measure::sweep::{compare, CompareOptions, RunVerdict, DEFAULT_NS};
+use crate::record;
+use crate::render;
+use crate::runtime::{Runtime, WorkloadKind};
+use crate::units::bytes;
+
+/// `spawnscope compare …`
+pub fn command(args: CompareArgs) -> ExitCode {
+    let out = args.out.unwrap_or_else(|| {
+        PathBuf::from("results").join(format!(
+            "compare-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+        ))
+    });
+    let flags = args.workload_flags.pairs();
+    let opts = match args.reproduce {
+        Some(Reproduction::Hansen2023) => {
+            if !flags.is_empty() {
+                return usage_error(
+                    "--reproduce hansen2023 runs the article's flags (sleep 1 s, default stacks); workload flags do not apply",
+                );
+            }
+            CompareOptions::hansen2023(out, args.repeats.unwrap_or(1), args.memory_limit)
+        }
+        None => CompareOptions {
+            runtimes: if args.runtimes.is_empty() {
+                Runtime::ALL.to_vec()
+            } else {
+                dedup(args.runtimes)
+            },
+            ns: if args.n.is_empty() {
+                DEFAULT_NS.to_vec()
+            } else {
+                let mut ns = args.n;
+                ns.sort_unstable();
+                ns.dedup();
+                ns
+            },
+            workloads: if args.workloads.is_empty() {
+                vec![WorkloadKind::Hold, WorkloadKind::Sleep]
+            } else {
+                dedup(args.workloads)
+            },
+            repeats: args.repeats.unwrap_or(3),
+            out,
+            memory_limit: args.memory_limit,
+            flags,
+            reproduce: None,
+            cells: None,
+        },
+    };
+    let interrupts = match Interrupts::install() {
+        Ok(i) => i,
+        Err(err) => {
+            eprintln!("spawnscope: {err:#}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut summarise = |outcome: &crate::measure::run::Outcome| -> anyhow::Result<RunVerdict> {
+        let s = finish(outcome).map_err(|e| match e {
+            crate::measure::run::RunError::Failed(err) => err,
+            other => anyhow::anyhow!("{other:?}"),
+        })?;
+        let memory = s.memory_per_task.as_ref().map_or(String::new(), |m| {
+            format!(
+                ", {} per task alive (RSS {})",
+                bytes(m.total_kb * 1024.0),
+                bytes(m.rss_kb * 1024.0)
+            )
+        });
+        Ok(RunVerdict {
+            ok: s.ok,
+            line: format!(
+                "{} {}: {:.2} s wall, {:.2} s user, {:.2} s system{memory}",
+                if s.ok { "done" } else { "NOT OK" },
+                s.outcome.split(':').next().unwrap_or(""),
+                s.wall_s,
+                s.user_s,
+                s.sys_s,
+            ),
+        })
+    };
+    let result = compare(opts, &interrupts, &mut summarise).and_then(|outcome| {
+        if !outcome.dirs.is_empty() {
+            let report = derive::comparison(&outcome.dirs, Some(outcome.plan), &outcome.out)?;
+            println!("{}", render::compare::markdown(&report));
+            println!(
+                "results: {} (compare.md, compare.json, compare.csv, compare-fits.csv, charts/, report.html)",
+                outcome.out.display()
+            );
+        }
+        record::give_to_invoking_user(outcome.made_root.as_deref().unwrap_or(&outcome.out));
+        Ok((outcome.interrupted_by, outcome.all_ok))
+    });
+    exit_code(result)
+}
+
+fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}

@@ -1,0 +1,203 @@
+//! From raw records to what people read, shared by `run`, `compare` and `report`: one run
+//! directory's summary (with where its CPU time went, when it was recorded with --perf), and a
+//! set of runs' exports (compare.json/csv/md, charts/, report.html).
+//!
+//! Who writes what: `run` writes its run directory's derived files (summary.json, summary.md,
+//! perf.folded, flame.svg). Reading results never rewrites them: `report` and the end of `compare`
+//! write a run directory's derived file only where it is missing (a run stopped before its
+//! analysis), and write their own exports where they were asked to.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::analyse::attribution::{self, Attribution};
+use crate::analyse::compare::{analyze, CompareReport, SummarizedRun};
+use crate::analyse::phases::perf_phases;
+use crate::analyse::summary::{summarize, Summary};
+use crate::analyse::timeline;
+use crate::measure;
+use crate::record::perf::{read_samples, write_folded, PerfRecord, Profile, Samples};
+use crate::record::{self, LoadedRun, Plan};
+use crate::render;
+
+/// Whether deriving a run's figures writes its derived files.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// Right after the run: summary.*, perf.folded and flame.svg are written.
+    Run,
+    /// Reading results back: only derived files that are missing are written.
+    Missing,
+}
+
+/// A run directory's figures, computed from its records.
+pub struct DerivedRun {
+    pub loaded: LoadedRun,
+    pub summary: Summary,
+}
+
+/// The run's perf samples folded by phase: perf.folded when it is current, else `perf script`
+/// on perf.data (kept in perf.folded right after the run). None when not recorded with --perf.
+pub fn profile(dir: &Path, loaded: &LoadedRun, writes: Writes) -> Result<Option<RunProfile>> {
+    let phases = perf_phases(&loaded.run, &loaded.memory);
+    let names: Vec<String> = phases.0.iter().map(|(n, _)| n.clone()).collect();
+    let (profile, script_messages) = match read_samples(dir)? {
+        Samples::NotRecorded => return Ok(None),
+        Samples::Folded(profile) => (profile, Vec::new()),
+        Samples::Unfolded => {
+            let (profile, messages) =
+                measure::perf::script(dir, &phases).context("reading perf.data")?;
+            if writes == Writes::Run || !dir.join(record::PERF_FOLDED).exists() {
+                write_folded(dir, &profile)?;
+            }
+            (profile, messages)
+        }
+    };
+    Ok(Some(RunProfile {
+        profile,
+        script_messages,
+        phases: names,
+    }))
+}
+
+/// A run's samples, read back.
+pub struct RunProfile {
+    pub profile: Profile,
+    /// What `perf script` said (lost chunks…); empty when read from perf.folded.
+    pub script_messages: Vec<String>,
+    /// The run's phases in time order.
+    pub phases: Vec<String>,
+}
+
+/// Where the run's CPU time went, and its flame graph (drawn where `writes` says).
+fn attribution_of(dir: &Path, loaded: &LoadedRun, writes: Writes) -> Result<Option<Attribution>> {
+    let Some(p) = profile(dir, loaded, writes)? else {
+        return Ok(None);
+    };
+    let perf_record: Option<PerfRecord> = record::read_json(dir, record::PERF_RECORD).ok();
+    let mut a = attribution::of_run(
+        &p.profile,
+        &p.phases,
+        &loaded.run,
+        perf_record.as_ref(),
+        &p.script_messages,
+    );
+    let flame = dir.join(record::FLAME);
+    if writes == Writes::Run || !flame.exists() {
+        let svg = render::flame::of_run(&p.profile, &loaded.run.target.label(), &a)?;
+        fs::write(&flame, svg).with_context(|| format!("writing {}", flame.display()))?;
+    }
+    a.flame_graph = Some(record::FLAME.to_string());
+    Ok(Some(a))
+}
+
+/// A run directory's summary from its records; summary.json and summary.md written as `writes`
+/// says.
+pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
+    let loaded = record::load(dir)
+        .with_context(|| format!("{} is not a complete results directory", dir.display()))?;
+    let mut summary = summarize(
+        &loaded.run,
+        &loaded.memory,
+        &loaded.sysctl,
+        &loaded.events,
+        loaded.collector.as_ref(),
+    );
+    match attribution_of(dir, &loaded, writes) {
+        Ok(attribution) => summary.attribution = attribution,
+        Err(err) => summary
+            .left_out
+            .push(format!("perf analysis failed: {err:#} (perf.data is kept)")),
+    }
+    let json = dir.join(record::SUMMARY_JSON);
+    if writes == Writes::Run || !json.exists() {
+        record::write_json(&json, &summary)?;
+    }
+    let md = dir.join(record::SUMMARY_MD);
+    if writes == Writes::Run || !md.exists() {
+        let text = render::summary::markdown(&summary, &loaded.machine);
+        fs::write(&md, text).with_context(|| format!("writing {}", md.display()))?;
+    }
+    Ok(DerivedRun { loaded, summary })
+}
+
+fn relative(dir: &Path, base: &Path) -> String {
+    dir.strip_prefix(base)
+        .unwrap_or(dir)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A set of runs side by side, written into `out`: compare.json, compare.csv, compare-fits.csv,
+/// compare.md, charts/ and report.html.
+pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Result<CompareReport> {
+    let mut summarized = Vec::new();
+    let mut loaded_by_dir: BTreeMap<String, LoadedRun> = BTreeMap::new();
+    for dir in run_dirs {
+        let derived = run_dir(dir, Writes::Missing).with_context(|| dir.display().to_string())?;
+        let name = relative(dir, out);
+        summarized.push(SummarizedRun::new(
+            name.clone(),
+            derived.summary,
+            &derived.loaded,
+        ));
+        loaded_by_dir.insert(name, derived.loaded);
+    }
+    let report = analyze(&summarized, plan, chrono::Utc::now().to_rfc3339());
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    record::write_json(&out.join(record::COMPARE_JSON), &report)?;
+    fs::write(
+        out.join(record::COMPARE_CSV),
+        render::compare::cells_csv(&report),
+    )?;
+    fs::write(
+        out.join(record::FITS_CSV),
+        render::compare::fits_csv(&report),
+    )?;
+    fs::write(
+        out.join(record::COMPARE_MD),
+        render::compare::markdown(&report),
+    )?;
+    let timelines: Vec<_> = timeline::shown_runs(&report)
+        .into_iter()
+        .filter_map(|run| {
+            let loaded = loaded_by_dir.get(&run.dir)?;
+            Some((run, timeline::of_run(loaded)?))
+        })
+        .collect();
+    let charts = render::charts::all(&report, &timelines)?;
+    write_charts(&charts, out)?;
+    let flames: BTreeMap<String, Vec<u8>> = report
+        .runs
+        .iter()
+        .filter(|r| r.has_flame)
+        .filter_map(|r| Some((r.dir.clone(), record::read_flame(&out.join(&r.dir))?)))
+        .collect();
+    let page = render::html::page(&report, &charts, &flames);
+    fs::write(out.join(record::REPORT_HTML), page)?;
+    Ok(report)
+}
+
+/// Writes the charts under `out/charts/`, removing charts of an earlier rendering that this one
+/// does not draw again (say, a timeline of another run), which would sit beside the new ones as
+/// if current.
+fn write_charts(charts: &[render::charts::Chart], out: &Path) -> Result<()> {
+    let dir = out.join(record::CHARTS);
+    fs::create_dir_all(&dir)?;
+    for entry in fs::read_dir(&dir)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ours = render::charts::FILE_PREFIXES
+            .iter()
+            .any(|p| name.starts_with(p))
+            && name.ends_with(".svg");
+        if ours && !charts.iter().any(|c| c.file == name) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    for c in charts {
+        fs::write(dir.join(&c.file), &c.svg)?;
+    }
+    Ok(())
+}

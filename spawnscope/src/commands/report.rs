@@ -1,0 +1,97 @@
+//! `spawnscope report DIR…`: what runs already on disk say, recomputed from their raw records (no
+//! run is repeated, and no run directory is rewritten): each run's summary, several side by
+//! side, and for several runs or a compare directory the exports, charts and report.html.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cli::usage_error;
+use crate::commands::derive::{self, Writes};
+use crate::record;
+use crate::render;
+
+/// The deepest directory holding every path.
+fn common_parent(paths: &[PathBuf]) -> Option<PathBuf> {
+    let abs: Vec<PathBuf> = paths
+        .iter()
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    let first = abs.first()?.parent()?.to_path_buf();
+    let mut common = first;
+    while !abs.iter().all(|p| p.starts_with(&common)) {
+        common = common.parent()?.to_path_buf();
+    }
+    Some(common)
+}
+
+/// `spawnscope report DIR… [--out DIR]`: every run's summary recomputed; for several runs or a
+/// compare directory, the compare exports, charts and report.html as well. No run is repeated.
+pub fn command(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
+    let runs = match record::expand(dirs) {
+        Ok(runs) => runs,
+        Err(err) => return usage_error(format!("{err:#}")),
+    };
+    // Run directories named one by one: their summaries on stdout, side by side, as before.
+    let given: Vec<&PathBuf> = dirs
+        .iter()
+        .filter(|d| d.join(record::RUN).is_file())
+        .collect();
+    let mut side = Vec::new();
+    for dir in &given {
+        match derive::run_dir(dir, Writes::Missing) {
+            Ok(derived) => {
+                print!("{}", render::summary::terminal(&derived.summary, dir));
+                side.push((derived.summary, derived.loaded.machine));
+            }
+            Err(err) => return usage_error(format!("{err:#}")),
+        }
+    }
+    if side.len() > 1 {
+        println!("\n{}", render::summary::side_by_side(&side));
+    }
+    let compare_dirs: Vec<&PathBuf> = dirs
+        .iter()
+        .filter(|d| !d.join(record::RUN).is_file())
+        .collect();
+    let target = match (out, compare_dirs.as_slice()) {
+        (Some(out), _) => Some(out),
+        (None, [one]) => Some((*one).clone()),
+        (None, _) if runs.len() > 1 => common_parent(&runs),
+        _ => None,
+    };
+    let Some(target) = target else {
+        return ExitCode::SUCCESS;
+    };
+    let plan = record::find_plan(dirs);
+    match std::fs::create_dir_all(&target)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| derive::comparison(&runs, plan, &target))
+    {
+        Ok(report) => {
+            if !compare_dirs.is_empty() {
+                println!("{}", render::compare::markdown(&report));
+            }
+            record::give_to_invoking_user(&target.join(record::COMPARE_JSON));
+            for f in [
+                record::COMPARE_CSV,
+                record::FITS_CSV,
+                record::COMPARE_MD,
+                record::REPORT_HTML,
+                record::CHARTS,
+            ] {
+                record::give_to_invoking_user(&target.join(f));
+            }
+            eprintln!(
+                "spawnscope report: {} runs from {} machine(s): compare.md, compare.json, compare.csv, compare-fits.csv, charts/ and report.html in {}",
+                report.runs.len(),
+                report.machines.len(),
+                target.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("spawnscope: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}

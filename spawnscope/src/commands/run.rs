@@ -1,0 +1,93 @@
+//! `spawnscope run`: one run of a workload or of any command, then what one task cost.
+
+use std::process::ExitCode;
+
+use crate::analyse::summary::Summary;
+use crate::cli::{exit_code, usage_error, RunArgs};
+use crate::commands::derive::{self, Writes};
+use crate::host::signals::Interrupts;
+use crate::measure::perf;
+use crate::measure::run::{self, Outcome, RunError, RunOptions};
+use crate::record::{self, Target};
+use crate::render;
+use crate::runtime::Invocation;
+
+/// `spawnscope run …`
+pub fn command(args: RunArgs) -> ExitCode {
+    if !args.perf && (args.perf_freq.is_some() || args.perf_call_graph.is_some()) {
+        return usage_error("--perf-freq and --perf-call-graph go with --perf");
+    }
+    let target = match (
+        &args.runtime,
+        &args.workload,
+        args.n,
+        args.command.is_empty(),
+    ) {
+        (Some(runtime), Some(workload), Some(n), true) => {
+            if args.tasks.is_some() {
+                return usage_error(
+                    "--tasks is for a command after --; a workload's tasks come from --n",
+                );
+            }
+            Target::Workload(Invocation {
+                runtime: *runtime,
+                workload: *workload,
+                n,
+                flags: args.workload_flags.pairs(),
+            })
+        }
+        (None, None, None, false) => {
+            if !args.workload_flags.pairs().is_empty() {
+                return usage_error("workload flags do not apply to a command after --");
+            }
+            Target::Command {
+                argv: args.command.clone(),
+                tasks: args.tasks,
+            }
+        }
+        (_, _, _, false) => {
+            return usage_error(
+                "give either --runtime/--workload/--n or a command after --, not both",
+            )
+        }
+        _ => return usage_error("run needs --runtime, --workload and --n (or a command after --)"),
+    };
+    let interrupts = match Interrupts::install() {
+        Ok(i) => i,
+        Err(err) => {
+            eprintln!("spawnscope: {err:#}");
+            return ExitCode::from(1);
+        }
+    };
+    let opts = RunOptions {
+        target,
+        out_root: args.out,
+        force: args.force,
+        memory_limit: args.memory_limit,
+        probes: !args.no_probes,
+        perf: args.perf.then_some(perf::Options {
+            freq: args.perf_freq,
+            call_graph: args.perf_call_graph,
+        }),
+        calibration: None,
+    };
+    let result = run::run(opts, &interrupts).and_then(|outcome| {
+        let summary = finish(&outcome)?;
+        print!("{}", render::summary::terminal(&summary, &outcome.dir));
+        Ok((outcome.interrupted_by, summary.ok))
+    });
+    exit_code(result)
+}
+
+/// After a run's records are written: its summary (written beside them), and the results given to
+/// the user who ran sudo.
+pub fn finish(outcome: &Outcome) -> Result<Summary, RunError> {
+    let derived = derive::run_dir(&outcome.dir, Writes::Run)?;
+    record::give_to_invoking_user(&outcome.dir);
+    if outcome.made_out_root {
+        if let Some(root) = outcome.dir.parent() {
+            record::give_to_invoking_user(root);
+        }
+    }
+    Ok(derived.summary)
+}

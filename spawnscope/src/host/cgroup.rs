@@ -1,0 +1,385 @@
+//! A cgroup per run: the workload's memory and PIDs are accounted there (RSS *and* the kernel
+//! memory — stacks, page tables, slab — that RSS leaves out), and a memory limit below what the
+//! host can spare makes an over-large run die alone, OOM-killed in its own cgroup.
+//!
+//! Works on cgroup v2 (most hosts), v1 and hybrid hosts (this project's dev VM: v1 memory and
+//! pids, an empty v2 hierarchy beside them). Run cgroups are named after the conductor's PID and
+//! start time, so one left behind by a killed conductor can be recognised and cleaned up.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::host::procfs;
+use crate::record::{CgroupStats as Stats, CgroupVersion as Version};
+
+const PARENT: &str = "spawnscope";
+
+/// Where a controller lives on this host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hierarchy {
+    pub version: Version,
+    pub mount: PathBuf,
+}
+
+/// The mounts of the cgroup hierarchies: (fs type, mount point, super options).
+fn cgroup_mounts() -> Vec<(String, PathBuf, String)> {
+    let text = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let (pre, post) = line.split_once(" - ")?;
+            let point = pre.split(' ').nth(4)?;
+            let mut post = post.split(' ');
+            let fstype = post.next()?;
+            let options = post.nth(1)?;
+            fstype.starts_with("cgroup").then(|| {
+                (
+                    fstype.to_string(),
+                    PathBuf::from(point),
+                    options.to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The hierarchy that has `controller` (memory, pids): a v1 mount naming it, else a v2 mount
+/// whose root offers it.
+pub fn find(controller: &str) -> Option<Hierarchy> {
+    let mounts = cgroup_mounts();
+    if let Some((_, mount, _)) = mounts
+        .iter()
+        .find(|(fs, _, opts)| fs == "cgroup" && opts.split(',').any(|o| o == controller))
+    {
+        return Some(Hierarchy {
+            version: Version::V1,
+            mount: mount.clone(),
+        });
+    }
+    mounts.iter().find_map(|(fs, mount, _)| {
+        let available = fs::read_to_string(mount.join("cgroup.controllers")).ok()?;
+        (fs == "cgroup2" && available.split_whitespace().any(|c| c == controller)).then(|| {
+            Hierarchy {
+                version: Version::V2,
+                mount: mount.clone(),
+            }
+        })
+    })
+}
+
+/// Where perf's cgroup filter (`perf record -G`) looks: a v1 hierarchy mounted with perf_event,
+/// else the v2 hierarchy, where perf_event is implicit (it is never listed in cgroup.controllers).
+pub fn perf_event_hierarchy() -> Option<Hierarchy> {
+    let mounts = cgroup_mounts();
+    let v1 = mounts
+        .iter()
+        .find(|(fs, _, opts)| fs == "cgroup" && opts.split(',').any(|o| o == "perf_event"));
+    let v2 = mounts.iter().find(|(fs, _, _)| fs == "cgroup2");
+    match (v1, v2) {
+        (Some((_, mount, _)), _) => Some(Hierarchy {
+            version: Version::V1,
+            mount: mount.clone(),
+        }),
+        (None, Some((_, mount, _))) => Some(Hierarchy {
+            version: Version::V2,
+            mount: mount.clone(),
+        }),
+        _ => None,
+    }
+}
+
+/// A short description for `check`: "v2", "v1", or "hybrid (memory: v1, pids: v1, unified mounted)".
+pub fn describe_host() -> String {
+    let mounts = cgroup_mounts();
+    let has_v2 = mounts.iter().any(|(fs, _, _)| fs == "cgroup2");
+    let has_v1 = mounts.iter().any(|(fs, _, _)| fs == "cgroup");
+    let version = |c: &str| match find(c) {
+        Some(Hierarchy {
+            version: Version::V1,
+            ..
+        }) => "v1",
+        Some(Hierarchy {
+            version: Version::V2,
+            ..
+        }) => "v2",
+        None => "missing",
+    };
+    match (has_v1, has_v2) {
+        (true, true) => format!(
+            "hybrid (memory: {}, pids: {})",
+            version("memory"),
+            version("pids")
+        ),
+        (true, false) => "v1".into(),
+        (false, true) => "v2".into(),
+        (false, false) => "none mounted".into(),
+    }
+}
+
+fn write(path: &Path, value: &str) -> Result<()> {
+    fs::write(path, value).with_context(|| format!("writing {value:?} to {}", path.display()))
+}
+
+fn read_u64(path: &Path) -> Option<u64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn read_kv(path: &Path) -> BTreeMap<String, u64> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// Makes sure `dir` exists and, on v2, that it hands `controllers` down to its children.
+fn prepare_parent(hierarchy: &Hierarchy, controllers: &[&str]) -> Result<PathBuf> {
+    let dir = hierarchy.mount.join(PARENT);
+    if hierarchy.version == Version::V2 {
+        let enable: String = controllers.iter().map(|c| format!("+{c} ")).collect();
+        write(
+            &hierarchy.mount.join("cgroup.subtree_control"),
+            enable.trim(),
+        )?;
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        write(&dir.join("cgroup.subtree_control"), enable.trim())?;
+    } else {
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    Ok(dir)
+}
+
+/// The run's cgroup (one directory per hierarchy on v1).
+#[derive(Clone)]
+pub struct RunCgroup {
+    memory: Option<(Hierarchy, PathBuf)>,
+    pids: Option<(Hierarchy, PathBuf)>,
+    /// Only for `run --perf`: the directory `perf record -G` filters on.
+    perf_event: Option<(Hierarchy, PathBuf)>,
+    memory_limit: Option<u64>,
+}
+
+impl RunCgroup {
+    /// Creates `spawnscope/run-<pid>-<start time>` with a memory limit (bytes) and no PID limit.
+    pub fn create(memory_limit: Option<u64>) -> Result<Self> {
+        let pid = std::process::id();
+        let name = format!("run-{pid}-{}", procfs::start_time(pid).unwrap_or(0));
+        let memory_h = find("memory");
+        let pids_h = find("pids");
+        if memory_h.is_none() && pids_h.is_none() {
+            bail!("no memory or pids cgroup controller on this host");
+        }
+        let mut group = RunCgroup {
+            memory: None,
+            pids: None,
+            perf_event: None,
+            memory_limit,
+        };
+        // On v2 one directory carries both controllers.
+        for (controller, h) in [("memory", memory_h), ("pids", pids_h)] {
+            let Some(h) = h else { continue };
+            let wanted: &[&str] = if h.version == Version::V2 {
+                &["memory", "pids"]
+            } else {
+                &[controller]
+            };
+            let dir = prepare_parent(&h, wanted)?.join(&name);
+            if !dir.exists() {
+                fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            if controller == "memory" {
+                group.memory = Some((h, dir));
+            } else {
+                group.pids = Some((h, dir));
+            }
+        }
+        if let Some((h, dir)) = &group.memory {
+            if let Some(limit) = memory_limit {
+                match h.version {
+                    Version::V2 => {
+                        write(&dir.join("memory.max"), &limit.to_string())?;
+                        // The whole workload dies together when one task is OOM-killed.
+                        let _ = write(&dir.join("memory.oom.group"), "1");
+                        let _ = write(&dir.join("memory.swap.max"), "0");
+                    }
+                    Version::V1 => {
+                        write(&dir.join("memory.limit_in_bytes"), &limit.to_string())?;
+                        let _ = write(&dir.join("memory.memsw.limit_in_bytes"), &limit.to_string());
+                    }
+                }
+            }
+        }
+        if let Some((_, dir)) = &group.pids {
+            write(&dir.join("pids.max"), "max")?;
+        }
+        Ok(group)
+    }
+
+    /// Puts the run in the perf_event hierarchy too (the same directory on a v2 host), so that
+    /// `perf record -a -G` samples exactly the run's tasks. Returns the name perf wants: the
+    /// path below the hierarchy's mount.
+    pub fn add_perf_event(&mut self) -> Result<String> {
+        let h = perf_event_hierarchy().context("no cgroup hierarchy offers perf_event")?;
+        let name = self
+            .dirs()
+            .first()
+            .and_then(|d| d.file_name().map(|n| n.to_owned()))
+            .context("the run has no cgroup")?;
+        let dir = h.mount.join(PARENT).join(name);
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let relative = dir
+            .strip_prefix(&h.mount)
+            .unwrap_or(&dir)
+            .to_string_lossy()
+            .into_owned();
+        self.perf_event = Some((h, dir));
+        Ok(relative)
+    }
+
+    /// The cgroup.procs files a child writes "0" to, joining the cgroup before it execs. As
+    /// C strings made before fork: the child may not allocate.
+    pub fn procs_files(&self) -> Vec<CString> {
+        let mut dirs: Vec<&PathBuf> = self
+            .memory
+            .iter()
+            .chain(self.pids.iter())
+            .chain(self.perf_event.iter())
+            .map(|(_, d)| d)
+            .collect();
+        dirs.dedup();
+        dirs.iter()
+            .filter_map(|d| CString::new(d.join("cgroup.procs").to_string_lossy().as_bytes()).ok())
+            .collect()
+    }
+
+    /// Memory in use now (cheap: one file), for the sampler.
+    pub fn memory_current(&self) -> Option<u64> {
+        let (h, dir) = self.memory.as_ref()?;
+        match h.version {
+            Version::V2 => read_u64(&dir.join("memory.current")),
+            Version::V1 => read_u64(&dir.join("memory.usage_in_bytes")),
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        let mut stats = Stats {
+            memory_limit_bytes: self.memory_limit,
+            ..Stats::default()
+        };
+        if let Some((h, dir)) = &self.memory {
+            stats.version = Some(h.version);
+            stats.memory_stat = read_kv(&dir.join("memory.stat"));
+            match h.version {
+                Version::V2 => {
+                    stats.memory_current_bytes = read_u64(&dir.join("memory.current"));
+                    stats.memory_peak_bytes = read_u64(&dir.join("memory.peak"));
+                    let kernel: u64 = ["kernel_stack", "pagetables", "slab", "percpu", "sock"]
+                        .iter()
+                        .filter_map(|k| stats.memory_stat.get(*k))
+                        .sum();
+                    stats.kernel_bytes = Some(kernel);
+                    stats.oom_kills = read_kv(&dir.join("memory.events"))
+                        .get("oom_kill")
+                        .copied()
+                        .unwrap_or(0);
+                }
+                Version::V1 => {
+                    stats.memory_current_bytes = read_u64(&dir.join("memory.usage_in_bytes"));
+                    stats.memory_peak_bytes = read_u64(&dir.join("memory.max_usage_in_bytes"));
+                    stats.kernel_bytes = read_u64(&dir.join("memory.kmem.usage_in_bytes"));
+                    stats.oom_kills = read_kv(&dir.join("memory.oom_control"))
+                        .get("oom_kill")
+                        .copied()
+                        .unwrap_or(0);
+                }
+            }
+        }
+        if let Some((_, dir)) = &self.pids {
+            stats.pids_current = read_u64(&dir.join("pids.current"));
+            stats.pids_peak = read_u64(&dir.join("pids.peak"));
+        }
+        stats
+    }
+
+    fn dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self
+            .memory
+            .iter()
+            .chain(self.pids.iter())
+            .chain(self.perf_event.iter())
+            .map(|(_, d)| d.clone())
+            .collect();
+        dirs.dedup();
+        dirs
+    }
+
+    /// Kills what is still in the cgroup (only the run's own workload can be there) and removes
+    /// it. Waits a little for the kernel to let go of the dying tasks.
+    pub fn remove(self) -> Result<()> {
+        remove_dirs(&self.dirs())
+    }
+}
+
+fn remove_dirs(dirs: &[PathBuf]) -> Result<()> {
+    for dir in dirs {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            for pid in fs::read_to_string(dir.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+            {
+                if let Ok(pid) = pid.trim().parse::<i32>() {
+                    // SAFETY: kill has no memory-safety preconditions.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+            match fs::remove_dir(dir) {
+                Ok(()) => break,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => break,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(err) => {
+                    return Err(err).with_context(|| format!("removing cgroup {}", dir.display()))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes run cgroups whose conductor is gone (SIGKILLed), killing what they still hold: those
+/// processes are workloads a spawnscope run started. Returns the cgroups removed.
+pub fn remove_stale() -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let hierarchies = ["memory", "pids"]
+        .iter()
+        .map(|c| find(c))
+        .chain([perf_event_hierarchy()]);
+    for h in hierarchies {
+        let Some(h) = h else { continue };
+        let Ok(entries) = fs::read_dir(h.mount.join(PARENT)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let owner = name.strip_prefix("run-").and_then(|rest| {
+                let (pid, start) = rest.split_once('-')?;
+                Some((pid.parse::<u32>().ok()?, start.parse::<u64>().ok()?))
+            });
+            if let Some((pid, start)) = owner {
+                if !procfs::is_alive(pid, start) && remove_dirs(&[entry.path()]).is_ok() {
+                    removed.push(entry.path());
+                }
+            }
+        }
+    }
+    removed
+}

@@ -1,0 +1,315 @@
+//! Starting a workload the way measurement needs it: in its cgroup from its first instruction,
+//! killed if the conductor dies, held at a gate until the tracers are attached, and reaped with
+//! wait4 so its rusage (user/sys time, faults, switches) is the kernel's own count.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::record::process::{Exit, Rusage};
+use anyhow::{Context, Result};
+
+/// Where one of the child's standard streams goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stdio {
+    Inherit,
+    /// A pipe to the conductor.
+    Pipe,
+    Null,
+}
+
+/// What the child does between fork and exec.
+pub struct ChildSetup {
+    /// cgroup.procs files to write "0" to (join the run's cgroup).
+    pub cgroup_procs: Vec<CString>,
+    /// Lift RLIMIT_NPROC (root only: the kernel refuses otherwise).
+    pub unlimited_nproc: bool,
+    /// Hold the child before exec until `Spawned::release`.
+    pub gated: bool,
+    pub stdin: Stdio,
+    pub stdout: Stdio,
+    pub stderr: Stdio,
+}
+
+/// A started child. It execs once released (gated) or at once.
+pub struct Spawned {
+    pub pid: u32,
+    pub stdin: Option<File>,
+    pub stdout: Option<File>,
+    pub stderr: Option<File>,
+    gate: Option<File>,
+    exec_result: File,
+}
+
+impl Spawned {
+    /// Lets a gated child exec, then waits for the exec: Err if it failed (no such program…).
+    pub fn release(&mut self) -> Result<()> {
+        if let Some(mut gate) = self.gate.take() {
+            gate.write_all(b"x")
+                .context("releasing the workload at its gate")?;
+        }
+        // The child writes errno here if exec fails; a successful exec closes it (CLOEXEC).
+        let mut errno = [0u8; 4];
+        match self.exec_result.read(&mut errno) {
+            Ok(4) => Err(std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
+                .context("the workload could not be executed"),
+            Ok(_) => Ok(()),
+            Err(err) => Err(err).context("waiting for the workload's exec"),
+        }
+    }
+}
+
+fn pipe() -> Result<(File, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("creating a pipe");
+    }
+    // SAFETY: pipe2 just returned these two descriptors, owned by nobody else.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
+
+/// Forks and execs `program` (a path) with `args` (argv[1..]), set up as `setup` says. Done by
+/// hand rather than with std::process::Command because Command::spawn waits for the exec, and a
+/// gated child must not exec before the collector is attached to its PID.
+pub fn spawn(program: &Path, args: &[String], setup: ChildSetup) -> Result<Spawned> {
+    // Everything the child needs is made before fork: after fork it may not allocate.
+    let path =
+        CString::new(program.as_os_str().as_bytes()).context("program path has a NUL byte")?;
+    let mut argv: Vec<CString> = vec![path.clone()];
+    for arg in args {
+        argv.push(CString::new(arg.as_bytes()).context("argument has a NUL byte")?);
+    }
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let optional_pipe =
+        |wanted: bool| -> Result<Option<(File, File)>> { wanted.then(pipe).transpose() };
+    let stdin = optional_pipe(setup.stdin == Stdio::Pipe)?;
+    let stdout = optional_pipe(setup.stdout == Stdio::Pipe)?;
+    let stderr = optional_pipe(setup.stderr == Stdio::Pipe)?;
+    let gate = optional_pipe(setup.gated)?;
+    let (exec_result_read, exec_result_write) = pipe()?;
+    let null = File::options()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .context("opening /dev/null")?;
+    // The descriptor the child puts in place of one stream: -1 leaves the conductor's own.
+    let child_end = |how: Stdio, p: &Option<(File, File)>, read_end: bool| match how {
+        Stdio::Inherit => -1,
+        Stdio::Null => null.as_raw_fd(),
+        Stdio::Pipe => p.as_ref().map_or(-1, |(r, w)| {
+            if read_end {
+                r.as_raw_fd()
+            } else {
+                w.as_raw_fd()
+            }
+        }),
+    };
+    let (stdin_fd, stdout_fd, stderr_fd) = (
+        child_end(setup.stdin, &stdin, true),
+        child_end(setup.stdout, &stdout, false),
+        child_end(setup.stderr, &stderr, false),
+    );
+    let gate_fd = gate.as_ref().map_or(-1, |(r, _)| r.as_raw_fd());
+    let exec_result_fd = exec_result_write.as_raw_fd();
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+
+    // SAFETY: fork is sound here because the child only makes async-signal-safe calls on memory
+    // prepared above, then execs or _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error()).context("fork");
+    }
+    if pid == 0 {
+        // SAFETY: the child side of fork, see above.
+        unsafe {
+            child_after_fork(
+                &setup,
+                parent,
+                [stdin_fd, stdout_fd, stderr_fd],
+                gate_fd,
+                exec_result_fd,
+                &path,
+                &argv_ptrs,
+            )
+        }
+    }
+    drop(exec_result_write);
+    drop(null);
+    Ok(Spawned {
+        pid: pid as u32,
+        stdin: stdin.map(|(_, w)| w),
+        stdout: stdout.map(|(r, _)| r),
+        stderr: stderr.map(|(r, _)| r),
+        gate: gate.map(|(_, w)| w),
+        exec_result: exec_result_read,
+    })
+}
+
+/// The child between fork and exec. Never returns.
+///
+/// # Safety
+/// Must only be called in the child of a fork; every pointer must stay valid (they point into the
+/// parent's memory, which the child has a copy of).
+unsafe fn child_after_fork(
+    setup: &ChildSetup,
+    parent: libc::pid_t,
+    stdio: [libc::c_int; 3],
+    gate_fd: libc::c_int,
+    exec_result_fd: libc::c_int,
+    path: &CString,
+    argv: &[*const libc::c_char],
+) -> ! {
+    let fail = |fd: libc::c_int| -> ! {
+        let errno = *libc::__errno_location();
+        libc::write(fd, errno.to_ne_bytes().as_ptr().cast(), 4);
+        libc::_exit(127)
+    };
+    // Die with the conductor: nothing may outlive a SIGKILLed run.
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    if libc::getppid() != parent {
+        libc::_exit(127);
+    }
+    for (target, fd) in stdio.iter().enumerate() {
+        let target = target as libc::c_int;
+        // dup2 onto itself would keep CLOEXEC (when the conductor's own 0-2 were closed).
+        let ok = match *fd {
+            fd if fd < 0 => true,
+            fd if fd == target => libc::fcntl(fd, libc::F_SETFD, 0) == 0,
+            fd => libc::dup2(fd, target) >= 0,
+        };
+        if !ok {
+            fail(exec_result_fd);
+        }
+    }
+    for file in &setup.cgroup_procs {
+        let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+            fail(exec_result_fd);
+        }
+        libc::close(fd);
+    }
+    if setup.unlimited_nproc {
+        let unlimited = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        libc::setrlimit(libc::RLIMIT_NPROC, &unlimited);
+    }
+    if gate_fd >= 0 {
+        let mut byte = 0u8;
+        if libc::read(gate_fd, (&mut byte as *mut u8).cast(), 1) != 1 {
+            libc::_exit(127); // the conductor went away without releasing us
+        }
+    }
+    libc::execv(path.as_ptr(), argv.as_ptr());
+    fail(exec_result_fd)
+}
+
+/// Reaps the child with wait4: its exit and the rusage of it and all its threads.
+pub fn wait(pid: u32) -> Result<(Exit, Rusage)> {
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: status and ru are valid, writable out-parameters.
+        let rc = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut ru) };
+        if rc == pid as i32 {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err).context("waiting for the workload");
+        }
+    }
+    let exit = if libc::WIFEXITED(status) {
+        Exit {
+            code: Some(libc::WEXITSTATUS(status)),
+            signal: None,
+        }
+    } else {
+        Exit {
+            code: None,
+            signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+        }
+    };
+    Ok((exit, Rusage::from(&ru)))
+}
+
+/// Sends SIGKILL to a process this conductor started.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::signals::kill;
+
+    fn setup(gated: bool) -> ChildSetup {
+        ChildSetup {
+            cgroup_procs: vec![],
+            unlimited_nproc: false,
+            gated,
+            stdin: Stdio::Null,
+            stdout: Stdio::Pipe,
+            stderr: Stdio::Null,
+        }
+    }
+
+    #[test]
+    fn gated_child_waits_and_rusage_is_the_childs() {
+        let script =
+            "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo done; exit 7".to_string();
+        let mut child = spawn(Path::new("/bin/sh"), &["-c".into(), script], setup(true)).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let exe = std::fs::read_link(format!("/proc/{}/exe", child.pid)).unwrap();
+        assert_eq!(
+            exe,
+            std::env::current_exe().unwrap(),
+            "held before exec: still our own image"
+        );
+        child.release().unwrap();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, "done\n");
+        let (exit, rusage) = wait(child.pid).unwrap();
+        assert_eq!(
+            exit,
+            Exit {
+                code: Some(7),
+                signal: None
+            }
+        );
+        assert!(
+            rusage.user_us + rusage.sys_us > 0,
+            "the loop took CPU time: {rusage:?}"
+        );
+        assert!(rusage.minflt > 0);
+    }
+
+    #[test]
+    fn a_missing_program_is_an_error_not_a_hang() {
+        let mut child = spawn(Path::new("/nonexistent/program"), &[], setup(true)).unwrap();
+        let err = child.release().unwrap_err();
+        assert!(format!("{err:#}").contains("No such file"), "{err:#}");
+        let (exit, _) = wait(child.pid).unwrap();
+        assert_eq!(exit.code, Some(127));
+    }
+
+    #[test]
+    fn killed_child_reports_its_signal() {
+        let mut child = spawn(Path::new("/bin/sleep"), &["30".into()], setup(false)).unwrap();
+        child.release().unwrap();
+        kill(child.pid);
+        let (exit, _) = wait(child.pid).unwrap();
+        assert_eq!(exit.signal, Some(libc::SIGKILL));
+        assert!(exit.describe().contains("SIGKILL"));
+    }
+}

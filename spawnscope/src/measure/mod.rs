@@ -1,0 +1,12 @@
+//! The run: refuse what cannot fit, tune the kernel, make the cgroup, start the workload gated,
+//! follow it, sample the machine, record perf and the eBPF collector, put everything back, and
+//! write the raw records (record/). Nothing here computes a figure for people to read.
+
+pub mod follow;
+pub mod launch;
+pub mod perf;
+pub mod preflight;
+pub mod probes;
+pub mod run;
+pub mod sampler;
+pub mod sweep;

@@ -1,0 +1,286 @@
+//! Before spawning N: will it fit? Two short `hold` runs at small N, under the same flags, measure
+//! what one more coexisting task takes out of MemAvailable (its RSS and the kernel memory RSS
+//! hides); the estimate for N is compared with what the host can spare, and a run that cannot
+//! fit is refused before anything is changed.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::host::cgroup::RunCgroup;
+use crate::host::privileges::is_root;
+use crate::host::procfs;
+use crate::host::signals::Interrupts;
+use crate::measure::launch::{self, ChildSetup, Stdio};
+use crate::measure::sampler::memory_in_use_now;
+use crate::record::{Calibration, Estimate};
+use crate::runtime::{Contract, Event, Invocation, Runtime, WorkloadKind};
+use crate::units::{bytes, count};
+
+/// A calibration from two sizes: the slope (memory per task), the intercept, the spawn rate.
+impl Calibration {
+    pub fn from_points(sizes: [u64; 2], drops: [u64; 2], spawn_per_second: f64) -> Self {
+        let per_task = (drops[1] as f64 - drops[0] as f64) / (sizes[1] - sizes[0]) as f64;
+        let per_task = per_task.max(0.0);
+        let fixed = (drops[0] as f64 - per_task * sizes[0] as f64).max(0.0);
+        Calibration {
+            sizes,
+            drops_bytes: drops,
+            per_task_bytes: per_task,
+            fixed_bytes: fixed,
+            spawn_per_second,
+        }
+    }
+}
+
+/// What one calibration run takes out of memory: its cgroup's charge when there is a cgroup (per
+/// run, exact), else the fall of MemAvailable (host-wide: anything else running blurs it).
+struct MemoryGauge {
+    cgroup: Option<RunCgroup>,
+}
+
+impl MemoryGauge {
+    /// Bytes in use, by the same rule as the run's sampler.
+    fn in_use(&self) -> u64 {
+        memory_in_use_now(self.cgroup.as_ref())
+    }
+}
+
+/// One `hold` run: how much memory it took at its peak, and its spawn rate.
+fn measure_hold(
+    binary: &Path,
+    n: u64,
+    flags: &[String],
+    gauge: &MemoryGauge,
+    interrupts: &Interrupts,
+) -> Result<(u64, f64)> {
+    let mut args = vec!["hold".to_string(), "--n".into(), n.to_string()];
+    args.extend_from_slice(flags);
+    let setup = ChildSetup {
+        cgroup_procs: gauge
+            .cgroup
+            .as_ref()
+            .map(RunCgroup::procs_files)
+            .unwrap_or_default(),
+        unlimited_nproc: false,
+        gated: false,
+        stdin: Stdio::Pipe,
+        stdout: Stdio::Pipe,
+        stderr: Stdio::Null,
+    };
+    let before = gauge.in_use();
+    let mut child = launch::spawn(binary, &args, setup)?;
+    interrupts.watch(child.pid);
+    let released = child.release();
+    let stdout = BufReader::new(child.stdout.take().context("calibration stdout")?);
+    let mut stdin = child.stdin.take();
+    let mut at_peak = None;
+    let mut spawn_per_second = 0.0;
+    let contract = Contract::new()?;
+    for line in stdout.lines() {
+        match contract.parse(&line?) {
+            Ok(Event::Peak { .. }) if at_peak.is_none() => {
+                at_peak = Some(gauge.in_use());
+                // Release the tasks: the reading is taken.
+                let _ = stdin.take().map(|mut s| s.write_all(b"\n"));
+            }
+            Ok(Event::Result(result)) => {
+                spawn_per_second = result["throughput"]["value"].as_f64().unwrap_or(0.0);
+            }
+            _ => {}
+        }
+    }
+    let (exit, _) = launch::wait(child.pid)?;
+    interrupts.unwatch(child.pid);
+    released?;
+    match at_peak {
+        Some(peak) if exit.success() => Ok((peak.saturating_sub(before), spawn_per_second)),
+        _ => bail!(
+            "the calibration run `{} {}` failed ({})",
+            binary.display(),
+            args.join(" "),
+            exit.describe()
+        ),
+    }
+}
+
+pub fn calibrate(binary: &Path, inv: &Invocation, interrupts: &Interrupts) -> Result<Calibration> {
+    let flags: Vec<String> = inv
+        .flags
+        .iter()
+        .filter(|(f, _)| Runtime::ALL.iter().any(|r| r.describe().cost_flag == f))
+        .flat_map(|(f, v)| [f.clone(), v.clone()])
+        .collect();
+    let sizes = inv.runtime.describe().calibration_sizes;
+    // A cgroup of its own when root; it is gone before the run makes its own.
+    let gauge = MemoryGauge {
+        cgroup: if is_root() {
+            RunCgroup::create(None).ok()
+        } else {
+            None
+        },
+    };
+    let measured = (|| {
+        let (small, _) = measure_hold(binary, sizes[0], &flags, &gauge, interrupts)?;
+        let (large, rate) = measure_hold(binary, sizes[1], &flags, &gauge, interrupts)?;
+        Ok(Calibration::from_points(sizes, [small, large], rate))
+    })();
+    if let Some(cg) = gauge.cgroup {
+        cg.remove()?;
+    }
+    measured
+}
+
+/// How many tasks are alive at once at the run's peak.
+pub fn expected_alive(inv: &Invocation, cal: &Calibration, params: &serde_json::Value) -> u64 {
+    let tasks = inv.workload.tasks(inv.n);
+    match inv.workload {
+        WorkloadKind::Hold | WorkloadKind::Pingpong | WorkloadKind::Chain => tasks,
+        WorkloadKind::Churn => params["batch"].as_u64().unwrap_or(100).min(tasks),
+        // Tasks live for the sleep; spawning at the calibrated rate, about rate x sleep coexist.
+        WorkloadKind::Sleep => {
+            let sleep_s = params["sleep_ns"].as_u64().unwrap_or(1_000_000_000) as f64 / 1e9;
+            let alive = (cal.spawn_per_second * sleep_s * 1.25) as u64 + 1_000;
+            alive.min(tasks)
+        }
+    }
+}
+
+pub fn estimate(
+    inv: &Invocation,
+    cal: Calibration,
+    params: &serde_json::Value,
+    budget: u64,
+) -> Estimate {
+    let alive = expected_alive(inv, &cal, params);
+    let needed = cal.fixed_bytes + cal.per_task_bytes * alive as f64;
+    let per_n = cal.per_task_bytes * inv.workload.tasks(1) as f64;
+    let largest_n = if per_n > 0.0 {
+        ((budget as f64 - cal.fixed_bytes).max(0.0) / per_n) as u64
+    } else {
+        u64::MAX
+    };
+    Estimate {
+        calibration: cal,
+        alive,
+        needed_bytes: needed as u64,
+        budget_bytes: budget,
+        fits: needed <= budget as f64,
+        largest_n,
+    }
+}
+
+/// The one-paragraph refusal, with what would fit.
+pub fn refusal(inv: &Invocation, est: &Estimate) -> String {
+    let mut text = format!(
+        "{} with {} {} needs ≈{} ({} per task, calibrated at N={} and {}); {} available; largest N that fits ≈{}",
+        inv.workload.name(),
+        count(inv.n),
+        inv.runtime.name(),
+        bytes(est.needed_bytes as f64),
+        bytes(est.calibration.per_task_bytes),
+        count(est.calibration.sizes[0]),
+        count(est.calibration.sizes[1]),
+        bytes(est.budget_bytes as f64),
+        count(round_down(est.largest_n)),
+    );
+    if inv.workload != WorkloadKind::Sleep {
+        text.push_str(" — or use sleep, where tasks do not coexist");
+    }
+    text.push_str(". --force runs it anyway, inside the cgroup memory limit.");
+    text
+}
+
+/// 561,234 -> 560,000: an estimate should not look more precise than it is.
+pub fn round_down(n: u64) -> u64 {
+    if n < 1_000 {
+        return n;
+    }
+    let scale = 10u64.pow((n as f64).log10() as u32 - 1);
+    n / scale * scale
+}
+
+/// What a run may use: MemAvailable less a reserve for the host (1 GiB or 5 % of RAM).
+pub fn default_budget() -> Result<u64> {
+    let meminfo = procfs::meminfo()?;
+    let available = meminfo.get("MemAvailable").copied().unwrap_or(0) * 1024;
+    let total = meminfo.get("MemTotal").copied().unwrap_or(0) * 1024;
+    Ok(available.saturating_sub((1u64 << 30).max(total / 20)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hold_threads(n: u64) -> Invocation {
+        Invocation {
+            runtime: Runtime::Threads,
+            workload: WorkloadKind::Hold,
+            n,
+            flags: vec![],
+        }
+    }
+
+    #[test]
+    fn slope_and_intercept_from_two_sizes() {
+        let cal = Calibration::from_points([500, 2_500], [23_000_000, 97_000_000], 10_000.0);
+        assert!((cal.per_task_bytes - 37_000.0).abs() < 1e-6);
+        assert!((cal.fixed_bytes - 4_500_000.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_million_threads_do_not_fit_in_23_gib() {
+        let cal = Calibration::from_points([500, 2_500], [23_000_000, 97_000_000], 10_000.0);
+        let budget = 23u64 << 30;
+        let est = estimate(
+            &hold_threads(1_000_000),
+            cal,
+            &serde_json::json!({}),
+            budget,
+        );
+        assert!(!est.fits);
+        assert_eq!(est.alive, 1_000_000);
+        assert!(
+            (660_000..670_000).contains(&est.largest_n),
+            "{}",
+            est.largest_n
+        );
+        let text = refusal(&hold_threads(1_000_000), &est);
+        assert!(
+            text.starts_with("hold with 1,000,000 threads needs ≈34.5 GiB"),
+            "{text}"
+        );
+        assert!(
+            text.contains("largest N that fits ≈660,000 — or use sleep"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn sleep_counts_only_the_tasks_alive_at_once() {
+        let cal = Calibration::from_points([500, 2_500], [23_000_000, 97_000_000], 10_000.0);
+        let inv = Invocation {
+            workload: WorkloadKind::Sleep,
+            ..hold_threads(1_000_000)
+        };
+        let est = estimate(
+            &inv,
+            cal,
+            &serde_json::json!({"sleep_ns": 1_000_000_000u64}),
+            23 << 30,
+        );
+        assert_eq!(
+            est.alive, 13_500,
+            "10,000/s for 1 s, with a 25 % margin and 1,000 spare"
+        );
+        assert!(est.fits);
+    }
+
+    #[test]
+    fn rounding_keeps_two_significant_digits() {
+        assert_eq!(round_down(561_234), 560_000);
+        assert_eq!(round_down(999), 999);
+        assert_eq!(round_down(12_345), 12_000);
+    }
+}

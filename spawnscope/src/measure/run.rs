@@ -1,0 +1,507 @@
+//! One run, start to finish: validate, calibrate and refuse what cannot fit (changing nothing),
+//! raise sysctls, make the cgroup, start the workload gated, follow its events and snapshot the
+//! machine at each phase and at the peak, reap it, put everything back, write the raw records,
+//! then compute and print what one task cost.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+
+use crate::host::cgroup::{self, RunCgroup};
+use crate::host::clock::monotonic_ns;
+use crate::host::privileges::is_root;
+use crate::host::signals::Interrupts;
+use crate::host::sysctl::{self, RaisedGuard, SysctlStore};
+use crate::host::{machine, procfs};
+use crate::measure::follow::{follow_events, progress_bar, tee_stderr, Followed};
+use crate::measure::launch::{self, ChildSetup, Stdio};
+use crate::measure::sampler::{settle, snapshot, Sampler};
+use crate::measure::{perf, preflight, probes};
+use crate::record::process::signal_name;
+use crate::record::{
+    self, Calibration, Estimate, Exit, MemoryRecord, ResultsDir, RunRecord, Rusage, SysctlRecord,
+    Target,
+};
+
+pub struct RunOptions {
+    pub target: Target,
+    pub out_root: PathBuf,
+    pub force: bool,
+    pub memory_limit: Option<u64>,
+    /// Run the eBPF collector (root only).
+    pub probes: bool,
+    /// Record perf samples (`--perf`).
+    pub perf: Option<perf::Options>,
+    /// A calibration already made under the same flags (compare calibrates once per runtime);
+    /// None: this run calibrates.
+    pub calibration: Option<Calibration>,
+}
+
+/// Why a run did not happen or did not finish, by exit code.
+#[derive(Debug)]
+pub enum RunError {
+    /// Bad arguments: exit 2, nothing changed.
+    Usage(String),
+    /// Refused by the preflight: exit 3, nothing changed.
+    Refused(String),
+    /// Something failed: exit 1 (whatever was changed has been put back).
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for RunError {
+    fn from(err: anyhow::Error) -> Self {
+        RunError::Failed(err)
+    }
+}
+
+/// A run whose raw records are written: where, and whether a signal stopped it.
+pub struct Outcome {
+    pub dir: PathBuf,
+    pub interrupted_by: Option<i32>,
+    /// The results root did not exist before this run made it (it goes to the user who ran sudo
+    /// too).
+    pub made_out_root: bool,
+}
+
+/// Puts back what a conductor that was SIGKILLed left behind: raised sysctls and its cgroup (and
+/// the workload in it). Every invocation does this first.
+pub fn recover_interrupted_runs() -> Result<()> {
+    if !is_root() {
+        return Ok(());
+    }
+    for entry in SysctlStore::system().recover_stale()? {
+        eprintln!(
+            "spawnscope: restored {}={} left raised by an interrupted run",
+            entry.key, entry.original
+        );
+    }
+    perf::remove_stale_fifo_dirs();
+    for dir in cgroup::remove_stale() {
+        eprintln!(
+            "spawnscope: removed the cgroup of an interrupted run: {}",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn read_managed(store: &SysctlStore) -> BTreeMap<String, u64> {
+    sysctl::MANAGED
+        .iter()
+        .filter_map(|k| Some((k.to_string(), store.read(k).ok()?)))
+        .collect()
+}
+
+/// Resolves a command name the way a shell would.
+fn resolve_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Some(PathBuf::from(name)).filter(|p| p.is_file());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunError> {
+    let root = is_root();
+    let store = SysctlStore::system();
+    let mut left_out: Vec<String> = Vec::new();
+
+    // What to start, validated before anything changes.
+    let (binary, args, params) = match &opts.target {
+        Target::Workload(inv) => {
+            let binary = inv
+                .runtime
+                .binary()
+                .map_err(|e| RunError::Usage(e.to_string()))?;
+            let params = inv.validate(&binary).map_err(RunError::Usage)?;
+            (binary, inv.args(), Some(params))
+        }
+        Target::Command { argv, .. } => {
+            let program = argv
+                .first()
+                .ok_or_else(|| RunError::Usage("no command after --".into()))?;
+            let binary = resolve_program(program)
+                .ok_or_else(|| RunError::Usage(format!("command not found: {program}")))?;
+            (binary, argv[1..].to_vec(), None)
+        }
+    };
+    let threads_needed = match &opts.target {
+        Target::Workload(inv) if inv.runtime.describe().tasks_are_threads => {
+            Some(inv.workload.tasks(inv.n))
+        }
+        Target::Command { tasks, .. } => *tasks,
+        _ => None,
+    };
+    let tasks_on_host = procfs::tasks_on_host().unwrap_or(0);
+    let needs = match threads_needed {
+        Some(threads) => sysctl::needs_for_threads(threads, tasks_on_host)
+            .map_err(|e| RunError::Usage(e.to_string()))?,
+        None => Vec::new(),
+    };
+    let changes = store.plan(&needs).map_err(RunError::Failed)?;
+    if opts.perf.is_some() {
+        if !root {
+            return Err(RunError::Usage(
+                "--perf needs root (it samples the run's cgroup on every CPU, kernel stacks included)".into(),
+            ));
+        }
+        if !perf::available() {
+            return Err(RunError::Usage(
+                "--perf needs perf: sudo apt-get install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)".into(),
+            ));
+        }
+    }
+
+    // Preflight: calibrate, estimate, refuse what cannot fit.
+    let budget = match opts.memory_limit {
+        Some(limit) => limit,
+        None => preflight::default_budget()?,
+    };
+    let mut estimate: Option<Estimate> = None;
+    if let (Target::Workload(inv), Some(params)) = (&opts.target, &params) {
+        let calibration = match opts.calibration.clone() {
+            Some(cal) => Ok(cal),
+            None => {
+                eprintln!(
+                    "spawnscope: calibrating: two short hold runs of {} to estimate the memory of N",
+                    inv.runtime.name()
+                );
+                preflight::calibrate(&binary, inv, interrupts)
+            }
+        };
+        match calibration {
+            Ok(cal) => {
+                let est = preflight::estimate(inv, cal, params, budget);
+                if !est.fits && !opts.force {
+                    return Err(RunError::Refused(preflight::refusal(inv, &est)));
+                }
+                estimate = Some(est);
+            }
+            Err(err) if root || opts.force => {
+                left_out.push(format!("memory preflight: calibration failed ({err:#}); the cgroup limit alone protects the host"));
+            }
+            Err(err) => return Err(RunError::Refused(format!("calibration failed and, without root, no cgroup limit would protect the host: {err:#} (--force runs anyway)"))),
+        }
+    } else {
+        left_out.push("memory preflight: an arbitrary command cannot be calibrated; the cgroup limit protects the host".into());
+    }
+    if let Some(sig) = interrupts.received() {
+        return Err(RunError::Refused(format!(
+            "{} received before the run started; nothing was changed",
+            signal_name(sig)
+        )));
+    }
+
+    let perf_plan = opts.perf.as_ref().map(|o| {
+        let rate = estimate.as_ref().map(|e| e.calibration.spawn_per_second);
+        perf::plan(&opts.target, rate, o)
+    });
+
+    // From here on the machine changes: every path below puts it back.
+    let started = chrono::Utc::now();
+    let root_existed = opts.out_root.exists();
+    let dir = ResultsDir::create(&opts.out_root, &opts.target, &started)?;
+    let mut sysctl_record = SysctlRecord {
+        before: read_managed(&store),
+        changes: changes.clone(),
+        ..Default::default()
+    };
+    let owner = sysctl::this_run();
+    let raised = if root {
+        store.apply(&changes, &owner)?;
+        Some(RaisedGuard::new(&store, owner))
+    } else {
+        if !changes.is_empty() {
+            let list: Vec<String> = changes
+                .iter()
+                .map(|c| format!("{} {} (needs {})", c.key, c.from, c.to))
+                .collect();
+            left_out.push(format!(
+                "sysctls not raised (not root): {}; spawning may stop early",
+                list.join(", ")
+            ));
+        }
+        None
+    };
+    dir.write_json(record::SYSCTL, &sysctl_record)?;
+    let mut cgroup = if root {
+        match RunCgroup::create(Some(budget)) {
+            Ok(c) => Some(c),
+            Err(err) => {
+                left_out.push(format!(
+                    "no cgroup ({err:#}): no memory limit, no per-cgroup accounting"
+                ));
+                None
+            }
+        }
+    } else {
+        left_out.push("no cgroup (not root): no memory limit, no per-cgroup accounting".into());
+        None
+    };
+    if !root {
+        left_out.push("eBPF probes and perf need root".into());
+    }
+    // perf samples the run's cgroup (see perf.rs), else the workload's process.
+    let perf_scope = perf_plan.as_ref().map(|_| match cgroup.as_mut() {
+        Some(cg) => match cg.add_perf_event() {
+            Ok(name) => Some(name),
+            Err(err) => {
+                left_out.push(format!(
+                    "perf: no perf_event cgroup ({err:#}): recorded per process"
+                ));
+                None
+            }
+        },
+        None => None,
+    });
+    let perf = perf_plan.as_ref().zip(perf_scope);
+
+    let result = measure(
+        &opts,
+        &dir,
+        &binary,
+        &args,
+        cgroup.as_ref(),
+        interrupts,
+        root,
+        perf,
+    );
+
+    // Put the machine back before looking at any figure.
+    let cgroup_final = cgroup.as_ref().map(RunCgroup::stats);
+    if let Some(cg) = cgroup {
+        if let Err(err) = cg.remove() {
+            eprintln!("spawnscope: {err:#}");
+        }
+    }
+    if let Some(guard) = raised {
+        match guard.restore() {
+            Ok(restored) => sysctl_record.restored = restored,
+            Err(err) => sysctl_record.restore_error = Some(format!("{err:#}")),
+        }
+    }
+    sysctl_record.after = read_managed(&store);
+    dir.write_json(record::SYSCTL, &sysctl_record)?;
+
+    let mut measured = result?;
+    measured.memory.cgroup_final = cgroup_final.clone();
+    let oom_killed = cgroup_final.as_ref().is_some_and(|c| c.oom_kills > 0);
+    let interrupted_by = interrupts.received();
+    left_out.extend(measured.left_out);
+    let record = RunRecord {
+        schema: 1,
+        target: opts.target.clone(),
+        argv: std::env::args().collect(),
+        started_utc: started.to_rfc3339(),
+        root,
+        pid: measured.pid,
+        wall_ns: measured.wall_ns,
+        released_t_ns: measured.released_t_ns,
+        reaped_t_ns: measured.reaped_t_ns,
+        exit: measured.exit,
+        rusage: measured.rusage,
+        interrupted_by: interrupted_by.map(|s| signal_name(s).to_string()),
+        oom_killed,
+        memory_limit_bytes: cgroup_final.as_ref().and_then(|c| c.memory_limit_bytes),
+        estimate,
+        contract_violations: measured.violations,
+        left_out,
+    };
+    dir.write_json(record::MEMORY, &measured.memory)?;
+    dir.write_json(record::RUN, &record)?;
+    if !dir.file(record::MACHINE).exists() {
+        dir.write_json(record::MACHINE, &machine::fingerprint(None, None))?;
+    }
+    if let Some(err) = sysctl_record.restore_error {
+        return Err(RunError::Failed(anyhow!(
+            "sysctls could not be restored: {err} — run `spawnscope sysctl restore`"
+        )));
+    }
+
+    Ok(Outcome {
+        dir: dir.path,
+        interrupted_by,
+        made_out_root: !root_existed,
+    })
+}
+
+/// What `measure` brings back.
+struct Measured {
+    pid: Option<u32>,
+    wall_ns: u64,
+    released_t_ns: Option<u64>,
+    reaped_t_ns: Option<u64>,
+    exit: Option<Exit>,
+    rusage: Option<Rusage>,
+    memory: MemoryRecord,
+    violations: Vec<String>,
+    left_out: Vec<String>,
+}
+
+/// Starts the workload, follows it, reaps it. The caller restores the machine whatever happens.
+/// `perf`: how to record samples, and the cgroup perf filters on (None: the workload's PID).
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    opts: &RunOptions,
+    dir: &ResultsDir,
+    binary: &Path,
+    args: &[String],
+    cgroup: Option<&RunCgroup>,
+    interrupts: &Interrupts,
+    root: bool,
+    perf: Option<(&record::perf::PerfPlan, Option<String>)>,
+) -> Result<Measured> {
+    let workload = match &opts.target {
+        Target::Workload(inv) => Some(inv.workload),
+        Target::Command { .. } => None,
+    };
+    let mut memory = MemoryRecord {
+        before: snapshot(None, cgroup, false),
+        ..Default::default()
+    };
+    if workload.is_none() {
+        // The command did not exist yet: its RSS and page tables were zero.
+        memory.before.status = [
+            ("VmRSS".to_string(), 0),
+            ("VmPTE".to_string(), 0),
+            ("Threads".to_string(), 0),
+        ]
+        .into();
+    }
+    let setup = ChildSetup {
+        cgroup_procs: cgroup.map(RunCgroup::procs_files).unwrap_or_default(),
+        unlimited_nproc: root,
+        gated: true,
+        // A workload talks to the conductor; a command keeps the terminal.
+        stdin: if workload.is_some() {
+            Stdio::Pipe
+        } else {
+            Stdio::Inherit
+        },
+        stdout: if workload.is_some() {
+            Stdio::Pipe
+        } else {
+            Stdio::Inherit
+        },
+        stderr: if workload.is_some() {
+            Stdio::Pipe
+        } else {
+            Stdio::Inherit
+        },
+    };
+    let mut child = launch::spawn(binary, args, setup)?;
+    let pid = child.pid;
+    interrupts.watch(pid);
+    let target_tasks = match &opts.target {
+        Target::Workload(inv) => inv.workload.tasks(inv.n),
+        Target::Command { tasks, .. } => tasks.unwrap_or(0),
+    };
+    // The probes attach while the child waits at its gate: they count from its exec on.
+    let mut left_out = Vec::new();
+    let collector = if root && opts.probes {
+        probes::start(pid, target_tasks, &mut left_out)
+    } else {
+        if root {
+            left_out.push("eBPF probes: left out (--no-probes)".into());
+        }
+        None
+    };
+    // perf starts while the workload waits at its gate, so its first instruction is sampled.
+    // Dropping the recorder on any path below stops perf.
+    let recorder = perf.and_then(|(plan, cgroup_name)| {
+        let scope = cgroup_name.map_or(perf::Scope::Pid(pid), perf::Scope::Cgroup);
+        eprintln!(
+            "spawnscope: perf: cpu-clock at {} Hz ({}), call graph {}, {}",
+            plan.freq_hz,
+            plan.why,
+            plan.call_graph.arg(),
+            match &scope {
+                perf::Scope::Cgroup(c) => format!("cgroup {c}"),
+                perf::Scope::Pid(p) => format!("process {p}"),
+            }
+        );
+        match perf::Recorder::start(plan, &scope, &dir.path) {
+            Ok(r) => Some(r),
+            Err(err) => {
+                left_out.push(format!("perf: {err:#}"));
+                None
+            }
+        }
+    });
+    let bar = progress_bar(target_tasks);
+    bar.set_prefix("start");
+    let start = Instant::now();
+    let released_t_ns = monotonic_ns();
+    if let Err(err) = child.release() {
+        let _ = launch::wait(pid);
+        interrupts.unwatch(pid);
+        return Err(err);
+    }
+    let sampler = Sampler::start(pid, cgroup.cloned(), workload.is_none(), bar.clone());
+    let stderr = child
+        .stderr
+        .take()
+        .map(|e| tee_stderr(e, dir.file(record::STDERR), bar.clone()));
+    let followed = match (child.stdout.take(), workload) {
+        (Some(stdout), Some(kind)) => follow_events(
+            stdout,
+            child.stdin.take(),
+            &dir.file(record::EVENTS),
+            pid,
+            cgroup,
+            collector.as_ref(),
+            kind,
+            &bar,
+        ),
+        _ => Ok(Followed::default()),
+    };
+    let waited = launch::wait(pid);
+    let wall_ns = start.elapsed().as_nanos() as u64;
+    let reaped_t_ns = monotonic_ns();
+    interrupts.unwatch(pid);
+    if let Some(c) = collector {
+        dir.write_json(record::COLLECTOR, &c.finish())?;
+    }
+    if let Some(recorder) = recorder {
+        if let Err(err) = recorder.stop() {
+            left_out.push(format!("perf: {err:#}"));
+        }
+    }
+    let (timeline, sampled_peak) = sampler.finish();
+    if let Some(handle) = stderr {
+        let _ = handle.join();
+    }
+    bar.finish_and_clear();
+    let followed = followed?;
+    let (exit, rusage) = waited?;
+    let machine = machine::fingerprint(
+        followed
+            .runtime_version
+            .clone()
+            .filter(|v| v.starts_with("go")),
+        followed
+            .runtime_version
+            .clone()
+            .filter(|v| v.starts_with("rustc")),
+    );
+    dir.write_json(record::MACHINE, &machine)?;
+    settle();
+    memory.after = Some(snapshot(None, cgroup, false));
+    memory.timeline = timeline;
+    memory.phases = followed.phases;
+    memory.peak = followed.peak.or(sampled_peak);
+    Ok(Measured {
+        pid: Some(pid),
+        wall_ns,
+        released_t_ns: Some(released_t_ns),
+        reaped_t_ns: Some(reaped_t_ns),
+        exit: Some(exit),
+        rusage: Some(rusage),
+        memory,
+        violations: followed.violations,
+        left_out,
+    })
+}

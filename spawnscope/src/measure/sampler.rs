@@ -1,0 +1,138 @@
+//! Readings of the machine, the process and its cgroup: a snapshot at one moment, the timeline
+//! every 100 ms while the workload runs, and the one rule for how much memory a run holds.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+
+use crate::host::cgroup::RunCgroup;
+use crate::host::clock::monotonic_ns;
+use crate::host::procfs;
+use crate::record::{Snapshot, TimelineSample};
+use crate::units::bytes;
+
+/// Readings of the machine (and the process, when there is one) at one moment.
+pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) -> Snapshot {
+    let status = pid
+        .and_then(|p| procfs::read_key_values(format!("/proc/{p}/status")).ok())
+        .unwrap_or_default();
+    let smaps_rollup = match (pid, with_smaps) {
+        (Some(p), true) => {
+            procfs::read_key_values(format!("/proc/{p}/smaps_rollup")).unwrap_or_default()
+        }
+        _ => Default::default(),
+    };
+    Snapshot {
+        t_ns: monotonic_ns(),
+        meminfo: procfs::meminfo().unwrap_or_default(),
+        pcp_free_kb: procfs::pcp_free_kb(),
+        tasks_on_host: procfs::tasks_on_host(),
+        status,
+        smaps_rollup,
+        cpu: pid.and_then(procfs::process_cpu),
+        cgroup: cgroup.map(RunCgroup::stats),
+    }
+}
+
+/// Samples memory every 100 ms while the workload runs; for a command (no events) it also keeps
+/// the snapshot with the least MemAvailable as the peak.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<(Vec<TimelineSample>, Option<Snapshot>)>,
+}
+
+impl Sampler {
+    pub fn start(pid: u32, cgroup: Option<RunCgroup>, track_peak: bool, bar: ProgressBar) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut timeline = Vec::new();
+            let mut peak: Option<Snapshot> = None;
+            while !flag.load(Ordering::Relaxed) {
+                let meminfo = procfs::meminfo().unwrap_or_default();
+                let status =
+                    procfs::read_key_values(format!("/proc/{pid}/status")).unwrap_or_default();
+                let sample = TimelineSample {
+                    t_ns: monotonic_ns(),
+                    mem_available_kb: meminfo.get("MemAvailable").copied().unwrap_or(0),
+                    rss_kb: status.get("VmRSS").copied().unwrap_or(0),
+                    threads: status.get("Threads").copied().unwrap_or(0),
+                    cgroup_bytes: cgroup.as_ref().and_then(RunCgroup::memory_current),
+                };
+                bar.set_message(format!("RSS {}", bytes(sample.rss_kb as f64 * 1024.0)));
+                if track_peak && !status.is_empty() {
+                    let now = snapshot(Some(pid), cgroup.as_ref(), false);
+                    if peak
+                        .as_ref()
+                        .is_none_or(|p| memory_in_use(&now) > memory_in_use(p))
+                    {
+                        peak = Some(now);
+                    }
+                }
+                timeline.push(sample);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            (timeline, peak)
+        });
+        Sampler { stop, handle }
+    }
+
+    pub fn finish(self) -> (Vec<TimelineSample>, Option<Snapshot>) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// How much memory the run holds, to find its peak: its cgroup's charge when it has one, else
+/// how far free memory (MemAvailable and the per-CPU free lists, which MemAvailable leaves out)
+/// is below MemTotal.
+pub fn memory_in_use(s: &Snapshot) -> u64 {
+    if let Some(charged) = s.cgroup.as_ref().and_then(|c| c.memory_current_bytes) {
+        return charged;
+    }
+    let kb = |k: &str| s.meminfo.get(k).copied().unwrap_or(0);
+    kb("MemTotal").saturating_sub(kb("MemAvailable") + s.pcp_free_kb.unwrap_or(0)) * 1024
+}
+
+/// `memory_in_use` read now, cheaply (one cgroup file, or /proc/meminfo and the per-CPU lists):
+/// what the preflight's calibration compares before and at the peak.
+pub fn memory_in_use_now(cgroup: Option<&RunCgroup>) -> u64 {
+    let now = Snapshot {
+        meminfo: procfs::meminfo().unwrap_or_default(),
+        pcp_free_kb: procfs::pcp_free_kb(),
+        cgroup: cgroup.map(|cg| crate::record::CgroupStats {
+            memory_current_bytes: cg.memory_current(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    memory_in_use(&now)
+}
+
+/// Waits until MemAvailable holds still: after a process exits, the kernel returns part of its
+/// memory later (kernel stacks and page tables through RCU callbacks, which a lazy-RCU kernel
+/// may hold for seconds). Still = three readings 200 ms apart within 1 MiB; at most ten seconds.
+pub fn settle() {
+    let available = || {
+        procfs::meminfo()
+            .ok()
+            .and_then(|m| m.get("MemAvailable").copied())
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = available();
+    let mut still = 0;
+    while still < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = available();
+        still = if now.abs_diff(last) <= 1024 {
+            still + 1
+        } else {
+            0
+        };
+        last = now;
+    }
+}

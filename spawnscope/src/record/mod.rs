@@ -1,0 +1,113 @@
+//! The results directory: the name and type of every file in it, and the pure reads and writes of
+//! them. Raw records are written as they are obtained, before anything is computed from them, so
+//! a crash in analysis loses nothing and `spawnscope report` can redo the analysis from disk
+//! alone. Nothing here measures, computes a figure or formats one.
+
+pub mod load;
+pub mod machine;
+pub mod memory;
+pub mod perf;
+pub mod plan;
+pub mod process;
+pub mod run;
+pub mod sysctl;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use load::{expand, find_plan, load, read_flame, LoadedRun};
+pub use machine::Fingerprint;
+pub use memory::{
+    CgroupStats, CgroupVersion, CpuTime, MemoryRecord, PhaseSample, Snapshot, TimelineSample,
+};
+pub use plan::{Plan, PlannedCell};
+pub use process::{Exit, Rusage};
+pub use run::{Calibration, Estimate, RunRecord, Target};
+pub use sysctl::{Change, Entry, Owner, SysctlRecord};
+
+// A run directory's files, written by `run`.
+pub const RUN: &str = "run.json";
+pub const MEMORY: &str = "memory.json";
+pub const SYSCTL: &str = "sysctl.json";
+pub const MACHINE: &str = "machine.json";
+pub const EVENTS: &str = "workload.jsonl";
+pub const STDERR: &str = "workload.stderr";
+pub const COLLECTOR: &str = "collector.json";
+pub const SUMMARY_JSON: &str = "summary.json";
+pub const SUMMARY_MD: &str = "summary.md";
+pub const FLAME: &str = "flame.svg";
+pub use perf::{PERF_FOLDED, PERF_RECORD};
+
+// A compare directory's files (beside its run directories), written by `compare` and `report`.
+pub const PLAN: &str = "plan.json";
+pub const COMPARE_JSON: &str = "compare.json";
+pub const COMPARE_CSV: &str = "compare.csv";
+pub const FITS_CSV: &str = "compare-fits.csv";
+pub const COMPARE_MD: &str = "compare.md";
+pub const REPORT_HTML: &str = "report.html";
+pub const CHARTS: &str = "charts";
+
+/// A results directory being written.
+pub struct ResultsDir {
+    pub path: PathBuf,
+}
+
+impl ResultsDir {
+    /// Creates `<root>/<UTC time>-<slug>/`.
+    pub fn create(
+        root: &Path,
+        target: &Target,
+        started: &chrono::DateTime<chrono::Utc>,
+    ) -> Result<Self> {
+        let name = format!("{}-{}", started.format("%Y%m%dT%H%M%SZ"), target.slug());
+        let mut path = root.join(&name);
+        let mut k = 1;
+        while path.exists() {
+            k += 1;
+            path = root.join(format!("{name}.{k}"));
+        }
+        fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(ResultsDir { path })
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    pub fn write_json(&self, name: &str, value: &impl Serialize) -> Result<()> {
+        write_json(&self.file(name), value)
+    }
+}
+
+pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+pub fn read_json<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<T> {
+    let path = dir.join(name);
+    let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not what spawnscope writes", path.display()))
+}
+
+/// Hands the results to the user who ran `sudo`: files a person reads should be theirs.
+pub fn give_to_invoking_user(path: &Path) {
+    let id = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<u32>().ok());
+    let (Some(uid), Some(gid)) = (id("SUDO_UID"), id("SUDO_GID")) else {
+        return;
+    };
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let _ = std::os::unix::fs::chown(&p, Some(uid), Some(gid));
+        if p.is_dir() {
+            if let Ok(entries) = fs::read_dir(&p) {
+                stack.extend(entries.flatten().map(|e| e.path()));
+            }
+        }
+    }
+}

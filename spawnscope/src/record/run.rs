@@ -1,0 +1,103 @@
+//! run.json: what was run, how it ended, its rusage, and the preflight's estimate.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::process::{Exit, Rusage};
+use crate::runtime::Invocation;
+
+/// What was run: one of our workloads, or any command.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Target {
+    Workload(Invocation),
+    Command {
+        argv: Vec<String>,
+        tasks: Option<u64>,
+    },
+}
+
+impl Target {
+    pub fn label(&self) -> String {
+        match self {
+            Target::Workload(inv) => inv.label(),
+            Target::Command { argv, .. } => argv.join(" "),
+        }
+    }
+
+    /// `<runtime>-<workload>-<n>` or `cmd-<program>-<tasks>` for the directory name.
+    pub fn slug(&self) -> String {
+        let raw = match self {
+            Target::Workload(inv) => {
+                format!("{}-{}-{}", inv.runtime.name(), inv.workload.name(), inv.n)
+            }
+            Target::Command { argv, tasks } => {
+                let program = argv.first().map(|p| {
+                    Path::new(p)
+                        .file_name()
+                        .map_or(p.clone(), |f| f.to_string_lossy().into())
+                });
+                format!("cmd-{}-{}", program.unwrap_or_default(), tasks.unwrap_or(0))
+            }
+        };
+        raw.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
+}
+
+/// run.json.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub schema: u32,
+    pub target: Target,
+    /// The conductor's own command line.
+    pub argv: Vec<String>,
+    pub started_utc: String,
+    pub root: bool,
+    pub pid: Option<u32>,
+    pub wall_ns: u64,
+    /// CLOCK_MONOTONIC when the workload was released to exec, and when it was reaped: the
+    /// edges of the `startup` and `exit` pseudo-phases around the workload's own.
+    pub released_t_ns: Option<u64>,
+    pub reaped_t_ns: Option<u64>,
+    pub exit: Option<Exit>,
+    pub rusage: Option<Rusage>,
+    pub interrupted_by: Option<String>,
+    pub oom_killed: bool,
+    pub memory_limit_bytes: Option<u64>,
+    pub estimate: Option<Estimate>,
+    /// Lines of the workload's stdout that broke the event schema.
+    pub contract_violations: Vec<String>,
+    /// What this run could not measure, and why.
+    pub left_out: Vec<String>,
+}
+
+/// Memory per coexisting task, from two sizes: the slope, the intercept, and the spawn rate.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    pub sizes: [u64; 2],
+    pub drops_bytes: [u64; 2],
+    pub per_task_bytes: f64,
+    pub fixed_bytes: f64,
+    pub spawn_per_second: f64,
+}
+
+/// The verdict: what N needs against what the run may use.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Estimate {
+    pub calibration: Calibration,
+    pub alive: u64,
+    pub needed_bytes: u64,
+    pub budget_bytes: u64,
+    pub fits: bool,
+    /// The largest N whose tasks fit when all coexist.
+    pub largest_n: u64,
+}

@@ -1,0 +1,11 @@
+//! The only place that formats: summaries and comparisons as Markdown, terminal lines, CSV and
+//! one HTML page; SVG charts and flame graphs. It reads no files and writes none: it is given
+//! figures (analyse/) and returns text.
+
+pub mod attribution;
+pub mod charts;
+pub mod compare;
+pub mod flame;
+pub mod html;
+pub mod summary;
+pub mod table;

@@ -1,0 +1,198 @@
+//! One table model for every table spawnscope shows: built once from figures, then written as
+//! Markdown (summary.md, compare.md), HTML (report.html), CSV (compare.csv) or aligned terminal
+//! columns. Adding a column is one more cell in the place that builds the rows.
+
+use std::fmt::Write;
+
+/// A table: a header and rows of already formatted cells.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Self {
+        Table {
+            header: header.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// GitHub-flavoured Markdown: `| a | b |`, a `|---|` rule, one line per row.
+    pub fn markdown(&self) -> String {
+        let mut md = String::new();
+        let line = |md: &mut String, cells: &[String]| {
+            md.push('|');
+            for c in cells {
+                let _ = write!(md, " {} |", c.replace('|', "\\|"));
+            }
+            md.push('\n');
+        };
+        line(&mut md, &self.header);
+        md.push('|');
+        md.push_str(&"---|".repeat(self.header.len()));
+        md.push('\n');
+        for row in &self.rows {
+            line(&mut md, row);
+        }
+        md
+    }
+
+    /// An HTML `<table>` with escaped cells.
+    pub fn html(&self, class: &str) -> String {
+        let mut out = String::new();
+        let _ = write!(out, "<table class=\"{}\"><thead><tr>", escape(class));
+        for h in &self.header {
+            let _ = write!(out, "<th>{}</th>", escape(h));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for row in &self.rows {
+            out.push_str("<tr>");
+            for cell in row {
+                let _ = write!(out, "<td>{}</td>", escape(cell));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table>\n");
+        out
+    }
+
+    /// RFC 4180 CSV: a header line, then one line per row; fields quoted when they need it.
+    pub fn csv(&self) -> String {
+        let mut out = String::new();
+        for line in std::iter::once(&self.header).chain(&self.rows) {
+            let fields: Vec<String> = line.iter().map(|f| csv_field(f)).collect();
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Columns aligned for a terminal, each as wide as its widest cell, two spaces apart, with
+    /// `indent` before each line.
+    pub fn terminal(&self, indent: &str) -> String {
+        let columns = self
+            .header
+            .len()
+            .max(self.rows.iter().map(Vec::len).max().unwrap_or(0));
+        let mut widths = vec![0; columns];
+        for line in std::iter::once(&self.header).chain(&self.rows) {
+            for (i, cell) in line.iter().enumerate() {
+                widths[i] = widths[i].max(cell.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for line in std::iter::once(&self.header).chain(&self.rows) {
+            let mut text = String::from(indent);
+            for (i, cell) in line.iter().enumerate() {
+                if i + 1 < line.len() {
+                    let pad = widths[i] - cell.chars().count();
+                    let _ = write!(text, "{cell}{}  ", " ".repeat(pad));
+                } else {
+                    text.push_str(cell);
+                }
+            }
+            out.push_str(text.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Text safe inside HTML elements and attributes.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One CSV field, quoted when it holds a comma, a quote or a line break.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Table {
+        let mut t = Table::new(["figure", "threads", "goroutines"]);
+        t.row(["RSS", "8.2 KiB", "2.6 KiB"]);
+        t.row(["kernel <stack>", "16.0 KiB", "0 B"]);
+        t
+    }
+
+    #[test]
+    fn markdown_has_a_header_rule_and_one_line_per_row() {
+        assert_eq!(
+            sample().markdown(),
+            "| figure | threads | goroutines |\n|---|---|---|\n| RSS | 8.2 KiB | 2.6 KiB |\n| kernel <stack> | 16.0 KiB | 0 B |\n"
+        );
+        let mut pipes = Table::new(["a"]);
+        pipes.row(["x | y"]);
+        assert!(
+            pipes.markdown().contains("| x \\| y |"),
+            "a | in a cell would split it"
+        );
+    }
+
+    #[test]
+    fn html_escapes_every_cell() {
+        let html = sample().html("per-task");
+        assert!(html.starts_with("<table class=\"per-task\"><thead><tr><th>figure</th>"));
+        assert!(html.contains("<td>kernel &lt;stack&gt;</td>"));
+        assert!(!html.contains("<stack>"));
+        assert_eq!(html.matches("<tr>").count(), 3);
+    }
+
+    #[test]
+    fn csv_quotes_only_what_needs_it() {
+        let mut t = Table::new(["machine", "note"]);
+        t.row(["M1 (vm)", "say \"x\", y"]);
+        assert_eq!(t.csv(), "machine,note\nM1 (vm),\"say \"\"x\"\", y\"\n");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("plain"), "plain");
+    }
+
+    #[test]
+    fn terminal_columns_line_up() {
+        let text = sample().terminal("  ");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let col = |l: &str| l.find("KiB").or_else(|| l.find("threads")).unwrap();
+        let starts: Vec<usize> = lines
+            .iter()
+            .map(|l| {
+                l.char_indices()
+                    .nth(2 + "kernel <stack>".len() + 2)
+                    .unwrap()
+                    .0
+            })
+            .collect();
+        assert!(lines.iter().all(|l| l.starts_with("  ")));
+        assert!(lines[1].contains("RSS             8.2 KiB"), "{text}");
+        assert!(col(lines[0]) > 0 && starts.len() == 3);
+    }
+}

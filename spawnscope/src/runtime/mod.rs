@@ -1,0 +1,185 @@
+//! The runtimes whose tasks spawnscope measures, and everything that differs between them, in one
+//! table: adding a runtime is its workload binary plus one `Descriptor` here (and its build files).
+//! Below it: the workloads every runtime runs, and the contract their output follows.
+
+pub mod contract;
+pub mod workload;
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Result};
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+pub use contract::{result_event, Contract, Event};
+pub use workload::{Invocation, WorkloadKind};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    Threads,
+    Goroutines,
+}
+
+/// How the kernel threads a workload creates relate to its tasks: what the probes' "threads
+/// created" cross-check compares with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OsThreads {
+    /// One OS thread per task: the `result` event's `spawned`.
+    OnePerTask,
+    /// The runtime's own threads: `result.runtime_stats.os_threads_created`, less the main thread
+    /// (exec made that one).
+    FromRuntimeStats,
+}
+
+/// All that differs between runtimes.
+pub struct Descriptor {
+    pub runtime: Runtime,
+    /// The name on the command line, in directory names and in reports.
+    pub name: &'static str,
+    /// The workload binary's file name (beside spawnscope, or on PATH).
+    pub binary: &'static str,
+    /// The environment variable that names the binary explicitly.
+    pub binary_env: &'static str,
+    /// The command that builds the binary, for the error that says it is missing.
+    pub build_hint: &'static str,
+    /// The two `hold` sizes the preflight calibrates with: big enough that one task's cost stands
+    /// out of the noise of MemAvailable, small enough to take a second.
+    pub calibration_sizes: [u64; 2],
+    /// The workload flag of this runtime only that changes what one task costs (carried into the
+    /// calibration; given to this runtime's runs only in a sweep).
+    pub cost_flag: &'static str,
+    /// Each task is an OS thread: the kernel's thread and map limits must fit N.
+    pub tasks_are_threads: bool,
+    pub os_threads: OsThreads,
+    /// Memory per coexisting task measured on the project's development VM (`check`'s rough
+    /// estimate before a run calibrates).
+    pub rough_task_bytes: f64,
+    /// perf's default call graph (`--perf-call-graph` syntax): Debian's glibc has no frame
+    /// pointers, so Rust's stacks need dwarf; Go keeps frame pointers.
+    pub perf_call_graph: &'static str,
+    /// How the workload's `start` event names its toolchain (`runtime_version`), e.g. "go1.22".
+    pub version_prefix: &'static str,
+    /// Chart colours of its system and user time (RGB).
+    pub colors: [(u8, u8, u8); 2],
+}
+
+/// One row per runtime, in the order reports show them.
+pub const DESCRIPTORS: [Descriptor; 2] = [
+    Descriptor {
+        runtime: Runtime::Threads,
+        name: "threads",
+        binary: "threads",
+        binary_env: "SPAWNSCOPE_THREADS_BIN",
+        build_hint: "cargo build --release -p threads",
+        calibration_sizes: [500, 2_500],
+        cost_flag: "--stack-size",
+        tasks_are_threads: true,
+        os_threads: OsThreads::OnePerTask,
+        rough_task_bytes: 37.4 * 1024.0,
+        perf_call_graph: "dwarf,4096",
+        version_prefix: "rustc",
+        colors: [(214, 39, 40), (255, 152, 150)],
+    },
+    Descriptor {
+        runtime: Runtime::Goroutines,
+        name: "goroutines",
+        binary: "goroutines",
+        binary_env: "SPAWNSCOPE_GOROUTINES_BIN",
+        build_hint: "cd goroutines-go && go build -o ../target/release/goroutines .",
+        calibration_sizes: [20_000, 100_000],
+        cost_flag: "--gomaxprocs",
+        tasks_are_threads: false,
+        os_threads: OsThreads::FromRuntimeStats,
+        rough_task_bytes: 2.7 * 1024.0,
+        perf_call_graph: "fp",
+        version_prefix: "go",
+        colors: [(31, 119, 180), (120, 170, 220)],
+    },
+];
+
+impl Runtime {
+    pub const ALL: [Runtime; 2] = [Runtime::Threads, Runtime::Goroutines];
+
+    pub fn describe(self) -> &'static Descriptor {
+        DESCRIPTORS
+            .iter()
+            .find(|d| d.runtime == self)
+            .expect("every runtime has a descriptor")
+    }
+
+    pub fn name(self) -> &'static str {
+        self.describe().name
+    }
+
+    /// The runtime a report names, if it is one of ours.
+    pub fn from_name(name: &str) -> Option<Runtime> {
+        DESCRIPTORS
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| d.runtime)
+    }
+
+    /// Where reports put a runtime among the others (unknown names last).
+    pub fn order_of(name: &str) -> usize {
+        DESCRIPTORS
+            .iter()
+            .position(|d| d.name == name)
+            .unwrap_or(DESCRIPTORS.len() + 7)
+    }
+
+    /// The workload binary: $SPAWNSCOPE_<RUNTIME>_BIN, else beside this executable
+    /// (target/release/, result/bin/), else on PATH.
+    pub fn binary(self) -> Result<PathBuf> {
+        let d = self.describe();
+        if let Some(path) = std::env::var_os(d.binary_env) {
+            return Ok(PathBuf::from(path));
+        }
+        let beside = std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.join(d.binary)));
+        let on_path = || {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|dir| dir.join(d.binary))
+                    .find(|p| p.is_file())
+            })
+        };
+        beside.filter(|p| p.is_file()).or_else(on_path).ok_or_else(|| {
+            anyhow!(
+                "the {} workload binary was not found beside spawnscope, on PATH or in ${}: build it with `{}`",
+                d.name,
+                d.binary_env,
+                d.build_hint
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_runtime_has_one_descriptor_with_its_own_name() {
+        for runtime in Runtime::ALL {
+            let d = runtime.describe();
+            assert_eq!(d.runtime, runtime);
+            assert_eq!(Runtime::from_name(d.name), Some(runtime));
+            // clap's value and serde's name are the descriptor's name.
+            assert_eq!(
+                runtime
+                    .to_possible_value()
+                    .map(|v| v.get_name().to_string()),
+                Some(d.name.to_string())
+            );
+            assert_eq!(
+                serde_json::to_value(runtime).unwrap(),
+                serde_json::json!(d.name)
+            );
+        }
+        assert_eq!(DESCRIPTORS.len(), Runtime::ALL.len());
+        assert!(Runtime::order_of("threads") < Runtime::order_of("goroutines"));
+        assert!(Runtime::order_of("goroutines") < Runtime::order_of("node"));
+    }
+}
