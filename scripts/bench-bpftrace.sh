@@ -18,22 +18,12 @@ set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
 
-usage="usage: bench-bpftrace.sh [THREADS_N [GOROUTINES_N [REPEATS]]] (defaults 20000 200000 5)"
-[ $# -le 3 ] || { echo "bench-bpftrace.sh: at most 3 arguments; $usage" >&2; exit 2; }
-threads_n=${1:-20000}
-goroutines_n=${2:-200000}
-repeats=${3:-5}
-for value in "$threads_n" "$goroutines_n" "$repeats"; do
-  [[ "$value" =~ ^[1-9][0-9]{0,8}$ ]] || {
-    echo "bench-bpftrace.sh: '$value' is not a positive whole number; $usage" >&2
-    exit 2
-  }
-done
+bench_args 20000 200000 5 "$@"
 
 is_root || die "bpftrace needs root: sudo $0 $*"
-command -v bpftrace >/dev/null 2>&1 || need_packages bpftrace || die "bpftrace is missing"
+need_command bpftrace
 [ -d /sys/kernel/tracing/events ] || die "tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing"
-command -v jq >/dev/null 2>&1 || need_packages jq || die "jq is missing"
+need_command jq
 need_toolchains
 build_workloads
 
@@ -45,11 +35,7 @@ export BPFTRACE_MAP_KEYS_MAX=$keys BPFTRACE_MAX_MAP_KEYS=$keys
 
 work=$(mktemp -d)
 cleanup() {
-  local p
-  for p in $(jobs -p); do
-    kill "$p" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
+  stop_own_jobs
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -93,7 +79,7 @@ run_once() {
     wait "$bpid" || die "$tool.bt failed: $(grep -v RLIMIT_MEMLOCK "$work/bt.err" | head -1)"
   fi
   local spawned
-  spawned=$(jq -r 'select(.event == "result") | .spawned' "$work/run.jsonl")
+  spawned=$(workload_result "$work/run.jsonl" .spawned)
   [ "$spawned" = "$n" ] || warn "$(basename "$bin") hold --n $n spawned only $spawned (see its failure)"
   run_wall_us=$((t1 - t0))
   run_startup_us=$startup

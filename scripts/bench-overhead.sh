@@ -17,23 +17,10 @@ set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
 
-usage="usage: bench-overhead.sh [THREADS_N [GOROUTINES_N [REPEATS]]] (defaults 100000 1000000 5)"
-[ $# -le 3 ] || { echo "bench-overhead.sh: at most 3 arguments; $usage" >&2; exit 2; }
-threads_n=${1:-100000}
-goroutines_n=${2:-1000000}
-repeats=${3:-5}
-for value in "$threads_n" "$goroutines_n" "$repeats"; do
-  [[ "$value" =~ ^[1-9][0-9]{0,8}$ ]] || {
-    echo "bench-overhead.sh: '$value' is not a positive whole number; $usage" >&2
-    exit 2
-  }
-done
+bench_args 100000 1000000 5 "$@"
 is_root || die "the collector needs root: sudo $0 $*"
-command -v jq >/dev/null 2>&1 || need_packages jq || die "jq is missing"
-need_toolchains
-say "building spawnscope and the workloads"
-cargo build --release --quiet -p spawnscope
-build_workloads
+need_command jq
+build_all
 spawnscope="$BIN_DIR/spawnscope"
 
 work=$(mktemp -d)

@@ -13,15 +13,10 @@ set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
 
-threads_n=${1:-100000}
-goroutines_n=${2:-1000000}
-repeats=${3:-5}
-for value in "$threads_n" "$goroutines_n" "$repeats"; do
-  [[ "$value" =~ ^[1-9][0-9]*$ ]] || { echo "bench-workloads.sh: '$value' is not a positive whole number" >&2; exit 2; }
-done
+bench_args 100000 1000000 5 "$@"
 
 need_toolchains
-need_packages jq || command -v jq >/dev/null || die "jq is needed"
+need_command jq
 build_workloads
 bench_dir="$REPO_ROOT/target/bench"
 mkdir -p "$bench_dir"
