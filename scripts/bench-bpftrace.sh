@@ -16,6 +16,8 @@
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
+# shellcheck source=scripts/lib/stats.sh
+. "$(dirname "$0")/lib/stats.sh"
 cd "$REPO_ROOT"
 
 bench_args 20000 200000 5 "$@"
@@ -85,11 +87,6 @@ run_once() {
   run_startup_us=$startup
 }
 
-# stats: "median min max" of the numbers on stdin.
-stats() {
-  sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'
-}
-
 printf 'runtime\tn\ttool\twall_us\tbpftrace_startup_us\n' >"$work/raw.tsv"
 configs=(none "${tools[@]}")
 rows=()
@@ -107,14 +104,21 @@ for runtime in threads goroutines; do
       printf '%s\t%s\t%s\t%s\t%s\n' "$runtime" "$n" "$config" "$run_wall_us" "$run_startup_us" >>"$work/raw.tsv"
     done
   done
-  read -r base_med _ < <(for ((r = 0; r < repeats; r++)); do echo "${wall[none,$r]}"; done | stats)
+  base=()
+  for ((r = 0; r < repeats; r++)); do base+=("${wall[none,$r]}"); done
+  base_med=$(median "${base[@]}")
   for tool in "${tools[@]}"; do
-    # Each traced run is paired with the untraced run of the same repeat.
-    read -r ratio_med ratio_min ratio_max < <(for ((r = 0; r < repeats; r++)); do
-      awk -v t="${wall[$tool,$r]}" -v u="${wall[none,$r]}" 'BEGIN { print t / u }'
-    done | stats)
-    read -r traced_med _ < <(for ((r = 0; r < repeats; r++)); do echo "${wall[$tool,$r]}"; done | stats)
-    read -r start_med _ < <(for ((r = 0; r < repeats; r++)); do echo "${startup[$tool,$r]}"; done | stats)
+    traced=() ratios=() starts=()
+    for ((r = 0; r < repeats; r++)); do
+      traced+=("${wall[$tool,$r]}")
+      # Each traced run is paired with the untraced run of the same repeat.
+      ratios+=("$(ratio "${wall[$tool,$r]}" "${wall[none,$r]}")")
+      starts+=("${startup[$tool,$r]}")
+    done
+    ratio_stats=$(stats "${ratios[@]}")
+    read -r ratio_med ratio_min ratio_max <<<"$ratio_stats"
+    traced_med=$(median "${traced[@]}")
+    start_med=$(median "${starts[@]}")
     rows+=("$(awk -v rt="$runtime" -v n="$n" -v tool="$tool" -v b="$base_med" -v t="$traced_med" \
       -v m="$ratio_med" -v lo="$ratio_min" -v hi="$ratio_max" -v s="$start_med" 'BEGIN {
         printf "| %s hold | %d | %s.bt | %.3f | %.3f | %.2f | %.2f – %.2f | %.1f |", rt, n, tool,

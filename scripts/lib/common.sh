@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Shared by the scripts in scripts/: messages, arguments, OS packages, building what is missing,
-# and the jobs and files a script leaves.
+# and the jobs and files a script leaves. Statistics live in lib/stats.sh.
 # Sourced, never run; callers set -euo pipefail themselves.
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
