@@ -16,24 +16,16 @@
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
+# shellcheck source=scripts/lib/stats.sh
+. "$(dirname "$0")/lib/stats.sh"
 cd "$REPO_ROOT"
 
-usage="usage: bench-bpftrace.sh [THREADS_N [GOROUTINES_N [REPEATS]]] (defaults 20000 200000 5)"
-[ $# -le 3 ] || { echo "bench-bpftrace.sh: at most 3 arguments; $usage" >&2; exit 2; }
-threads_n=${1:-20000}
-goroutines_n=${2:-200000}
-repeats=${3:-5}
-for value in "$threads_n" "$goroutines_n" "$repeats"; do
-  [[ "$value" =~ ^[1-9][0-9]{0,8}$ ]] || {
-    echo "bench-bpftrace.sh: '$value' is not a positive whole number; $usage" >&2
-    exit 2
-  }
-done
+bench_args 20000 200000 5 "$@"
 
 is_root || die "bpftrace needs root: sudo $0 $*"
-command -v bpftrace >/dev/null 2>&1 || need_packages bpftrace || die "bpftrace is missing"
+need_command bpftrace
 [ -d /sys/kernel/tracing/events ] || die "tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing"
-command -v jq >/dev/null 2>&1 || need_packages jq || die "jq is missing"
+need_command jq
 need_toolchains
 build_workloads
 
@@ -45,11 +37,7 @@ export BPFTRACE_MAP_KEYS_MAX=$keys BPFTRACE_MAX_MAP_KEYS=$keys
 
 work=$(mktemp -d)
 cleanup() {
-  local p
-  for p in $(jobs -p); do
-    kill "$p" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
+  stop_own_jobs
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -93,15 +81,10 @@ run_once() {
     wait "$bpid" || die "$tool.bt failed: $(grep -v RLIMIT_MEMLOCK "$work/bt.err" | head -1)"
   fi
   local spawned
-  spawned=$(jq -r 'select(.event == "result") | .spawned' "$work/run.jsonl")
+  spawned=$(workload_result "$work/run.jsonl" .spawned)
   [ "$spawned" = "$n" ] || warn "$(basename "$bin") hold --n $n spawned only $spawned (see its failure)"
   run_wall_us=$((t1 - t0))
   run_startup_us=$startup
-}
-
-# stats: "median min max" of the numbers on stdin.
-stats() {
-  sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'
 }
 
 printf 'runtime\tn\ttool\twall_us\tbpftrace_startup_us\n' >"$work/raw.tsv"
@@ -121,14 +104,21 @@ for runtime in threads goroutines; do
       printf '%s\t%s\t%s\t%s\t%s\n' "$runtime" "$n" "$config" "$run_wall_us" "$run_startup_us" >>"$work/raw.tsv"
     done
   done
-  read -r base_med _ < <(for ((r = 0; r < repeats; r++)); do echo "${wall[none,$r]}"; done | stats)
+  base=()
+  for ((r = 0; r < repeats; r++)); do base+=("${wall[none,$r]}"); done
+  base_med=$(median "${base[@]}")
   for tool in "${tools[@]}"; do
-    # Each traced run is paired with the untraced run of the same repeat.
-    read -r ratio_med ratio_min ratio_max < <(for ((r = 0; r < repeats; r++)); do
-      awk -v t="${wall[$tool,$r]}" -v u="${wall[none,$r]}" 'BEGIN { print t / u }'
-    done | stats)
-    read -r traced_med _ < <(for ((r = 0; r < repeats; r++)); do echo "${wall[$tool,$r]}"; done | stats)
-    read -r start_med _ < <(for ((r = 0; r < repeats; r++)); do echo "${startup[$tool,$r]}"; done | stats)
+    traced=() ratios=() starts=()
+    for ((r = 0; r < repeats; r++)); do
+      traced+=("${wall[$tool,$r]}")
+      # Each traced run is paired with the untraced run of the same repeat.
+      ratios+=("$(ratio "${wall[$tool,$r]}" "${wall[none,$r]}")")
+      starts+=("${startup[$tool,$r]}")
+    done
+    ratio_stats=$(stats "${ratios[@]}")
+    read -r ratio_med ratio_min ratio_max <<<"$ratio_stats"
+    traced_med=$(median "${traced[@]}")
+    start_med=$(median "${starts[@]}")
     rows+=("$(awk -v rt="$runtime" -v n="$n" -v tool="$tool" -v b="$base_med" -v t="$traced_med" \
       -v m="$ratio_med" -v lo="$ratio_min" -v hi="$ratio_max" -v s="$start_med" 'BEGIN {
         printf "| %s hold | %d | %s.bt | %.3f | %.3f | %.2f | %.2f – %.2f | %.1f |", rt, n, tool,

@@ -15,25 +15,14 @@
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
+# shellcheck source=scripts/lib/stats.sh
+. "$(dirname "$0")/lib/stats.sh"
 cd "$REPO_ROOT"
 
-usage="usage: bench-overhead.sh [THREADS_N [GOROUTINES_N [REPEATS]]] (defaults 100000 1000000 5)"
-[ $# -le 3 ] || { echo "bench-overhead.sh: at most 3 arguments; $usage" >&2; exit 2; }
-threads_n=${1:-100000}
-goroutines_n=${2:-1000000}
-repeats=${3:-5}
-for value in "$threads_n" "$goroutines_n" "$repeats"; do
-  [[ "$value" =~ ^[1-9][0-9]{0,8}$ ]] || {
-    echo "bench-overhead.sh: '$value' is not a positive whole number; $usage" >&2
-    exit 2
-  }
-done
+bench_args 100000 1000000 5 "$@"
 is_root || die "the collector needs root: sudo $0 $*"
-command -v jq >/dev/null 2>&1 || need_packages jq || die "jq is missing"
-need_toolchains
-say "building spawnscope and the workloads"
-cargo build --release --quiet -p spawnscope
-build_workloads
+need_command jq
+build_all
 spawnscope="$BIN_DIR/spawnscope"
 
 work=$(mktemp -d)
@@ -54,11 +43,17 @@ measure() {
   jq -r '"\(.wall_ns / 1e9) \((.rusage.user_us + .rusage.sys_us) / 1e6)"' "$out"/*/run.json
 }
 
-stats() { sort -g | awk '{v[NR]=$1} END {printf "%.3f %.3f %.3f\n", v[int((NR+1)/2)], v[1], v[NR]}'; }
-
-median() { printf '%s\n' "$@" | stats | cut -d' ' -f1; }
-spread() { printf '%s\n' "$@" | stats | awk '{print $1 " (" $2 " – " $3 ")"}'; }
-ratio() { awk -v t="$1" -v u="$2" 'BEGIN {printf "%.4f", t / u}'; }
+# median3 NUM...: the median to 3 decimals. spread3 NUM...: "median (min – max)" to 3 decimals.
+median3() {
+  local m
+  m=$(median "$@") || return 1
+  awk -v m="$m" 'BEGIN { printf "%.3f", m }'
+}
+spread3() {
+  local s
+  s=$(stats "$@") || return 1
+  awk -v s="$s" 'BEGIN { split(s, v, " "); printf "%.3f (%.3f – %.3f)", v[1], v[2], v[3] }'
+}
 
 rows=()
 for runtime in threads goroutines; do
@@ -81,7 +76,14 @@ for runtime in threads goroutines; do
     wall_ratios+=("$(ratio "$t_wall" "$u_wall")")
     cpu_ratios+=("$(ratio "$t_cpu" "$u_cpu")")
   done
-  rows+=("| $runtime hold | $n | $(median "${u_walls[@]}") | $(median "${t_walls[@]}") | $(spread "${wall_ratios[@]}") | $(median "${u_cpus[@]}") | $(median "${t_cpus[@]}") | $(spread "${cpu_ratios[@]}") |")
+  # One command substitution per assignment, so that set -e stops the script if one fails.
+  med_u_wall=$(median3 "${u_walls[@]}")
+  med_t_wall=$(median3 "${t_walls[@]}")
+  wall_spread=$(spread3 "${wall_ratios[@]}")
+  med_u_cpu=$(median3 "${u_cpus[@]}")
+  med_t_cpu=$(median3 "${t_cpus[@]}")
+  cpu_spread=$(spread3 "${cpu_ratios[@]}")
+  rows+=("| $runtime hold | $n | $med_u_wall | $med_t_wall | $wall_spread | $med_u_cpu | $med_t_cpu | $cpu_spread |")
 done
 
 echo

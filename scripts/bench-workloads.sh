@@ -11,17 +11,14 @@
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
+# shellcheck source=scripts/lib/stats.sh
+. "$(dirname "$0")/lib/stats.sh"
 cd "$REPO_ROOT"
 
-threads_n=${1:-100000}
-goroutines_n=${2:-1000000}
-repeats=${3:-5}
-for value in "$threads_n" "$goroutines_n" "$repeats"; do
-  [[ "$value" =~ ^[1-9][0-9]*$ ]] || { echo "bench-workloads.sh: '$value' is not a positive whole number" >&2; exit 2; }
-done
+bench_args 100000 1000000 5 "$@"
 
 need_toolchains
-need_packages jq || command -v jq >/dev/null || die "jq is needed"
+need_command jq
 build_workloads
 bench_dir="$REPO_ROOT/target/bench"
 mkdir -p "$bench_dir"
@@ -65,8 +62,6 @@ bare() {
   "$1" "$2" | sed -E 's/rss_kb=([0-9]+) spawn_ns=([0-9]+)/\1 \2/'
 }
 
-median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-
 results=()
 for runtime in threads goroutines; do
   n=$threads_n
@@ -92,13 +87,15 @@ for runtime in threads goroutines; do
     ours_ns+=("$spawn_ns")
     bare_ns+=("$bare_spawn_ns")
   done
-  m_ours_rss=$(printf '%s\n' "${ours_rss[@]}" | median)
-  m_bare_rss=$(printf '%s\n' "${bare_rss[@]}" | median)
-  m_ours_ns=$(printf '%s\n' "${ours_ns[@]}" | median)
-  m_bare_ns=$(printf '%s\n' "${bare_ns[@]}" | median)
-  results+=("$(awk -v rt="$runtime" -v n="$n" -v orss="$m_ours_rss" -v brss="$m_bare_rss" \
-    -v ons="$m_ours_ns" -v bns="$m_bare_ns" 'BEGIN {
-      printf "| %s | %d | %d | %d | %.3f | %d | %d | %.3f |", rt, n, orss, brss, orss / brss, ons, bns, ons / bns }')")
+  m_ours_rss=$(median "${ours_rss[@]}")
+  m_bare_rss=$(median "${bare_rss[@]}")
+  m_ours_ns=$(median "${ours_ns[@]}")
+  m_bare_ns=$(median "${bare_ns[@]}")
+  rss_ratio=$(ratio "$m_ours_rss" "$m_bare_rss")
+  ns_ratio=$(ratio "$m_ours_ns" "$m_bare_ns")
+  results+=("$(awk -v rt="$runtime" -v n="$n" -v orss="$m_ours_rss" -v brss="$m_bare_rss" -v rr="$rss_ratio" \
+    -v ons="$m_ours_ns" -v bns="$m_bare_ns" -v nr="$ns_ratio" 'BEGIN {
+      printf "| %s | %d | %d | %d | %.3f | %d | %d | %.3f |", rt, n, orss, brss, rr, ons, bns, nr }')")
 done
 
 echo

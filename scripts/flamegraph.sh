@@ -48,7 +48,7 @@ runtime=$1 workload=$2 n=$3
 shift 3
 case "$runtime" in threads | goroutines) ;; *) usage "runtime is threads or goroutines, not '$runtime'" ;; esac
 case "$workload" in sleep | hold | churn | pingpong | chain) ;; *) usage "unknown workload '$workload'" ;; esac
-[[ "$n" =~ ^[1-9][0-9]*$ ]] || usage "N is a whole number of at least 1, not '$n'"
+is_count "$n" || usage "N is a whole number from 1 to 999999999, not '$n'"
 is_root || usage "perf samples the kernel: run it with sudo"
 
 need_packages linux-perf || die "perf is needed: apt-get install linux-perf (Debian) or linux-tools-\$(uname -r) (Ubuntu)"

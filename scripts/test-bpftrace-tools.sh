@@ -38,11 +38,7 @@ work=$(mktemp -d)
 # On any exit, stop what this script started and is still running (its own background jobs,
 # never anything found by name), then remove its files.
 cleanup() {
-  local p
-  for p in $(jobs -p); do
-    kill "$p" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
+  stop_own_jobs
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -127,7 +123,7 @@ hist_total() {
 }
 # result NAME JQ: a field of the workload's result event.
 result() {
-  jq -r "select(.event == \"result\") | $2" "$work/$1.jsonl"
+  workload_result "$work/$1.jsonl" "$2"
 }
 # within A B PCT ABS: 1 when |A - B| <= PCT% of B + ABS.
 within() {

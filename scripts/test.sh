@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test of the project: lint (shellcheck, clippy, go vet, gofmt), the Rust and Go test
-# suites (workloads, contract, conductor) and the checks of the other parts. Installs the OS
+# Runs every test of the project: lint (shellcheck, clippy, go vet, gofmt), the scripts' shared
+# helpers, the Rust and Go test suites (workloads, contract, conductor) and the checks of the other
+# parts. Installs the OS
 # packages it needs on Debian/Ubuntu when run as root (CI is), and says so.
 # Usage: ./scripts/test.sh            Exit status: 0 when every step passed.
 set -euo pipefail
@@ -41,6 +42,7 @@ lint_gofmt() {
 in_go_module() { (cd goroutines-go && "$@"); }
 
 step "shellcheck" lint_shell
+step "script helpers (median, min, max, ratio, arguments)" ./scripts/test-lib.sh
 step "rustfmt" cargo fmt --all --check
 step "clippy" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 step "gofmt" lint_gofmt

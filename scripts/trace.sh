@@ -43,8 +43,6 @@ say "main job: goroutines hold 1,000,000 and threads hold 100,000 (results in ${
 mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d | sort)
 say "side by side"
 "$spawnscope" report "${runs[@]}" | sed -n '/^| per task/,$p' | tee "$out/side-by-side.md"
-if [ -n "${SUDO_UID:-}" ]; then
-  chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$REPO_ROOT/results"
-fi
+give_to_invoker "$REPO_ROOT/results"
 echo
 echo "results: ${out#"$REPO_ROOT"/}/ (summary.md in each run; side-by-side.md; re-render with: ./scripts/trace.sh report DIR…)"

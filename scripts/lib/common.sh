@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Shared by the scripts in scripts/: messages, OS packages, and building what is missing.
+# Shared by the scripts in scripts/: messages, arguments, OS packages, building what is missing,
+# and the jobs and files a script leaves. Statistics live in lib/stats.sh.
 # Sourced, never run; callers set -euo pipefail themselves.
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -11,6 +12,24 @@ warn() { printf 'warning: %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# is_count VALUE: VALUE is a whole number from 1 to 999999999 (no sign, no leading zero; the cap
+# keeps every product the scripts form from it within shell arithmetic).
+is_count() { [[ "$1" =~ ^[1-9][0-9]{0,8}$ ]]; }
+
+# bench_args T G R ARGS...: the bench scripts' arguments [THREADS_N [GOROUTINES_N [REPEATS]]],
+# defaults T G R, into threads_n, goroutines_n and repeats. Bad arguments: one line saying why
+# and how to call the script, exit 2.
+bench_args() {
+  local script=${0##*/} value
+  local usage="usage: $script [THREADS_N [GOROUTINES_N [REPEATS]]] (defaults $1 $2 $3)"
+  [ $# -le 6 ] || { echo "$script: at most 3 arguments; $usage" >&2; exit 2; }
+  # shellcheck disable=SC2034 # read by the bench scripts
+  threads_n=${4:-$1} goroutines_n=${5:-$2} repeats=${6:-$3}
+  for value in "${@:4}"; do
+    is_count "$value" || { echo "$script: '$value' is not a positive whole number; $usage" >&2; exit 2; }
+  done
+}
 
 # Where cargo and go live when the shell's PATH lacks them (rustup and the Go tarball install
 # there; sudo resets PATH).
@@ -45,6 +64,14 @@ need_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# need_command CMD [PACKAGE]: CMD on PATH, installing PACKAGE (default CMD) when it is not; dies
+# when it cannot be had.
+need_command() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  need_packages "${2:-$1}" || die "$1 is missing"
+  command -v "$1" >/dev/null 2>&1 || die "$1 is missing (package ${2:-$1} is installed, but not on PATH)"
+}
+
 # The OS packages every part of the project builds or runs with on Debian/Ubuntu (read by the
 # scripts that source this file). clang, libelf, zlib, pkg-config: the BPF collector;
 # linux-perf: perf; bpftrace: the .bt tools.
@@ -53,25 +80,10 @@ BUILD_PACKAGES=(build-essential pkg-config clang libelf-dev zlib1g-dev)
 # shellcheck disable=SC2034
 TRACE_PACKAGES=(bpftrace linux-perf)
 
+# need_toolchains: cargo and go on PATH. As root under sudo, cargo and rustup use the invoking
+# user's toolchain and cache (root usually has none of its own).
 need_toolchains() {
   add_toolchain_paths
-  command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust with rustup (https://rustup.rs)"
-  if ! command -v go >/dev/null 2>&1; then
-    need_packages golang-go || die "go not found: install Go 1.22 or newer"
-  fi
-}
-
-# build_workloads: the two workload binaries, into target/release/.
-build_workloads() {
-  say "building the workloads (cargo build --release -p threads; go build goroutines)"
-  (cd "$REPO_ROOT" && cargo build --release --quiet -p threads)
-  (cd "$REPO_ROOT/goroutines-go" && go build -trimpath -o "$BIN_DIR/goroutines" .)
-}
-
-# build_all: spawnscope and the workloads. As root under sudo, cargo and rustup use the invoking
-# user's toolchain and cache, and the build products are given back to that user.
-build_all() {
-  need_toolchains
   if is_root && [ -n "${SUDO_USER:-}" ]; then
     local user_home
     user_home=$(getent passwd "$SUDO_USER" | cut -d: -f6)
@@ -82,10 +94,47 @@ build_all() {
       export CARGO_HOME="$user_home/.cargo"
     fi
   fi
+  command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust with rustup (https://rustup.rs)"
+  if ! command -v go >/dev/null 2>&1; then
+    need_packages golang-go || die "go not found: install Go 1.22 or newer"
+  fi
+}
+
+# give_to_invoker PATH...: as root under sudo, PATH (recursively) back to the user who ran sudo.
+give_to_invoker() {
+  if is_root && [ -n "${SUDO_UID:-}" ]; then
+    chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$@"
+  fi
+}
+
+# build_workloads: the two workload binaries, into target/release/.
+build_workloads() {
+  say "building the workloads (cargo build --release -p threads; go build goroutines)"
+  (cd "$REPO_ROOT" && cargo build --release --quiet -p threads)
+  (cd "$REPO_ROOT/goroutines-go" && go build -trimpath -o "$BIN_DIR/goroutines" .)
+}
+
+# build_all: spawnscope and the workloads; as root under sudo, the build products are given back
+# to the invoking user.
+build_all() {
+  need_toolchains
   say "building spawnscope (cargo build --release -p spawnscope)"
   (cd "$REPO_ROOT" && cargo build --release --quiet -p spawnscope)
   build_workloads
-  if is_root && [ -n "${SUDO_UID:-}" ]; then
-    chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$REPO_ROOT/target"
-  fi
+  give_to_invoker "$REPO_ROOT/target"
+}
+
+# stop_own_jobs: stops the background jobs this shell started and are still running (never
+# anything found by name) and waits for them; for a script's EXIT trap.
+stop_own_jobs() {
+  local p
+  for p in $(jobs -p); do
+    kill "$p" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+}
+
+# workload_result FILE JQ: JQ applied to the result event in FILE, a workload's JSON lines.
+workload_result() {
+  jq -r "select(.event == \"result\") | $2" "$1"
 }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Tests the shell helpers the scripts share: the statistics in scripts/lib/stats.sh (median, min,
+# max, ratio) and the argument rules in scripts/lib/common.sh (is_count, bench_args). Needs bash
+# and awk only; no root, nothing built.
+# Usage: ./scripts/test-lib.sh
+# Last line: `test-lib: N passed, M failed`; exit status 1 when any case failed.
+set -euo pipefail
+# shellcheck source=scripts/lib/common.sh
+. "$(dirname "$0")/lib/common.sh"
+# shellcheck source=scripts/lib/stats.sh
+. "$(dirname "$0")/lib/stats.sh"
+
+stderr_file=$(mktemp)
+trap 'rm -f "$stderr_file"' EXIT
+
+passed=0
+failed=0
+pass() {
+  passed=$((passed + 1))
+  echo "ok:   $1"
+}
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL: $1"
+}
+
+# expect EXPECTED CMD...: CMD succeeds and prints exactly EXPECTED.
+expect() {
+  local expected=$1 out status=0
+  shift
+  out=$("$@" 2>&1) || status=$?
+  if [ "$status" -eq 0 ] && [ "$out" = "$expected" ]; then
+    pass "$* = $expected"
+  else
+    fail "$*: expected '$expected', got '$out' (exit $status)"
+  fi
+}
+
+# refuses STATUS PATTERN CMD...: CMD exits STATUS, prints nothing on stdout and a line matching
+# PATTERN (grep -E) on stderr.
+refuses() {
+  local want=$1 pattern=$2 out err status=0
+  shift 2
+  out=$("$@" 2>"$stderr_file") || status=$?
+  err=$(cat "$stderr_file")
+  if [ "$status" -eq "$want" ] && [ -z "$out" ] && grep -Eq -- "$pattern" <<<"$err"; then
+    pass "$* refused: $err"
+  else
+    fail "$*: expected exit $want, nothing on stdout and /$pattern/ on stderr; got exit $status, stdout '$out', stderr '$err'"
+  fi
+}
+
+# The median: the middle value in ascending order; for an even count the mean of the two middle.
+expect 2 median 1 2 3
+expect 2 median 3 1 2
+expect 2.5 median 1 2 3 4
+expect 2.5 median 4 1 3 2
+expect 25 median 100 20 30 10
+expect 7 median 7
+expect 0.375 median 0.5 .25
+expect 1.0235 median 1.0234 1.0236 1.0301 0.9987
+expect -1.75 median -1.5 -2
+expect 12.5 median 1e3 5 20 -4
+expect 2345678.5 median 2345679 2345678
+# Numeric, not textual, order: 10 sorts after 9.
+expect 9 median 10 9 8
+expect 9.5 median 9 10
+# A given number comes back as it was given.
+expect 1.500 median 2.000 1.500 1.000
+
+# stats: "median min max".
+expect '2 1 3' stats 3 1 2
+expect '2.5 1 4' stats 4 2 1 3
+expect '0.2 0.1 0.3' stats 0.3 0.1 0.2
+expect '5 5 5' stats 5
+expect '-1 -3 4' stats 4 -3 -1
+expect '1.05 0.98 1.31' stats 1.31 0.98 1.02 1.08
+expect '3 1 5' stats 5 3 1 3 2 4 3
+
+# ratio T U.
+expect 1.5 ratio 3 2
+expect 1.0235 ratio 10235 10000
+expect 0.333333333333333 ratio 1 3
+
+# What is not a number, or no number, is an error and never a figure.
+refuses 1 'no numbers' median
+refuses 1 'no numbers' stats
+refuses 1 "not a number: 'x'" median 1 x 3
+refuses 1 "not a number: ''" stats 1 '' 3
+refuses 1 "not a number: '1,5'" median 1,5
+refuses 1 "not a number: 'nan'" stats nan
+refuses 1 'division by zero' ratio 1 0
+refuses 1 'division by zero' ratio 1 0.0
+refuses 1 'give T and U' ratio 1
+
+# is_count: a whole number from 1 to 999999999.
+for value in 1 9 100000 999999999; do
+  if is_count "$value"; then pass "is_count $value"; else fail "is_count $value: refused"; fi
+done
+for value in 0 01 -1 +1 1.0 1e3 1000000000 '' ' 1' x; do
+  if is_count "$value"; then fail "is_count '$value': accepted"; else pass "is_count '$value' refused"; fi
+done
+
+# bench_args: the bench scripts' [THREADS_N [GOROUTINES_N [REPEATS]]].
+args() { (bench_args "$@" && echo "$threads_n $goroutines_n $repeats"); }
+expect '100 2000 5' args 100 2000 5
+expect '7 2000 5' args 100 2000 5 7
+expect '7 8 9' args 100 2000 5 7 8 9
+refuses 2 "test-lib.sh: '0' is not a positive whole number; usage: test-lib.sh \[THREADS_N" args 100 2000 5 0
+refuses 2 "'x' is not a positive whole number" args 100 2000 5 7 x
+refuses 2 "'-3' is not a positive whole number" args 100 2000 5 7 8 -3
+refuses 2 'at most 3 arguments; usage: .*\(defaults 100 2000 5\)' args 100 2000 5 1 2 3 4
+
+echo "test-lib: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
