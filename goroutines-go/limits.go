@@ -54,7 +54,7 @@ func (r readings) object() object {
 }
 
 // headroom is the bytes that can still be allocated: MemAvailable, or less when the cgroup limit
-// is nearer.
+// is nearer. The cases are schema/limit-diagnosis.tsv (headroom column).
 func headroom(memAvailable, cgroupLimit, cgroupUsage *uint64) *uint64 {
 	var cgroup *uint64
 	if cgroupLimit != nil && cgroupUsage != nil {
@@ -74,7 +74,8 @@ func headroom(memAvailable, cgroupLimit, cgroupUsage *uint64) *uint64 {
 	}
 }
 
-// detail puts the numbers that bear on limit in a sentence.
+// detail puts the numbers that bear on limit in a sentence; the cases are
+// schema/limit-diagnosis.tsv.
 func (r readings) detail(limit string) string {
 	n := func(v *uint64) string {
 		if v == nil {
@@ -152,14 +153,23 @@ func (l *limits) read() readings {
 
 // autoReserve is the default --reserve: 2 % of the memory this process may use, 32..512 MiB.
 func (l *limits) autoReserve() uint64 {
-	usable, ok := meminfo("MemTotal")
-	if !ok {
-		usable = ^uint64(0)
-	}
+	var cgroupLimit *uint64
 	if l.hasMemoryCgroup {
-		if limit, limited, _, _ := cgroupMemory(l.memoryCgroup); limited {
-			usable = minU64(usable, limit)
-		}
+		limit, limited, _, _ := cgroupMemory(l.memoryCgroup)
+		cgroupLimit = opt(limit, limited)
+	}
+	return autoReserveFor(opt(meminfo("MemTotal")), cgroupLimit)
+}
+
+// autoReserveFor is the default --reserve from MemTotal and the cgroup's memory limit (nil:
+// unreadable or unlimited); the cases are schema/auto-reserve.tsv.
+func autoReserveFor(memTotal, cgroupLimit *uint64) uint64 {
+	usable := ^uint64(0)
+	if memTotal != nil {
+		usable = *memTotal
+	}
+	if cgroupLimit != nil {
+		usable = minU64(usable, *cgroupLimit)
 	}
 	return minU64(maxU64(usable/50, 32*mib), 512*mib)
 }
@@ -196,6 +206,7 @@ const mapsReserve = 1024
 // budget is one resource that spawning uses up, read again only when the tasks spawned since the
 // last read could have used half of what was left, at the cost per task seen so far. A run far
 // from a limit reads /proc a handful of times; one near it reads more often the nearer it gets.
+// The cases are schema/spawn-budget.tsv.
 type budget struct {
 	reserve, minPerTask, nextCheck uint64
 	atStart                        *uint64

@@ -4,7 +4,6 @@ package main
 // /proc, /sys. threads-rs/src/sys.rs reads the same things.
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"os"
@@ -57,14 +56,7 @@ func errnoName(errno int) string {
 	return "E?"
 }
 
-func readUint(path string) (uint64, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-	return v, err == nil
-}
+func readUint(path string) (uint64, bool) { return readUintWith(readFile, path) }
 
 // sysctl reads a sysctl by its /proc/sys path, e.g. kernel/threads-max.
 func sysctl(key string) (uint64, bool) { return readUint(filepath.Join("/proc/sys", key)) }
@@ -154,16 +146,25 @@ type cgroupDir struct {
 // hierarchy that has it, else the v2 (unified) one. Handles pure v1, hybrid and pure v2 hosts.
 func findCgroupDir(controller string) (cgroupDir, bool) {
 	membership, err1 := os.ReadFile("/proc/self/cgroup")
-	mountinfo, err2 := os.Open("/proc/self/mountinfo")
+	mountinfo, err2 := os.ReadFile("/proc/self/mountinfo")
 	if err1 != nil || err2 != nil {
 		return cgroupDir{}, false
 	}
-	defer mountinfo.Close()
+	return locateCgroupDir(controller, string(membership), string(mountinfo), func(point string) string {
+		available, _ := os.ReadFile(filepath.Join(point, "cgroup.controllers"))
+		return string(available)
+	})
+}
+
+// locateCgroupDir is findCgroupDir from the texts it reads: /proc/self/cgroup (membership),
+// /proc/self/mountinfo, and controllersAt(mount point), the v2 mount's cgroup.controllers (empty
+// when unreadable). The cases are schema/cgroup-paths.tsv, shared with threads-rs's
+// locate_cgroup_dir.
+func locateCgroupDir(controller, membership, mountinfo string, controllersAt func(point string) string) (cgroupDir, bool) {
 	type mount struct{ root, point, fstype, options string }
 	var mounts []mount
-	scanner := bufio.NewScanner(mountinfo)
-	for scanner.Scan() {
-		pre, post, ok := strings.Cut(scanner.Text(), " - ")
+	for _, line := range strings.Split(mountinfo, "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
 		preFields, postFields := strings.Fields(pre), strings.Fields(post)
 		if ok && len(preFields) >= 5 && len(postFields) >= 3 {
 			mounts = append(mounts, mount{preFields[3], preFields[4], postFields[0], postFields[2]})
@@ -181,7 +182,7 @@ func findCgroupDir(controller string) (cgroupDir, bool) {
 		}
 		return false
 	}
-	lines := strings.Split(strings.TrimSpace(string(membership)), "\n")
+	lines := strings.Split(strings.TrimSpace(membership), "\n")
 	for _, line := range lines {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) == 3 && has(parts[1], controller) {
@@ -202,8 +203,8 @@ func findCgroupDir(controller string) (cgroupDir, bool) {
 			if m.fstype != "cgroup2" {
 				continue
 			}
-			available, _ := os.ReadFile(filepath.Join(m.point, "cgroup.controllers"))
-			if !has(strings.Join(strings.Fields(string(available)), ","), controller) {
+			available := controllersAt(m.point)
+			if !has(strings.Join(strings.Fields(available), ","), controller) {
 				return cgroupDir{}, false
 			}
 			found := join(m, path)
@@ -214,12 +215,29 @@ func findCgroupDir(controller string) (cgroupDir, bool) {
 	return cgroupDir{}, false
 }
 
+// readText reads a whole file: the file system, or a table's files in the tests.
+type readText func(path string) (string, bool)
+
+func readFile(path string) (string, bool) {
+	data, err := os.ReadFile(path)
+	return string(data), err == nil
+}
+
+func readUintWith(read readText, path string) (uint64, bool) {
+	text, ok := read(path)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(text), 10, 64)
+	return v, err == nil
+}
+
 // tightestLimit is the smallest numeric value of file from cg.dir up to the mount (`max` = none).
-func tightestLimit(cg cgroupDir, file string) (uint64, bool) {
+func tightestLimit(cg cgroupDir, file string, read readText) (uint64, bool) {
 	var best uint64
 	found := false
 	for dir := cg.dir; ; dir = filepath.Dir(dir) {
-		if v, ok := readUint(filepath.Join(dir, file)); ok && (!found || v < best) {
+		if v, ok := readUintWith(read, filepath.Join(dir, file)); ok && (!found || v < best) {
 			best, found = v, true
 		}
 		if dir == cg.mount || dir == "/" || dir == "." {
@@ -233,24 +251,30 @@ const v1Unlimited = 1 << 62
 
 // cgroupMemory returns the memory limit (ok false: unlimited) and usage of the cgroup, in bytes.
 func cgroupMemory(cg cgroupDir) (limit uint64, limited bool, usage uint64, usageOk bool) {
+	return cgroupMemoryWith(cg, readFile)
+}
+
+// cgroupMemoryWith is cgroupMemory with the files read by read; the cases are
+// schema/cgroup-limits.tsv.
+func cgroupMemoryWith(cg cgroupDir, read readText) (limit uint64, limited bool, usage uint64, usageOk bool) {
 	if cg.v2 {
-		limit, limited = tightestLimit(cg, "memory.max")
-		usage, usageOk = readUint(filepath.Join(cg.dir, "memory.current"))
+		limit, limited = tightestLimit(cg, "memory.max", read)
+		usage, usageOk = readUintWith(read, filepath.Join(cg.dir, "memory.current"))
 		return
 	}
-	limit, limited = statusLikeField(filepath.Join(cg.dir, "memory.stat"), "hierarchical_memory_limit")
+	limit, limited = statusLikeField(read, filepath.Join(cg.dir, "memory.stat"), "hierarchical_memory_limit")
 	limited = limited && limit < v1Unlimited
-	usage, usageOk = readUint(filepath.Join(cg.dir, "memory.usage_in_bytes"))
+	usage, usageOk = readUintWith(read, filepath.Join(cg.dir, "memory.usage_in_bytes"))
 	return
 }
 
 // statusLikeField reads `name value` lines (memory.stat) for one name.
-func statusLikeField(path, name string) (uint64, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
+func statusLikeField(read readText, path, name string) (uint64, bool) {
+	data, ok := read(path)
+	if !ok {
 		return 0, false
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(data, "\n") {
 		if strings.HasPrefix(line, name+" ") {
 			v, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, name+" ")), 10, 64)
 			return v, err == nil
@@ -261,8 +285,13 @@ func statusLikeField(path, name string) (uint64, bool) {
 
 // cgroupPids returns pids.max (ok false: unlimited) and pids.current of the cgroup.
 func cgroupPids(cg cgroupDir) (max uint64, limited bool, current uint64, currentOk bool) {
-	max, limited = tightestLimit(cg, "pids.max")
-	current, currentOk = readUint(filepath.Join(cg.dir, "pids.current"))
+	return cgroupPidsWith(cg, readFile)
+}
+
+// cgroupPidsWith is cgroupPids with the files read by read; the cases are schema/cgroup-limits.tsv.
+func cgroupPidsWith(cg cgroupDir, read readText) (max uint64, limited bool, current uint64, currentOk bool) {
+	max, limited = tightestLimit(cg, "pids.max", read)
+	current, currentOk = readUintWith(read, filepath.Join(cg.dir, "pids.current"))
 	return
 }
 

@@ -1,7 +1,8 @@
 package main
 
 // Parsing of the flag values both workloads share, with the same grammar as threads-rs/src/units.rs:
-// whole numbers, durations with a unit, and byte sizes with an optional binary suffix.
+// whole numbers, durations with a unit, and byte sizes with an optional binary suffix. The cases
+// both must pass are schema/units.tsv.
 
 import (
 	"fmt"

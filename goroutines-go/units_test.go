@@ -1,48 +1,41 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
-func TestParseCount(t *testing.T) {
-	if v, err := parseCount("42", 1, 100); err != nil || v != 42 {
-		t.Fatalf("42 -> %d, %v", v, err)
-	}
-	for _, bad := range []string{"", "0", "101", "-5", "+5", "1.5", "1e3", "4 2", "99999999999999999999999"} {
-		if _, err := parseCount(bad, 1, 100); err == nil {
-			t.Errorf("%q should be refused", bad)
+// TestUnitsTable checks every row of schema/units.tsv, which threads-rs/src/units.rs checks too.
+func TestUnitsTable(t *testing.T) {
+	for _, row := range tableRows(t, "units.tsv", 5, 60) {
+		parser, input, bound, outcome, value := row[0], row[1], row[2], row[3], row[4]
+		var got uint64
+		var err error
+		switch parser {
+		case "count":
+			min, max, ok := strings.Cut(bound, "..")
+			if !ok {
+				t.Fatalf("count bound %q is not MIN..MAX", bound)
+			}
+			got, err = parseCount(input, tableUint(t, min), tableUint(t, max))
+		case "duration":
+			got, err = parseDurationNs(input)
+		case "bytes":
+			got, err = parseBytes(input, tableUint(t, bound))
+		default:
+			t.Fatalf("units.tsv: unknown parser %q", parser)
 		}
-	}
-}
-
-func TestParseDuration(t *testing.T) {
-	good := map[string]uint64{
-		"1s": 1_000_000_000, "1.5s": 1_500_000_000, "1m30s": 90_000_000_000, "250us": 250_000,
-		"0s": 0, "0.000000001s": 1,
-	}
-	for text, want := range good {
-		if got, err := parseDurationNs(text); err != nil || got != want {
-			t.Errorf("%q -> %d, %v; want %d", text, got, err, want)
+		switch outcome {
+		case "ok":
+			if err != nil || got != tableUint(t, value) {
+				t.Errorf("%s %q (%s): %d, %v; want %s", parser, input, bound, got, err, value)
+			}
+		case "err":
+			if err == nil || err.Error() != value {
+				t.Errorf("%s %q (%s): %d, %v; want the error %q", parser, input, bound, got, err, value)
+			}
+		default:
+			t.Fatalf("units.tsv: unknown outcome %q", outcome)
 		}
-	}
-	for _, bad := range []string{"", "5", "5x", "-1s", "s", "1.s", ".5s", "1s2", "1 s", "99999999999999999999h"} {
-		if _, err := parseDurationNs(bad); err == nil {
-			t.Errorf("%q should be refused", bad)
-		}
-	}
-}
-
-func TestParseBytes(t *testing.T) {
-	good := map[string]uint64{"65536": 65536, "64K": 65536, "2MiB": 2 << 20, "1g": 1 << 30}
-	for text, want := range good {
-		if got, err := parseBytes(text, ^uint64(0)); err != nil || got != want {
-			t.Errorf("%q -> %d, %v; want %d", text, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "K", "2q", "-1", "1.5M", "1 M"} {
-		if _, err := parseBytes(bad, ^uint64(0)); err == nil {
-			t.Errorf("%q should be refused", bad)
-		}
-	}
-	if _, err := parseBytes("2G", 1<<30); err == nil {
-		t.Error("2G above a 1 GiB maximum should be refused")
 	}
 }

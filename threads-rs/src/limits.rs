@@ -9,6 +9,7 @@ const ENOMEM: i32 = 12;
 const EAGAIN: i32 = 11;
 
 /// Bytes that can still be allocated: MemAvailable, or less when the cgroup limit is nearer.
+/// The cases are schema/limit-diagnosis.tsv (headroom column).
 fn headroom(
     mem_available: Option<u64>,
     cgroup_limit: Option<u64>,
@@ -66,7 +67,7 @@ impl Readings {
         )
     }
 
-    /// The first limit the readings show as reached.
+    /// The first limit the readings show as reached; the cases are schema/limit-diagnosis.tsv.
     fn diagnose(&self, errno: i32, reserve: u64) -> &'static str {
         let at_least = |value: Option<u64>, limit: Option<u64>, slack: u64| match (value, limit) {
             (Some(v), Some(l)) => v + slack >= l,
@@ -94,7 +95,7 @@ impl Readings {
         }
     }
 
-    /// The numbers that bear on `limit`, in a sentence.
+    /// The numbers that bear on `limit`, in a sentence; the cases are schema/limit-diagnosis.tsv.
     fn detail(&self, limit: &str) -> String {
         let n = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
         match limit {
@@ -196,10 +197,16 @@ impl Limits {
 
     /// The default --reserve: 2 % of the memory this process may use, between 32 and 512 MiB.
     pub fn auto_reserve(&self) -> u64 {
-        let total = sys::mem_total().unwrap_or(u64::MAX);
-        let usable = self.memory().0.map_or(total, |l| l.min(total));
-        (usable / 50).clamp(32 * MIB, 512 * MIB)
+        auto_reserve(sys::mem_total(), self.memory().0)
     }
+}
+
+/// The default --reserve from MemTotal and the cgroup's memory limit (None: unreadable or
+/// unlimited); the cases are schema/auto-reserve.tsv.
+fn auto_reserve(mem_total: Option<u64>, cgroup_limit: Option<u64>) -> u64 {
+    let total = mem_total.unwrap_or(u64::MAX);
+    let usable = cgroup_limit.map_or(total, |l| l.min(total));
+    (usable / 50).clamp(32 * MIB, 512 * MIB)
 }
 
 /// Why spawning stopped: the `failure` object of the schema.
@@ -255,7 +262,8 @@ const MAPS_RESERVE: u64 = 1024;
 
 /// One resource that spawning uses up, read again only when the tasks spawned since the last read
 /// could have used half of what was left, at the cost per task seen so far. A run far from a limit
-/// reads /proc a handful of times; one near it reads more often the nearer it gets.
+/// reads /proc a handful of times; one near it reads more often the nearer it gets. The cases are
+/// schema/spawn-budget.tsv.
 struct Budget {
     reserve: u64,
     min_per_task: u64,
@@ -343,5 +351,144 @@ impl SpawnGuard {
             return Ok(());
         };
         Err(Box::new(Failure::guarded(limit, message, limits)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables;
+
+    /// Readings from a table's `key=value` list (keys as in the schema's `readings` object).
+    fn readings(text: &str) -> Readings {
+        let mut r = Readings {
+            threads_max: None,
+            tasks_on_host: None,
+            pid_max: None,
+            max_map_count: None,
+            maps: None,
+            rlimit_nproc: None,
+            euid: 0,
+            threads: None,
+            cgroup_pids_max: None,
+            cgroup_pids_current: None,
+            mem_available: None,
+            cgroup_mem_limit: None,
+            cgroup_mem_usage: None,
+        };
+        for pair in text.split_whitespace() {
+            let (key, value) = pair.split_once('=').expect("readings are key=value");
+            let value: u64 = value.parse().unwrap();
+            let slot = match key {
+                "euid" => {
+                    r.euid = value as u32;
+                    continue;
+                }
+                "threads_max" => &mut r.threads_max,
+                "tasks_on_host" => &mut r.tasks_on_host,
+                "pid_max" => &mut r.pid_max,
+                "max_map_count" => &mut r.max_map_count,
+                "maps" => &mut r.maps,
+                "rlimit_nproc" => &mut r.rlimit_nproc,
+                "threads" => &mut r.threads,
+                "cgroup_pids_max" => &mut r.cgroup_pids_max,
+                "cgroup_pids_current" => &mut r.cgroup_pids_current,
+                "mem_available_bytes" => &mut r.mem_available,
+                "cgroup_mem_limit_bytes" => &mut r.cgroup_mem_limit,
+                "cgroup_mem_usage_bytes" => &mut r.cgroup_mem_usage,
+                other => panic!("limit-diagnosis.tsv: unknown reading {other:?}"),
+            };
+            *slot = Some(value);
+        }
+        r
+    }
+
+    /// Every row of schema/limit-diagnosis.tsv, which goroutines-go/limits_test.go checks too.
+    #[test]
+    fn diagnosis_table() {
+        let mut failures = Vec::new();
+        for row in tables::rows("limit-diagnosis.tsv", 6, 30) {
+            let [errno, reserve, text, limit, headroom, detail] = &row[..] else {
+                unreachable!()
+            };
+            let r = readings(text);
+            let got = r.diagnose(errno.parse().unwrap(), reserve.parse().unwrap());
+            if got != limit {
+                failures.push(format!(
+                    "errno {errno}, {text}: diagnosed {got:?}, want {limit:?}"
+                ));
+            }
+            if r.headroom() != tables::optional(headroom) {
+                failures.push(format!(
+                    "{text}: headroom {:?}, want {headroom}",
+                    r.headroom()
+                ));
+            }
+            if r.detail(limit) != *detail {
+                failures.push(format!(
+                    "{text}: detail {:?}, want {detail:?}",
+                    r.detail(limit)
+                ));
+            }
+        }
+        tables::assert_all("limit-diagnosis.tsv", &failures);
+    }
+
+    /// Every row of schema/auto-reserve.tsv, which goroutines-go/limits_test.go checks too.
+    #[test]
+    fn auto_reserve_table() {
+        let mut failures = Vec::new();
+        for row in tables::rows("auto-reserve.tsv", 3, 8) {
+            let [total, limit, want] = &row[..] else {
+                unreachable!()
+            };
+            let got = auto_reserve(tables::optional(total), tables::optional(limit));
+            if got.to_string() != *want {
+                failures.push(format!("{total} {limit}: {got}, want {want}"));
+            }
+        }
+        tables::assert_all("auto-reserve.tsv", &failures);
+    }
+
+    /// Every row of schema/spawn-budget.tsv, which goroutines-go/limits_test.go checks too.
+    #[test]
+    fn spawn_budget_table() {
+        let mut failures = Vec::new();
+        for row in tables::rows("spawn-budget.tsv", 4, 8) {
+            let [reserve, min_per_task, at_start, checks] = &row[..] else {
+                unreachable!()
+            };
+            let mut budget = Budget::new(
+                reserve.parse().unwrap(),
+                min_per_task.parse().unwrap(),
+                tables::optional(at_start),
+            );
+            for check in checks.split_whitespace() {
+                let mut parts = check.split('/');
+                let (spawned, reading, want) = (
+                    parts.next().unwrap().parse::<u64>().unwrap(),
+                    parts.next().expect("SPAWNED/READING/OUTCOME"),
+                    parts.next().expect("SPAWNED/READING/OUTCOME"),
+                );
+                let mut read = false;
+                let result = budget.check(spawned, || {
+                    read = true;
+                    assert_ne!(reading, ".", "{check}: read when it must not be");
+                    tables::optional(reading)
+                });
+                let got = match result {
+                    _ if !read => "skip".to_string(),
+                    Err(left) => format!("stop={left}"),
+                    Ok(()) if budget.reserve == 0 => "off".to_string(),
+                    Ok(()) => format!("next={}", budget.next_check),
+                };
+                if got != want {
+                    failures.push(format!(
+                        "{reserve} {min_per_task} {at_start}: {check} gave {got}"
+                    ));
+                }
+            }
+        }
+        tables::assert_all("spawn-budget.tsv", &failures);
     }
 }

@@ -6,6 +6,8 @@ mod harness;
 mod json;
 mod limits;
 mod sys;
+#[cfg(test)]
+mod tables;
 mod units;
 mod workloads;
 

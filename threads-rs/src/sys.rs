@@ -131,7 +131,7 @@ pub fn errno_name(errno: i32) -> &'static str {
 }
 
 fn read_u64(path: impl AsRef<Path>) -> Option<u64> {
-    fs::read_to_string(path).ok()?.trim().parse().ok()
+    read_u64_with(&read_text, path.as_ref())
 }
 
 /// A sysctl by its /proc/sys path, e.g. `kernel/threads-max`.
@@ -231,6 +231,20 @@ pub struct CgroupDir {
 pub fn cgroup_dir(controller: &str) -> Option<CgroupDir> {
     let membership = fs::read_to_string("/proc/self/cgroup").ok()?;
     let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    locate_cgroup_dir(controller, &membership, &mountinfo, |point| {
+        fs::read_to_string(point.join("cgroup.controllers")).unwrap_or_default()
+    })
+}
+
+/// `cgroup_dir` from the texts it reads: /proc/self/cgroup (`membership`), /proc/self/mountinfo,
+/// and `controllers_at(mount point)`, the v2 mount's cgroup.controllers (empty when unreadable).
+/// The cases are schema/cgroup-paths.tsv, shared with goroutines-go's locateCgroupDir.
+pub fn locate_cgroup_dir(
+    controller: &str,
+    membership: &str,
+    mountinfo: &str,
+    controllers_at: impl FnOnce(&Path) -> String,
+) -> Option<CgroupDir> {
     let mounts: Vec<(&str, &str, &str, &str)> = mountinfo
         .lines()
         .filter_map(|line| {
@@ -266,8 +280,7 @@ pub fn cgroup_dir(controller: &str) -> Option<CgroupDir> {
         .lines()
         .find_map(|line| line.strip_prefix("0::"))?;
     let (root, point, _, _) = mounts.iter().find(|(_, _, fs, _)| *fs == "cgroup2")?;
-    let available =
-        fs::read_to_string(Path::new(point).join("cgroup.controllers")).unwrap_or_default();
+    let available = controllers_at(Path::new(point));
     if !available.split_whitespace().any(|c| c == controller) {
         return None;
     }
@@ -276,12 +289,23 @@ pub fn cgroup_dir(controller: &str) -> Option<CgroupDir> {
     Some(found)
 }
 
+/// Reads a whole file: the file system, or a table's files in the tests.
+pub type ReadText<'a> = &'a dyn Fn(&Path) -> Option<String>;
+
+fn read_text(path: &Path) -> Option<String> {
+    fs::read_to_string(path).ok()
+}
+
+fn read_u64_with(read: ReadText, path: &Path) -> Option<u64> {
+    read(path)?.trim().parse().ok()
+}
+
 /// The smallest numeric value of `file` from `dir` up to the mount point (`max` = no limit).
-fn tightest_limit(cg: &CgroupDir, file: &str) -> Option<u64> {
+fn tightest_limit(cg: &CgroupDir, file: &str, read: ReadText) -> Option<u64> {
     let mut best: Option<u64> = None;
     let mut dir = Some(cg.dir.as_path());
     while let Some(d) = dir {
-        if let Some(v) = read_u64(d.join(file)) {
+        if let Some(v) = read_u64_with(read, &d.join(file)) {
             best = Some(best.map_or(v, |b| b.min(v)));
         }
         if d == cg.mount {
@@ -297,33 +321,47 @@ const V1_UNLIMITED: u64 = 1 << 62;
 
 /// (limit, usage) of this cgroup's memory in bytes; limit None when unlimited.
 pub fn cgroup_memory(cg: &CgroupDir) -> (Option<u64>, Option<u64>) {
+    cgroup_memory_with(cg, &read_text)
+}
+
+/// `cgroup_memory` with the files read by `read`; the cases are schema/cgroup-limits.tsv.
+pub fn cgroup_memory_with(cg: &CgroupDir, read: ReadText) -> (Option<u64>, Option<u64>) {
     if cg.v2 {
         (
-            tightest_limit(cg, "memory.max"),
-            read_u64(cg.dir.join("memory.current")),
+            tightest_limit(cg, "memory.max", read),
+            read_u64_with(read, &cg.dir.join("memory.current")),
         )
     } else {
-        let stat = fs::read_to_string(cg.dir.join("memory.stat")).unwrap_or_default();
+        let stat = read(&cg.dir.join("memory.stat")).unwrap_or_default();
         let limit = stat
             .lines()
             .find_map(|l| l.strip_prefix("hierarchical_memory_limit "))
             .and_then(|v| v.trim().parse::<u64>().ok())
             .filter(|&v| v < V1_UNLIMITED);
-        (limit, read_u64(cg.dir.join("memory.usage_in_bytes")))
+        (
+            limit,
+            read_u64_with(read, &cg.dir.join("memory.usage_in_bytes")),
+        )
     }
 }
 
 /// (pids.max, pids.current) of this cgroup; max None when unlimited.
 pub fn cgroup_pids(cg: &CgroupDir) -> (Option<u64>, Option<u64>) {
+    cgroup_pids_with(cg, &read_text)
+}
+
+/// `cgroup_pids` with the files read by `read`; the cases are schema/cgroup-limits.tsv.
+pub fn cgroup_pids_with(cg: &CgroupDir, read: ReadText) -> (Option<u64>, Option<u64>) {
     (
-        tightest_limit(cg, "pids.max"),
-        read_u64(cg.dir.join("pids.current")),
+        tightest_limit(cg, "pids.max", read),
+        read_u64_with(read, &cg.dir.join("pids.current")),
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tables;
 
     #[test]
     fn clock_moves_forward() {
@@ -350,6 +388,98 @@ mod tests {
             );
             drop(closed);
         });
+    }
+
+    /// A CgroupDir's directory, `-` for none (and the mount, version the same way).
+    fn describe(found: &Option<CgroupDir>) -> [String; 3] {
+        match found {
+            None => ["-".into(), "-".into(), "-".into()],
+            Some(cg) => [
+                cg.dir.display().to_string(),
+                cg.mount.display().to_string(),
+                if cg.v2 { "v2" } else { "v1" }.into(),
+            ],
+        }
+    }
+
+    /// Every row of schema/cgroup-paths.tsv, which goroutines-go/sys_test.go checks too.
+    #[test]
+    fn cgroup_paths_table() {
+        let mut failures = Vec::new();
+        for row in tables::rows("cgroup-paths.tsv", 7, 20) {
+            let [controller, membership, mountinfo, controllers, dir, mount, version] = &row[..]
+            else {
+                unreachable!()
+            };
+            let found = locate_cgroup_dir(
+                controller,
+                &tables::unescape(membership),
+                &tables::unescape(mountinfo),
+                |_| tables::unescape(controllers),
+            );
+            // Compared as paths: Rust's join keeps a trailing `/` that Go's Join cleans away.
+            let same = match &found {
+                None => [dir, mount, version].iter().all(|c| *c == "-"),
+                Some(cg) => {
+                    cg.dir == Path::new(dir)
+                        && cg.mount == Path::new(mount)
+                        && *version == if cg.v2 { "v2" } else { "v1" }
+                }
+            };
+            if !same {
+                failures.push(format!(
+                    "{controller} in {membership:?}: got {:?}, want {dir} {mount} {version}",
+                    describe(&found)
+                ));
+            }
+        }
+        tables::assert_all("cgroup-paths.tsv", &failures);
+    }
+
+    /// Every row of schema/cgroup-limits.tsv, which goroutines-go/sys_test.go checks too.
+    #[test]
+    fn cgroup_limits_table() {
+        let mut failures = Vec::new();
+        for row in tables::rows("cgroup-limits.tsv", 7, 20) {
+            let [controller, version, dir, mount, files, limit, usage] = &row[..] else {
+                unreachable!()
+            };
+            let files: Vec<(PathBuf, String)> = files
+                .split(';')
+                .filter(|f| *f != "-")
+                .map(|f| {
+                    let (path, text) = f.split_once('=').expect("files are PATH=TEXT");
+                    (PathBuf::from(path), tables::unescape(text))
+                })
+                .collect();
+            let read = |path: &Path| {
+                files
+                    .iter()
+                    .find(|(p, _)| p == path)
+                    .map(|(_, text)| text.clone())
+            };
+            let cg = CgroupDir {
+                dir: PathBuf::from(dir),
+                mount: PathBuf::from(mount),
+                v2: match version.as_str() {
+                    "v1" => false,
+                    "v2" => true,
+                    other => panic!("cgroup-limits.tsv: unknown version {other:?}"),
+                },
+            };
+            let got = match controller.as_str() {
+                "memory" => cgroup_memory_with(&cg, &read),
+                "pids" => cgroup_pids_with(&cg, &read),
+                other => panic!("cgroup-limits.tsv: unknown controller {other:?}"),
+            };
+            let want = (tables::optional(limit), tables::optional(usage));
+            if got != want {
+                failures.push(format!(
+                    "{controller} {version} {dir}: got {got:?}, want {want:?}"
+                ));
+            }
+        }
+        tables::assert_all("cgroup-limits.tsv", &failures);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Parsing of the flag values both workloads share, with the same grammar as goroutines-go/units.go:
-//! whole numbers, durations with a unit, and byte sizes with an optional binary suffix.
+//! whole numbers, durations with a unit, and byte sizes with an optional binary suffix. The cases
+//! both must pass are schema/units.tsv.
 
 /// A whole number in `min..=max`, digits only (no sign, no exponent, no separators).
 pub fn parse_count(text: &str, min: u64, max: u64) -> Result<u64, String> {
@@ -92,61 +93,36 @@ pub fn parse_bytes(text: &str, max: u64) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tables;
 
+    /// Every row of schema/units.tsv, which goroutines-go/units_test.go checks too.
     #[test]
-    fn counts() {
-        assert_eq!(parse_count("42", 1, 100), Ok(42));
-        for bad in [
-            "",
-            "0",
-            "101",
-            "-5",
-            "+5",
-            "1.5",
-            "1e3",
-            "4 2",
-            "99999999999999999999999",
-        ] {
-            assert!(parse_count(bad, 1, 100).is_err(), "{bad} should be refused");
+    fn table() {
+        let mut failures = Vec::new();
+        for row in tables::rows("units.tsv", 5, 60) {
+            let [parser, input, bound, outcome, value] = &row[..] else {
+                unreachable!()
+            };
+            let got = match parser.as_str() {
+                "count" => {
+                    let (min, max) = bound.split_once("..").expect("count bound MIN..MAX");
+                    parse_count(input, min.parse().unwrap(), max.parse().unwrap())
+                }
+                "duration" => parse_duration_ns(input),
+                "bytes" => parse_bytes(input, bound.parse().unwrap()),
+                other => panic!("units.tsv: unknown parser {other:?}"),
+            };
+            let want = match outcome.as_str() {
+                "ok" => Ok(value.parse::<u64>().unwrap()),
+                "err" => Err(value.clone()),
+                other => panic!("units.tsv: unknown outcome {other:?}"),
+            };
+            if got != want {
+                failures.push(format!(
+                    "{parser} {input:?} ({bound}): got {got:?}, want {want:?}"
+                ));
+            }
         }
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration_ns("1s"), Ok(1_000_000_000));
-        assert_eq!(parse_duration_ns("1.5s"), Ok(1_500_000_000));
-        assert_eq!(parse_duration_ns("1m30s"), Ok(90_000_000_000));
-        assert_eq!(parse_duration_ns("250us"), Ok(250_000));
-        assert_eq!(parse_duration_ns("0s"), Ok(0));
-        assert_eq!(parse_duration_ns("0.000000001s"), Ok(1));
-        for bad in [
-            "",
-            "5",
-            "5x",
-            "-1s",
-            "s",
-            "1.s",
-            ".5s",
-            "1s2",
-            "1 s",
-            "99999999999999999999h",
-        ] {
-            assert!(parse_duration_ns(bad).is_err(), "{bad} should be refused");
-        }
-    }
-
-    #[test]
-    fn bytes() {
-        assert_eq!(parse_bytes("65536", u64::MAX), Ok(65536));
-        assert_eq!(parse_bytes("64K", u64::MAX), Ok(65536));
-        assert_eq!(parse_bytes("2MiB", u64::MAX), Ok(2 << 20));
-        assert_eq!(parse_bytes("1g", u64::MAX), Ok(1 << 30));
-        for bad in ["", "K", "2q", "-1", "1.5M", "1 M"] {
-            assert!(
-                parse_bytes(bad, u64::MAX).is_err(),
-                "{bad} should be refused"
-            );
-        }
-        assert!(parse_bytes("2G", 1 << 30).is_err());
+        tables::assert_all("units.tsv", &failures);
     }
 }
