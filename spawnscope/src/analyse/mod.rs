@@ -9,5 +9,6 @@ pub mod phases;
 pub mod probes;
 pub mod regression;
 pub mod reproduce;
+pub mod run_point;
 pub mod summary;
 pub mod timeline;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyse::compare::RunPoint;
+use crate::analyse::run_point::RunPoint;
 use crate::units::{bytes, count};
 
 /// The article's published figures ("Threads and Goroutines", Hansen, 2023; see

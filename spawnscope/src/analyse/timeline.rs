@@ -2,8 +2,9 @@
 //! and switches when it ran, else the conductor's 100 ms memory samples; phases as spans. And
 //! which runs of a comparison get a timeline.
 
-use crate::analyse::compare::{CompareReport, RunPoint};
+use crate::analyse::compare::CompareReport;
 use crate::analyse::phases::shown_name;
+use crate::analyse::run_point::RunPoint;
 use crate::record::LoadedRun;
 use crate::runtime::Runtime;
 

@@ -136,3 +136,84 @@ pub fn settle() {
         last = now;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::CgroupStats;
+
+    fn snapshot_of(meminfo: &[(&str, u64)], pcp: Option<u64>, charged: Option<u64>) -> Snapshot {
+        Snapshot {
+            meminfo: meminfo.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            pcp_free_kb: pcp,
+            cgroup: charged.map(|c| CgroupStats {
+                memory_current_bytes: Some(c),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn memory_in_use_is_the_cgroup_charge_else_what_free_memory_lacks() {
+        let meminfo = [("MemTotal", 1_000_000), ("MemAvailable", 600_000)];
+        // Without a cgroup: MemTotal less MemAvailable less the per-CPU free lists, in bytes.
+        assert_eq!(
+            memory_in_use(&snapshot_of(&meminfo, Some(50_000), None)),
+            350_000 * 1024
+        );
+        assert_eq!(
+            memory_in_use(&snapshot_of(&meminfo, None, None)),
+            400_000 * 1024
+        );
+        // A cgroup's charge is per run: it wins over the host-wide figure.
+        assert_eq!(
+            memory_in_use(&snapshot_of(&meminfo, Some(50_000), Some(123))),
+            123
+        );
+        // Never below zero when the lists say more is free than MemTotal allows.
+        assert_eq!(
+            memory_in_use(&snapshot_of(&meminfo, Some(900_000), None)),
+            0
+        );
+    }
+
+    #[test]
+    fn memory_in_use_now_reads_the_host_like_a_snapshot() {
+        let now = memory_in_use_now(None);
+        let total_kb = procfs::meminfo().unwrap()["MemTotal"];
+        assert!(now > 0 && now < total_kb * 1024, "{now} of {total_kb} kB");
+    }
+
+    #[test]
+    fn the_sampler_follows_a_live_process_and_keeps_its_peak() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.6")
+            .spawn()
+            .unwrap();
+        let bar = ProgressBar::hidden();
+        let sampler = Sampler::start(child.id(), None, true, bar);
+        std::thread::sleep(Duration::from_millis(450));
+        let (timeline, peak) = sampler.finish();
+        let _ = child.wait();
+        assert!(timeline.len() >= 3, "{} samples in 450 ms", timeline.len());
+        assert!(timeline.windows(2).all(|w| w[1].t_ns > w[0].t_ns));
+        assert!(timeline.iter().all(|s| s.mem_available_kb > 0));
+        assert!(timeline.iter().any(|s| s.rss_kb > 0 && s.threads == 1));
+        let peak = peak.expect("a command's peak is the sample with the most memory in use");
+        assert_eq!(peak.status.get("Threads"), Some(&1));
+        assert!(timeline.first().unwrap().t_ns <= peak.t_ns);
+    }
+
+    #[test]
+    fn a_snapshot_reads_the_process_and_the_machine() {
+        let me = std::process::id();
+        let s = snapshot(Some(me), None, true);
+        assert!(s.meminfo["MemTotal"] > 0);
+        assert!(s.status["VmRSS"] > 0);
+        assert!(s.smaps_rollup.contains_key("Rss"));
+        assert!(s.cpu.is_some() && s.t_ns > 0);
+        let host = snapshot(None, None, false);
+        assert!(host.status.is_empty() && host.smaps_rollup.is_empty() && host.cpu.is_none());
+    }
+}
