@@ -9,6 +9,7 @@ pub mod phases;
 pub mod probes;
 pub mod regression;
 pub mod reproduce;
+pub mod rules;
 pub mod run_point;
 pub mod summary;
 pub mod timeline;

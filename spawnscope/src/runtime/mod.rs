@@ -58,8 +58,6 @@ pub struct Descriptor {
     /// perf's default call graph (`--perf-call-graph` syntax): Debian's glibc has no frame
     /// pointers, so Rust's stacks need dwarf; Go keeps frame pointers.
     pub perf_call_graph: &'static str,
-    /// How the workload's `start` event names its toolchain (`runtime_version`), e.g. "go1.22".
-    pub version_prefix: &'static str,
     /// Chart colours of its system and user time (RGB).
     pub colors: [(u8, u8, u8); 2],
 }
@@ -78,7 +76,6 @@ pub const DESCRIPTORS: [Descriptor; 2] = [
         os_threads: OsThreads::OnePerTask,
         rough_task_bytes: 37.4 * 1024.0,
         perf_call_graph: "dwarf,4096",
-        version_prefix: "rustc",
         colors: [(214, 39, 40), (255, 152, 150)],
     },
     Descriptor {
@@ -93,7 +90,6 @@ pub const DESCRIPTORS: [Descriptor; 2] = [
         os_threads: OsThreads::FromRuntimeStats,
         rough_task_bytes: 2.7 * 1024.0,
         perf_call_graph: "fp",
-        version_prefix: "go",
         colors: [(31, 119, 180), (120, 170, 220)],
     },
 ];
@@ -110,14 +106,6 @@ impl Runtime {
 
     pub fn name(self) -> &'static str {
         self.describe().name
-    }
-
-    /// The runtime a report names, if it is one of ours.
-    pub fn from_name(name: &str) -> Option<Runtime> {
-        DESCRIPTORS
-            .iter()
-            .find(|d| d.name == name)
-            .map(|d| d.runtime)
     }
 
     /// Where reports put a runtime among the others (unknown names last).
@@ -165,7 +153,7 @@ mod tests {
         for runtime in Runtime::ALL {
             let d = runtime.describe();
             assert_eq!(d.runtime, runtime);
-            assert_eq!(Runtime::from_name(d.name), Some(runtime));
+            assert_eq!(Runtime::order_of(d.name), runtime as usize);
             // clap's value and serde's name are the descriptor's name.
             assert_eq!(
                 runtime
