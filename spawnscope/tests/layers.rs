@@ -41,10 +41,11 @@ fn module_of(src: &Path, file: &Path) -> String {
 /// The code of a file without its comments and without its `#[cfg(test)] mod tests` (tests may
 /// build fixtures from any room).
 fn code_of(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
-        Some(i) => &text[..i],
-        None => text,
-    };
+    let tests = ["#[cfg(test)]\nmod tests", "#[cfg(test)]\npub mod tests"]
+        .iter()
+        .filter_map(|m| text.find(m))
+        .min();
+    let text = tests.map_or(text, |i| &text[..i]);
     text.lines()
         .map(|l| l.split("//").next().unwrap_or(""))
         .collect::<Vec<_>>()

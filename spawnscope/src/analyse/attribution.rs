@@ -14,6 +14,7 @@ pub use crate::analyse::rules::{Mode, Rules, CATEGORIES};
 use crate::record::perf::{is_kernel_frame, is_unresolved_frame, PerfRecord, Profile, Stack};
 use crate::record::RunRecord;
 
+/// One category's samples, overall and per phase.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Row {
     pub category: String,
@@ -277,16 +278,8 @@ pub fn of_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyse::rules::tests::stack;
     use crate::record::perf::{fold, Phases};
-
-    fn stack(frames: &[&str]) -> Stack {
-        Stack {
-            phase: "spawn".into(),
-            comm: "x".into(),
-            frames: frames.iter().map(|f| f.to_string()).collect(),
-            count: 1,
-        }
-    }
 
     #[test]
     fn shares_scale_to_rusage_and_split_by_phase() {

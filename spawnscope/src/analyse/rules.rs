@@ -188,12 +188,12 @@ pub fn symbol(frame: &str) -> String {
     }
 }
 
-/// One category's samples, overall and per phase.
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
 
-    fn stack(frames: &[&str]) -> Stack {
+    /// A one-sample stack in phase `spawn` (the attribution's tests build on it too).
+    pub fn stack(frames: &[&str]) -> Stack {
         Stack {
             phase: "spawn".into(),
             comm: "x".into(),
