@@ -7,7 +7,308 @@ use crate::analyse::compare::{Cell, CompareReport, Fit, Machine, Over};
 use crate::analyse::regression::Spread;
 use crate::analyse::reproduce::Reproduce;
 use crate::record::Fingerprint;
+use crate::render::table::{self, Table};
 use crate::units::{bytes, count};
+
+/// One column of a comparison table, defined once for compare.md and report.html (`shown`) and
+/// for compare.csv / compare-fits.csv (`raw`). The tables take the columns in list order, each
+/// format skipping the columns it does not have.
+struct Column<T> {
+    shown: Option<Shown<T>>,
+    raw: Raw<T>,
+    /// Shown only when the runs come from several machines (the CSV always has it).
+    several_machines: bool,
+}
+
+/// How compare.md and report.html show a column: its header, whether Markdown right-aligns it
+/// (figures), and its cell, formatted for people.
+struct Shown<T> {
+    header: &'static str,
+    right: bool,
+    cell: fn(&T) -> String,
+}
+
+/// How the CSV writes a column: exact values, no units.
+enum Raw<T> {
+    /// Not in the CSV.
+    None,
+    One(&'static str, fn(&T) -> String),
+    /// Three fields, `{name}_min,{name}_median,{name}_max`, empty when not measured.
+    Spread(&'static str, fn(&T) -> &Option<Spread>),
+    Several(&'static [&'static str], fn(&T) -> Vec<String>),
+}
+
+/// A text column (left-aligned).
+const fn label<T>(header: &'static str, cell: fn(&T) -> String) -> Option<Shown<T>> {
+    Some(Shown {
+        header,
+        right: false,
+        cell,
+    })
+}
+
+/// A figure column (right-aligned).
+const fn figure<T>(header: &'static str, cell: fn(&T) -> String) -> Option<Shown<T>> {
+    Some(Shown {
+        header,
+        right: true,
+        cell,
+    })
+}
+
+impl<T> Raw<T> {
+    fn names(&self) -> Vec<String> {
+        match self {
+            Raw::None => Vec::new(),
+            Raw::One(name, _) => vec![name.to_string()],
+            Raw::Spread(name, _) => ["min", "median", "max"]
+                .iter()
+                .map(|s| format!("{name}_{s}"))
+                .collect(),
+            Raw::Several(names, _) => names.iter().map(|n| n.to_string()).collect(),
+        }
+    }
+
+    fn values(&self, record: &T) -> Vec<String> {
+        match self {
+            Raw::None => Vec::new(),
+            Raw::One(_, get) => vec![get(record)],
+            Raw::Spread(_, get) => match get(record) {
+                Some(s) => vec![s.min.to_string(), s.median.to_string(), s.max.to_string()],
+                None => vec![String::new(); 3],
+            },
+            Raw::Several(_, get) => get(record),
+        }
+    }
+}
+
+/// The columns shown in compare.md / report.html, as a table of `records`.
+fn shown_table<T>(columns: &[Column<T>], records: &[T], several_machines: bool) -> Table {
+    let shown: Vec<&Shown<T>> = columns
+        .iter()
+        .filter(|c| several_machines || !c.several_machines)
+        .filter_map(|c| c.shown.as_ref())
+        .collect();
+    let mut t = Table::new(shown.iter().map(|c| c.header))
+        .right_aligned((0..shown.len()).filter(|&i| shown[i].right));
+    for r in records {
+        t.row(shown.iter().map(|c| (c.cell)(r)));
+    }
+    t
+}
+
+/// The columns written in the CSV, as a table of `records`.
+fn raw_table<T>(columns: &[Column<T>], records: &[T]) -> Table {
+    let mut t = Table::new(columns.iter().flat_map(|c| c.raw.names()));
+    for r in records {
+        t.row(columns.iter().flat_map(|c| c.raw.values(r)));
+    }
+    t
+}
+
+/// The cells' columns: compare.md's and report.html's runs table, and compare.csv. A new column
+/// is one entry here, where it should stand in both.
+const CELL_COLUMNS: &[Column<Cell>] = &[
+    Column {
+        shown: label("machine", |c| c.machine.clone()),
+        raw: Raw::One("machine", |c| c.machine.clone()),
+        several_machines: true,
+    },
+    Column {
+        shown: label("runtime", |c| c.runtime.clone()),
+        raw: Raw::One("runtime", |c| c.runtime.clone()),
+        several_machines: false,
+    },
+    Column {
+        shown: label("workload", |c| c.workload.clone()),
+        raw: Raw::One("workload", |c| c.workload.clone()),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("N", |c| count(c.n)),
+        raw: Raw::One("n", |c| c.n.to_string()),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("runs complete / measured / all", |c| {
+            format!("{} / {} / {}", c.ok_runs, c.measured_runs, c.runs)
+        }),
+        raw: Raw::Several(&["runs", "ok_runs", "measured_runs"], |c| {
+            vec![
+                c.runs.to_string(),
+                c.ok_runs.to_string(),
+                c.measured_runs.to_string(),
+            ]
+        }),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("alive at peak", |c| {
+            c.alive_at_peak
+                .map_or("—".into(), |s| count(s.median as u64))
+        }),
+        raw: Raw::Spread("alive_at_peak", |c| &c.alive_at_peak),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("wall [s]", |c| spread_cell(&c.wall_s, 2)),
+        raw: Raw::Spread("wall_s", |c| &c.wall_s),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("user [s]", |c| spread_cell(&c.user_s, 2)),
+        raw: Raw::Spread("user_s", |c| &c.user_s),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("system [s]", |c| spread_cell(&c.sys_s, 2)),
+        raw: Raw::Spread("sys_s", |c| &c.sys_s),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::Spread("maxrss_kb", |c| &c.maxrss_kb),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("memory / task alive", |c| kb_spread(&c.memory_kb)),
+        raw: Raw::Spread("memory_kb_per_task", |c| &c.memory_kb),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("RSS / task", |c| kb_spread(&c.rss_kb)),
+        raw: Raw::Spread("rss_kb_per_task", |c| &c.rss_kb),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("kernel stack / task", |c| kb_spread(&c.kernel_stack_kb)),
+        raw: Raw::Spread("kernel_stack_kb_per_task", |c| &c.kernel_stack_kb),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("page tables / task", |c| kb_spread(&c.page_tables_kb)),
+        raw: Raw::Spread("page_tables_kb_per_task", |c| &c.page_tables_kb),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("slab / task", |c| kb_spread(&c.slab_kb)),
+        raw: Raw::Spread("slab_kb_per_task", |c| &c.slab_kb),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::Spread("mem_available_drop_kb_per_task", |c| {
+            &c.mem_available_drop_kb
+        }),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::Spread("wall_us_per_task", |c| &c.wall_us),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::Spread("user_us_per_task", |c| &c.user_us),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::Spread("sys_us_per_task", |c| &c.sys_us),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::Spread("minor_faults_per_task", |c| &c.minor_faults),
+        several_machines: false,
+    },
+];
+
+/// The fitted lines' columns: compare.md's and report.html's regression table, and
+/// compare-fits.csv. (compare.md shows the points last, in one column; the CSV has them as two
+/// fields before the slope.)
+const FIT_COLUMNS: &[Column<Fit>] = &[
+    Column {
+        shown: label("machine", |f| f.machine.clone()),
+        raw: Raw::One("machine", |f| f.machine.clone()),
+        several_machines: true,
+    },
+    Column {
+        shown: label("runtime", |f| f.runtime.clone()),
+        raw: Raw::One("runtime", |f| f.runtime.clone()),
+        several_machines: false,
+    },
+    Column {
+        shown: label("workload", |f| f.workload.clone()),
+        raw: Raw::One("workload", |f| f.workload.clone()),
+        several_machines: false,
+    },
+    Column {
+        shown: label("figure", |f| f.label.clone()),
+        raw: Raw::One("metric", |f| f.metric.clone()),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::One("unit", |f| f.unit.clone()),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::One("over", |f| {
+            match f.over {
+                Over::AliveAtPeak => "alive_at_peak",
+                Over::Spawned => "spawned",
+            }
+            .to_string()
+        }),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::Several(&["points", "distinct_n"], |f| {
+            vec![f.line.points.to_string(), f.line.distinct_x.to_string()]
+        }),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("per task (slope ± s.e.)", |f| fit_figures(f).0),
+        raw: Raw::Several(&["slope", "slope_stderr"], |f| {
+            vec![
+                f.line.slope.to_string(),
+                f.line.slope_stderr.map_or(String::new(), |v| v.to_string()),
+            ]
+        }),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("fixed (intercept)", |f| fit_figures(f).1),
+        raw: Raw::One("intercept", |f| f.line.intercept.to_string()),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("R²", |f| format!("{:.4}", f.line.r2)),
+        raw: Raw::One("r2", |f| f.line.r2.to_string()),
+        several_machines: false,
+    },
+    Column {
+        shown: figure("points (N values)", |f| {
+            format!("{} ({})", f.line.points, f.line.distinct_x)
+        }),
+        raw: Raw::None,
+        several_machines: false,
+    },
+];
+
+/// The runs table of compare.md and report.html: one row per cell.
+pub fn runs_table(r: &CompareReport) -> Table {
+    shown_table(CELL_COLUMNS, &r.cells, r.machines.len() > 1)
+}
+
+/// The regression table of compare.md and report.html: one row per fitted line.
+pub fn fits_table(r: &CompareReport) -> Table {
+    shown_table(FIT_COLUMNS, &r.fits, r.machines.len() > 1)
+}
 
 fn spread_cell(s: &Option<Spread>, digits: usize) -> String {
     match s {
@@ -95,70 +396,17 @@ pub fn markdown(r: &CompareReport) -> String {
             let _ = writeln!(md, "- Stopped early: {why}");
         }
     }
-    let multi = r.machines.len() > 1;
+    let _ = writeln!(md, "\n## Runs: median (min … max) over repeats\n");
+    md.push_str(&runs_table(r).markdown());
     let _ = writeln!(
         md,
-        "\n## Runs: median (min … max) over repeats\n\n{}| runtime | workload | N | runs complete / measured / all | alive at peak | wall [s] | user [s] | system [s] | memory / task alive | RSS / task | kernel stack / task | page tables / task | slab / task |\n{}|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        if multi { "| machine " } else { "" },
-        if multi { "|---" } else { "" }
+        "\n## Per task by regression over N\n\nslope = what one more task costs; intercept = the fixed cost; memory over tasks alive at the peak, time and counts over tasks spawned; every completed repeat is a point.\n"
     );
-    for c in &r.cells {
-        let _ = writeln!(
-            md,
-            "{}| {} | {} | {} | {} / {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            if multi {
-                format!("| {} ", c.machine)
-            } else {
-                String::new()
-            },
-            c.runtime,
-            c.workload,
-            count(c.n),
-            c.ok_runs,
-            c.measured_runs,
-            c.runs,
-            c.alive_at_peak
-                .map_or("—".into(), |s| count(s.median as u64)),
-            spread_cell(&c.wall_s, 2),
-            spread_cell(&c.user_s, 2),
-            spread_cell(&c.sys_s, 2),
-            kb_spread(&c.memory_kb),
-            kb_spread(&c.rss_kb),
-            kb_spread(&c.kernel_stack_kb),
-            kb_spread(&c.page_tables_kb),
-            kb_spread(&c.slab_kb),
-        );
-    }
-    let _ = writeln!(
-        md,
-        "\n## Per task by regression over N\n\nslope = what one more task costs; intercept = the fixed cost; memory over tasks alive at the peak, time and counts over tasks spawned; every completed repeat is a point.\n\n{}| runtime | workload | figure | per task (slope ± s.e.) | fixed (intercept) | R² | points (N values) |\n{}|---|---|---|---:|---:|---:|---:|",
-        if multi { "| machine " } else { "" },
-        if multi { "|---" } else { "" }
-    );
+    md.push_str(&fits_table(r).markdown());
     if r.fits.is_empty() {
         let _ = writeln!(
             md,
             "\nNo line: a fit needs completed runs at two N values or more."
-        );
-    }
-    for f in &r.fits {
-        let (slope, fixed) = fit_figures(f);
-        let _ = writeln!(
-            md,
-            "{}| {} | {} | {} | {} | {} | {:.4} | {} ({}) |",
-            if multi {
-                format!("| {} ", f.machine)
-            } else {
-                String::new()
-            },
-            f.runtime,
-            f.workload,
-            f.label,
-            slope,
-            fixed,
-            f.line.r2,
-            f.line.points,
-            f.line.distinct_x
         );
     }
     if let Some(rep) = &r.reproduce {
@@ -194,6 +442,18 @@ pub fn machine_line_with_id(m: &Machine) -> String {
     )
 }
 
+/// The reproduction: the article's figures and ours, by figure.
+pub fn reproduce_table(rep: &Reproduce) -> Table {
+    let mut t = Table::new(
+        std::iter::once(table::Cell::Blank).chain(rep.columns.iter().map(table::Cell::from)),
+    )
+    .right_aligned(1..=rep.columns.len());
+    for (label, values) in &rep.rows {
+        t.row(std::iter::once(label).chain(values));
+    }
+    t
+}
+
 pub fn reproduce_markdown(rep: &Reproduce) -> String {
     let mut md = String::new();
     let _ = writeln!(
@@ -201,11 +461,7 @@ pub fn reproduce_markdown(rep: &Reproduce) -> String {
         "\n## Hansen 2023, reproduced\n\nArticle figures: {}.\n",
         rep.source
     );
-    let _ = writeln!(md, "| | {} |", rep.columns.join(" | "));
-    let _ = writeln!(md, "|---|{}", "---:|".repeat(rep.columns.len()));
-    for (label, values) in &rep.rows {
-        let _ = writeln!(md, "| {label} | {} |", values.join(" | "));
-    }
+    md.push_str(&reproduce_table(rep).markdown());
     if !rep.caveats.is_empty() {
         md.push('\n');
         for c in &rep.caveats {
@@ -215,104 +471,161 @@ pub fn reproduce_markdown(rep: &Reproduce) -> String {
     md
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// compare.csv: one row per cell (min / median / max of each figure).
 pub fn cells_csv(r: &CompareReport) -> String {
-    type Get = fn(&Cell) -> &Option<Spread>;
-    let spreads: [(&str, Get); 15] = [
-        ("alive_at_peak", |c| &c.alive_at_peak),
-        ("wall_s", |c| &c.wall_s),
-        ("user_s", |c| &c.user_s),
-        ("sys_s", |c| &c.sys_s),
-        ("maxrss_kb", |c| &c.maxrss_kb),
-        ("memory_kb_per_task", |c| &c.memory_kb),
-        ("rss_kb_per_task", |c| &c.rss_kb),
-        ("kernel_stack_kb_per_task", |c| &c.kernel_stack_kb),
-        ("page_tables_kb_per_task", |c| &c.page_tables_kb),
-        ("slab_kb_per_task", |c| &c.slab_kb),
-        ("mem_available_drop_kb_per_task", |c| {
-            &c.mem_available_drop_kb
-        }),
-        ("wall_us_per_task", |c| &c.wall_us),
-        ("user_us_per_task", |c| &c.user_us),
-        ("sys_us_per_task", |c| &c.sys_us),
-        ("minor_faults_per_task", |c| &c.minor_faults),
-    ];
-    let mut out = String::from("machine,runtime,workload,n,runs,ok_runs,measured_runs");
-    for (name, _) in &spreads {
-        let _ = write!(out, ",{name}_min,{name}_median,{name}_max");
-    }
-    out.push('\n');
-    for c in &r.cells {
-        let _ = write!(
-            out,
-            "{},{},{},{},{},{},{}",
-            csv_field(&c.machine),
-            c.runtime,
-            c.workload,
-            c.n,
-            c.runs,
-            c.ok_runs,
-            c.measured_runs
-        );
-        for (_, get) in &spreads {
-            match get(c) {
-                Some(s) => {
-                    let _ = write!(out, ",{},{},{}", s.min, s.median, s.max);
-                }
-                None => out.push_str(",,,"),
-            }
-        }
-        out.push('\n');
-    }
-    out
+    raw_table(CELL_COLUMNS, &r.cells).csv()
 }
 
 /// compare-fits.csv: one row per fitted line.
 pub fn fits_csv(r: &CompareReport) -> String {
-    let mut out = String::from(
-        "machine,runtime,workload,metric,unit,over,points,distinct_n,slope,slope_stderr,intercept,r2\n",
-    );
-    for f in &r.fits {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&f.machine),
-            f.runtime,
-            f.workload,
-            f.metric,
-            f.unit,
-            match f.over {
-                Over::AliveAtPeak => "alive_at_peak",
-                Over::Spawned => "spawned",
-            },
-            f.line.points,
-            f.line.distinct_x,
-            f.line.slope,
-            f.line.slope_stderr.map_or(String::new(), |v| v.to_string()),
-            f.line.intercept,
-            f.line.r2
-        );
-    }
-    out
+    raw_table(FIT_COLUMNS, &r.fits).csv()
 }
 
-/// Writes compare.json, compare.csv, compare-fits.csv and compare.md into `out`.
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::table::Cell as TableCell;
+
+    fn recorded() -> CompareReport {
+        serde_json::from_str(include_str!(
+            "../../tests/fixtures/before-house/compare/compare.json"
+        ))
+        .unwrap()
+    }
+
+    /// The same report with its goroutine runs on a second machine.
+    fn two_machines() -> CompareReport {
+        let mut r = recorded();
+        let mut m2 = r.machines[0].clone();
+        m2.id = "M2 (b,c)".into();
+        m2.fingerprint.hostname = "b,c".into();
+        r.machines.push(m2);
+        for c in r.cells.iter_mut().filter(|c| c.runtime == "goroutines") {
+            c.machine = "M2 (b,c)".into();
+        }
+        for f in r.fits.iter_mut().filter(|f| f.runtime == "goroutines") {
+            f.machine = "M2 (b,c)".into();
+        }
+        r
+    }
+
+    fn md_cells(line: &str) -> Vec<String> {
+        line.trim_matches('|')
+            .split(" | ")
+            .map(|c| c.trim().to_string())
+            .collect()
+    }
+
+    fn html_headers(html: &str) -> Vec<String> {
+        let head = &html[html.find("<thead>").unwrap()..html.find("</thead>").unwrap()];
+        head.split("<th>")
+            .skip(1)
+            .map(|h| h[..h.find("</th>").unwrap()].to_string())
+            .collect()
+    }
+
+    /// compare.md, compare.csv and compare-fits.csv as the binary from before the tables were one
+    /// model wrote them.
+    #[test]
+    fn recorded_comparison_renders_byte_for_byte() {
+        let r = recorded();
+        assert_eq!(
+            markdown(&r),
+            include_str!("../../tests/fixtures/before-house/compare/compare.md")
+        );
+        assert_eq!(
+            cells_csv(&r),
+            include_str!("../../tests/fixtures/before-house/compare/compare.csv")
+        );
+        assert_eq!(
+            fits_csv(&r),
+            include_str!("../../tests/fixtures/before-house/compare/compare-fits.csv")
+        );
+    }
 
     #[test]
-    fn csv_fields_are_quoted_when_needed() {
-        assert_eq!(csv_field("M1 (vm)"), "M1 (vm)");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"x\", y"), "\"say \"\"x\"\", y\"");
+    fn runs_table_has_one_column_per_defined_column_in_every_format() {
+        for (r, machines) in [(recorded(), 1), (two_machines(), 2)] {
+            let shown: Vec<&str> = CELL_COLUMNS
+                .iter()
+                .filter(|c| machines > 1 || !c.several_machines)
+                .filter_map(|c| c.shown.as_ref().map(|s| s.header))
+                .collect();
+            let t = runs_table(&r);
+            assert_eq!(t.header.len(), shown.len());
+            assert_eq!(t.header.len(), if machines > 1 { 14 } else { 13 });
+            assert_eq!(t.rows.len(), r.cells.len());
+            assert!(t.rows.iter().all(|row| row.len() == shown.len()));
+            let headers: Vec<&str> = t.header.iter().map(TableCell::text).collect();
+            assert_eq!(headers, shown);
+            // Markdown and HTML show the same headers; figures are right-aligned.
+            let md = t.markdown();
+            let lines: Vec<&str> = md.lines().collect();
+            assert_eq!(md_cells(lines[0]), shown);
+            assert_eq!(lines.len(), 2 + r.cells.len());
+            let rule = if machines > 1 {
+                "|---|---|---|"
+            } else {
+                "|---|---|"
+            };
+            assert!(
+                lines[1].starts_with(&format!("{rule}---:|")),
+                "{}",
+                lines[1]
+            );
+            assert_eq!(html_headers(&t.html("cells")), shown);
+            // The CSV: every column's raw fields, the same count on every line.
+            let csv = cells_csv(&r);
+            let names: Vec<String> = CELL_COLUMNS.iter().flat_map(|c| c.raw.names()).collect();
+            assert_eq!(names.len(), 7 + 15 * 3);
+            assert_eq!(csv.lines().next().unwrap(), names.join(","));
+            assert_eq!(csv.lines().count(), 1 + r.cells.len());
+            // A column in no format would be a column nobody sees.
+            assert!(CELL_COLUMNS
+                .iter()
+                .all(|c| c.shown.is_some() || !matches!(c.raw, Raw::None)));
+        }
+    }
+
+    #[test]
+    fn a_second_machine_adds_the_machine_column_and_quotes_it_in_csv() {
+        let r = two_machines();
+        let md = markdown(&r);
+        assert!(md.contains("| machine | runtime | workload | N |"));
+        assert!(md.contains("| M2 (b,c) | goroutines | hold | 1,000 | 1 / 1 / 1 |"));
+        assert!(md.contains("| machine | runtime | workload | figure | per task (slope ± s.e.) |"));
+        assert!(cells_csv(&r).contains("\n\"M2 (b,c)\",goroutines,hold,1000,1,1,1,"));
+        assert!(
+            fits_csv(&r).contains("\n\"M2 (b,c)\",goroutines,hold,rss_kb,kB,alive_at_peak,2,2,")
+        );
+        // Per line, the CSV and the Markdown have as many fields as their headers.
+        let csv = cells_csv(&r);
+        let width = csv.lines().next().unwrap().split(',').count();
+        assert!(csv
+            .lines()
+            .all(|l| l.replace("\"M2 (b,c)\"", "M2").split(',').count() == width));
+        let fits = fits_table(&r);
+        assert_eq!(
+            html_headers(&fits.html("fits")),
+            md_cells(fits.markdown().lines().next().unwrap())
+        );
+    }
+
+    #[test]
+    fn reproduce_table_has_a_blank_corner_and_right_aligned_figures() {
+        let rep = Reproduce {
+            source: "an article".into(),
+            columns: vec!["article".into(), "here".into()],
+            rows: vec![("tasks".into(), vec!["1,000,000".into(), "3,000".into()])],
+            caveats: vec!["one run".into()],
+        };
+        assert_eq!(
+            reproduce_table(&rep).markdown(),
+            "| | article | here |\n|---|---:|---:|\n| tasks | 1,000,000 | 3,000 |\n"
+        );
+        assert!(reproduce_markdown(&rep).ends_with("| tasks | 1,000,000 | 3,000 |\n\n- one run\n"));
+        assert!(reproduce_table(&rep)
+            .html("reproduce")
+            .starts_with("<table class=\"reproduce\"><thead><tr><th></th><th>article</th>"));
     }
 }

@@ -6,24 +6,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::analyse::compare::{CompareReport, RunPoint};
+use crate::record::Fingerprint;
 use crate::render::charts::Chart;
-use crate::render::compare as compare_md;
+use crate::render::compare;
+use crate::render::table::{escape, Table};
 use crate::units::{bytes, count};
-
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The `<svg …>…</svg>` element of an SVG document (without its XML prolog or doctype).
 fn svg_element(svg: &str) -> &str {
@@ -62,40 +49,113 @@ figure{margin:12px 0 24px}figcaption{font-size:13px;color:#555}\
 object.flame{width:100%;height:520px;border:1px solid #ddd}\
 code{background:#f4f4f4;padding:1px 4px}ul{font-size:14px}";
 
-fn table(out: &mut String, class: &str, header: &[String], rows: &[Vec<String>]) {
-    let _ = write!(out, "<table class=\"{class}\"><thead><tr>");
-    for h in header {
-        let _ = write!(out, "<th>{}</th>", escape(h));
+/// The machines' fingerprints side by side: one column per machine, one row per field, then one
+/// per sysctl any of them recorded.
+pub fn machines_table(report: &CompareReport) -> Table {
+    type Field = fn(&Fingerprint) -> String;
+    const FIELDS: &[(&str, Field)] = &[
+        ("hostname", |f| f.hostname.clone()),
+        ("CPU", |f| f.cpu_model.clone()),
+        ("cores", |f| f.cores.to_string()),
+        ("memory", |f| bytes(f.memory_total_bytes as f64)),
+        ("kernel", |f| format!("{} ({})", f.kernel, f.arch)),
+        ("virtualization", |f| f.virtualization.clone()),
+        ("transparent hugepages", |f| f.transparent_hugepages.clone()),
+        ("glibc", |f| f.glibc.clone()),
+        ("Rust", |f| f.rust.clone().unwrap_or_default()),
+        ("Go", |f| f.go.clone().unwrap_or_default()),
+        ("cgroups", |f| f.cgroup.clone()),
+    ];
+    let fps: Vec<&Fingerprint> = report.machines.iter().map(|m| &m.fingerprint).collect();
+    let mut t = Table::new(
+        std::iter::once(String::new()).chain(
+            report
+                .machines
+                .iter()
+                .map(|m| format!("{} ({} runs)", m.id, m.runs)),
+        ),
+    );
+    for (label, get) in FIELDS {
+        t.row(std::iter::once(label.to_string()).chain(fps.iter().map(|f| get(f))));
     }
-    out.push_str("</tr></thead><tbody>");
-    for row in rows {
-        out.push_str("<tr>");
-        for cell in row {
-            let _ = write!(out, "<td>{}</td>", escape(cell));
-        }
-        out.push_str("</tr>");
+    let mut keys: Vec<&String> = fps.iter().flat_map(|f| f.sysctls.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        t.row(
+            std::iter::once(k.clone()).chain(
+                fps.iter()
+                    .map(|f| f.sysctls.get(k).cloned().unwrap_or_default()),
+            ),
+        );
     }
-    out.push_str("</tbody></table>\n");
+    t
 }
 
-/// Rows of a markdown table (`| a | b |` lines after the separator) as cells.
-fn md_rows(md: &str, heading: &str) -> Option<(Vec<String>, Vec<Vec<String>>)> {
-    let start = md.find(heading)?;
-    let lines: Vec<&str> = md[start..]
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .collect();
-    let split = |l: &str| -> Vec<String> {
-        l.trim()
-            .trim_matches('|')
-            .split(" | ")
-            .map(|c| c.trim().to_string())
-            .collect()
-    };
-    let header = split(lines.first()?);
-    let rows = lines.iter().skip(2).map(|l| split(l)).collect();
-    Some((header, rows))
+fn kb(v: f64) -> String {
+    bytes(v * 1024.0)
+}
+
+/// A column of the cross-checks: its header and its cell for one run.
+type CheckColumn = (&'static str, fn(&RunPoint) -> String);
+
+/// The cross-checks' columns, one row per run.
+const CHECK_COLUMNS: &[CheckColumn] = &[
+    ("run", |r| r.label.clone()),
+    ("outcome", |r| {
+        r.outcome.split(':').next().unwrap_or("").to_string()
+    }),
+    ("alive at peak / N", |r| {
+        format!(
+            "{} / {}",
+            r.alive_at_peak.map_or("?".into(), count),
+            r.n.map_or("?".into(), count)
+        )
+    }),
+    ("most alive", |r| r.alive_max.map_or("?".into(), count)),
+    ("parts / task", |r| {
+        r.memory_per_task
+            .as_ref()
+            .map_or("—".into(), |m| kb(m.total_kb))
+    }),
+    ("MemAvailable drop / task", |r| {
+        r.memory_per_task
+            .as_ref()
+            .map_or("—".into(), |m| kb(m.mem_available_drop_kb))
+    }),
+    ("parts vs drop", |r| {
+        r.memory_per_task.as_ref().map_or("—".into(), |m| {
+            format!(
+                "{:+.1} % {}",
+                m.difference_percent,
+                if m.adds_up { "✓" } else { "✗" }
+            )
+        })
+    }),
+    ("cgroup charge / task", |r| {
+        r.memory_per_task
+            .as_ref()
+            .and_then(|m| m.cgroup_kb)
+            .map_or("—".into(), kb)
+    }),
+    ("sysctls restored", |r| {
+        if r.sysctls_restored { "yes" } else { "NO" }.into()
+    }),
+    ("schema violations", |r| r.contract_violations.to_string()),
+    ("collector", |r| {
+        if r.has_collector { "yes" } else { "no" }.into()
+    }),
+    ("directory", |r| r.dir.clone()),
+];
+
+/// Cross-checks per run: memory parts against MemAvailable and the cgroup, tasks alive against
+/// N, sysctls put back, the workload's output against the event schema.
+pub fn checks_table(report: &CompareReport) -> Table {
+    let mut t = Table::new(CHECK_COLUMNS.iter().map(|(h, _)| *h));
+    for r in &report.runs {
+        t.row(CHECK_COLUMNS.iter().map(|(_, cell)| cell(r)));
+    }
+    t
 }
 
 /// The page. `flames`: each run's flame.svg, by the run's directory as the report names it.
@@ -104,7 +164,6 @@ pub fn page(
     charts: &[Chart],
     flames: &BTreeMap<String, Vec<u8>>,
 ) -> String {
-    let md = compare_md::markdown(report);
     let mut h = String::new();
     let _ = write!(
         h,
@@ -140,18 +199,7 @@ pub fn page(
             "<h2 id=\"reproduce\">Hansen 2023, reproduced</h2><p>Article figures: {}.</p>",
             escape(&rep.source)
         );
-        let mut header = vec![String::new()];
-        header.extend(rep.columns.iter().cloned());
-        let rows: Vec<Vec<String>> = rep
-            .rows
-            .iter()
-            .map(|(l, v)| {
-                std::iter::once(l.clone())
-                    .chain(v.iter().cloned())
-                    .collect()
-            })
-            .collect();
-        table(&mut h, "reproduce", &header, &rows);
+        h.push_str(&compare::reproduce_table(rep).html("reproduce"));
         h.push_str("<ul>");
         for c in &rep.caveats {
             let _ = write!(h, "<li>{}</li>", escape(c));
@@ -159,9 +207,7 @@ pub fn page(
         h.push_str("</ul>\n");
     }
     h.push_str("<h2 id=\"runs\">Runs: median (min … max) over repeats</h2>\n");
-    if let Some((header, rows)) = md_rows(&md, "## Runs") {
-        table(&mut h, "cells", &header, &rows);
-    }
+    h.push_str(&compare::runs_table(report).html("cells"));
     h.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for c in charts {
         let _ = writeln!(
@@ -174,9 +220,7 @@ pub fn page(
         );
     }
     h.push_str("<h2 id=\"fits\">Per task by regression over N</h2>\n<p>Slope = what one more task costs; intercept = the fixed cost. Memory is regressed on tasks alive at the peak, time and counts on tasks spawned; every completed repeat is a point. R² says how well a straight line explains them.</p>\n");
-    if let Some((header, rows)) = md_rows(&md, "## Per task by regression") {
-        table(&mut h, "fits", &header, &rows);
-    }
+    h.push_str(&compare::fits_table(report).html("fits"));
     let with_flame: Vec<&RunPoint> = report.runs.iter().filter(|r| r.has_flame).collect();
     if !with_flame.is_empty() {
         h.push_str("<h2 id=\"flames\">Flame graphs</h2>\n");
@@ -195,103 +239,10 @@ pub fn page(
         }
     }
     h.push_str("<h2 id=\"machines\">Machines</h2>\n");
-    let fps: Vec<&crate::record::Fingerprint> =
-        report.machines.iter().map(|m| &m.fingerprint).collect();
-    let mut header = vec!["".to_string()];
-    header.extend(
-        report
-            .machines
-            .iter()
-            .map(|m| format!("{} ({} runs)", m.id, m.runs)),
-    );
-    type Field = fn(&crate::record::Fingerprint) -> String;
-    let fields: Vec<(&str, Field)> = vec![
-        ("hostname", |f| f.hostname.clone()),
-        ("CPU", |f| f.cpu_model.clone()),
-        ("cores", |f| f.cores.to_string()),
-        ("memory", |f| bytes(f.memory_total_bytes as f64)),
-        ("kernel", |f| format!("{} ({})", f.kernel, f.arch)),
-        ("virtualization", |f| f.virtualization.clone()),
-        ("transparent hugepages", |f| f.transparent_hugepages.clone()),
-        ("glibc", |f| f.glibc.clone()),
-        ("Rust", |f| f.rust.clone().unwrap_or_default()),
-        ("Go", |f| f.go.clone().unwrap_or_default()),
-        ("cgroups", |f| f.cgroup.clone()),
-    ];
-    let mut rows: Vec<Vec<String>> = fields
-        .iter()
-        .map(|(label, get)| {
-            std::iter::once(label.to_string())
-                .chain(fps.iter().map(|f| get(f)))
-                .collect()
-        })
-        .collect();
-    let mut keys: Vec<&String> = fps.iter().flat_map(|f| f.sysctls.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    for k in keys {
-        rows.push(
-            std::iter::once(k.clone())
-                .chain(
-                    fps.iter()
-                        .map(|f| f.sysctls.get(k).cloned().unwrap_or_default()),
-                )
-                .collect(),
-        );
-    }
-    table(&mut h, "machines", &header, &rows);
+    h.push_str(&machines_table(report).html("machines"));
 
     h.push_str("<h2 id=\"checks\">Cross-checks per run</h2>\n<p>Memory parts (RSS + kernel stack + page tables + slab) against how far MemAvailable fell and what the run's cgroup was charged; tasks alive at the peak against N; sysctls put back; the workload's output against the event schema.</p>\n");
-    let header: Vec<String> = [
-        "run",
-        "outcome",
-        "alive at peak / N",
-        "most alive",
-        "parts / task",
-        "MemAvailable drop / task",
-        "parts vs drop",
-        "cgroup charge / task",
-        "sysctls restored",
-        "schema violations",
-        "collector",
-        "directory",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let kb = |v: f64| bytes(v * 1024.0);
-    let rows: Vec<Vec<String>> = report
-        .runs
-        .iter()
-        .map(|r| {
-            let m = r.memory_per_task.as_ref();
-            vec![
-                r.label.clone(),
-                r.outcome.split(':').next().unwrap_or("").to_string(),
-                format!(
-                    "{} / {}",
-                    r.alive_at_peak.map_or("?".into(), count),
-                    r.n.map_or("?".into(), count)
-                ),
-                r.alive_max.map_or("?".into(), count),
-                m.map_or("—".into(), |m| kb(m.total_kb)),
-                m.map_or("—".into(), |m| kb(m.mem_available_drop_kb)),
-                m.map_or("—".into(), |m| {
-                    format!(
-                        "{:+.1} % {}",
-                        m.difference_percent,
-                        if m.adds_up { "✓" } else { "✗" }
-                    )
-                }),
-                m.and_then(|m| m.cgroup_kb).map_or("—".into(), kb),
-                if r.sysctls_restored { "yes" } else { "NO" }.into(),
-                r.contract_violations.to_string(),
-                if r.has_collector { "yes" } else { "no" }.into(),
-                r.dir.clone(),
-            ]
-        })
-        .collect();
-    table(&mut h, "checks", &header, &rows);
+    h.push_str(&checks_table(report).html("checks"));
     if !report.stopped_at_limit.is_empty() {
         h.push_str(
             "<h2>Runs that stopped at a limit (kept: their tasks alive were measured)</h2><ul>",
@@ -329,5 +280,39 @@ mod tests {
     fn escapes_and_strips_the_prolog() {
         assert_eq!(escape("<a & 'b'>"), "&lt;a &amp; &#39;b&#39;&gt;");
         assert_eq!(svg_element("<?xml version=\"1.0\"?>\n<svg x>"), "<svg x>");
+    }
+
+    #[test]
+    fn the_page_has_every_table_built_once() {
+        let mut report: CompareReport = serde_json::from_str(include_str!(
+            "../../tests/fixtures/before-house/compare/compare.json"
+        ))
+        .unwrap();
+        report.reproduce = Some(crate::analyse::reproduce::reproduce_table(&report.runs));
+        let html = page(&report, &[], &BTreeMap::new());
+        for (class, table) in [
+            (
+                "reproduce",
+                compare::reproduce_table(report.reproduce.as_ref().unwrap()),
+            ),
+            ("cells", compare::runs_table(&report)),
+            ("fits", compare::fits_table(&report)),
+            ("machines", machines_table(&report)),
+            ("checks", checks_table(&report)),
+        ] {
+            assert_eq!(
+                html.matches(&format!("<table class=\"{class}\">")).count(),
+                1
+            );
+            assert!(html.contains(&table.html(class)), "{class}");
+        }
+        assert_eq!(html.matches("<table ").count(), 5);
+        let checks = checks_table(&report);
+        assert_eq!(checks.rows.len(), report.runs.len());
+        assert!(checks.rows.iter().all(|r| r.len() == CHECK_COLUMNS.len()));
+        assert_eq!(checks.rows[0][0].text(), report.runs[0].label);
+        let machines = machines_table(&report);
+        assert_eq!(machines.header.len(), 1 + report.machines.len());
+        assert_eq!(machines.rows[0][0].text(), "hostname");
     }
 }

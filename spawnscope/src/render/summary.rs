@@ -8,6 +8,7 @@ use crate::analyse::probes::ProbeSummary;
 use crate::analyse::summary::Summary;
 use crate::record::Fingerprint;
 use crate::render::attribution;
+use crate::render::table::{Cell, Table};
 use crate::units::{bytes, count};
 
 fn secs_to_clock(s: f64) -> String {
@@ -53,6 +54,15 @@ fn time_v_rows(s: &Summary) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The `/usr/bin/time -v` table: its labels and values under a blank header.
+pub fn time_v_table(s: &Summary) -> Table {
+    let mut t = Table::new([Cell::Blank, Cell::Blank]);
+    for (label, value) in time_v_rows(s) {
+        t.row([label.to_string(), value]);
+    }
+    t
+}
+
 fn kb(v: f64) -> String {
     bytes(v * 1024.0)
 }
@@ -87,6 +97,30 @@ fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
         }
     }
     rows
+}
+
+/// The per-task table; no rows when neither time nor memory was measured per task.
+pub fn per_task_table(s: &Summary) -> Table {
+    let mut t = Table::new(["figure", "per task"]);
+    for (label, value) in per_task_rows(s) {
+        t.row([label.to_string(), value]);
+    }
+    t
+}
+
+/// Wall, user and system time of each phase the workload marked.
+pub fn phases_table(s: &Summary) -> Table {
+    let ms = |v: Option<f64>| v.map_or("?".into(), |v| format!("{v:.0} ms"));
+    let mut t = Table::new(["phase", "wall", "user", "system"]);
+    for p in &s.phases {
+        t.row([
+            p.name.clone(),
+            format!("{:.0} ms", p.wall_ms),
+            ms(p.user_ms),
+            ms(p.sys_ms),
+        ]);
+    }
+    t
 }
 
 fn adds_up_line(s: &Summary) -> Option<String> {
@@ -143,15 +177,10 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if let Some(c) = &s.cgroup {
         let _ = writeln!(md, "- Cgroup {c}");
     }
-    let _ = writeln!(
-        md,
-        "\n## As `/usr/bin/time -v` would say\n\n| | |\n|---|---|"
-    );
-    for (label, value) in time_v_rows(s) {
-        let _ = writeln!(md, "| {label} | {value} |");
-    }
-    let rows = per_task_rows(s);
-    if !rows.is_empty() {
+    let _ = writeln!(md, "\n## As `/usr/bin/time -v` would say\n");
+    md.push_str(&time_v_table(s).markdown());
+    let per_task = per_task_table(s);
+    if !per_task.is_empty() {
         let divisor = match (s.alive_at_peak, s.tasks) {
             (Some(a), Some(t)) if a != t => format!(
                 "time per task spawned ({}), memory per task alive ({})",
@@ -161,33 +190,15 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
             (_, Some(t)) => format!("{} tasks", count(t)),
             _ => String::new(),
         };
-        let _ = writeln!(
-            md,
-            "\n## Per task ({divisor})\n\n| figure | per task |\n|---|---|"
-        );
-        for (label, value) in rows {
-            let _ = writeln!(md, "| {label} | {value} |");
-        }
+        let _ = writeln!(md, "\n## Per task ({divisor})\n");
+        md.push_str(&per_task.markdown());
         if let Some(line) = adds_up_line(s) {
             let _ = writeln!(md, "\n{line}");
         }
     }
     if !s.phases.is_empty() {
-        let _ = writeln!(
-            md,
-            "\n## Phases\n\n| phase | wall | user | system |\n|---|---|---|---|"
-        );
-        for p in &s.phases {
-            let ms = |v: Option<f64>| v.map_or("?".into(), |v| format!("{v:.0} ms"));
-            let _ = writeln!(
-                md,
-                "| {} | {:.0} ms | {} | {} |",
-                p.name,
-                p.wall_ms,
-                ms(p.user_ms),
-                ms(p.sys_ms)
-            );
-        }
+        let _ = writeln!(md, "\n## Phases\n");
+        md.push_str(&phases_table(s).markdown());
     }
     if let Some(p) = &s.probes {
         probes_markdown(&mut md, p);
@@ -217,45 +228,65 @@ fn in_unit(value: f64, unit: &str) -> String {
     }
 }
 
+/// The probes' counts: total, per task and per phase.
+pub fn probes_table(p: &ProbeSummary) -> Table {
+    let mut t = Table::new(
+        ["metric", "total", "per task"]
+            .map(String::from)
+            .into_iter()
+            .chain(p.phases.iter().cloned()),
+    );
+    for row in &p.rows {
+        let mut cells = vec![
+            spawnscope_collector::metric_label(&row.metric).to_string(),
+            in_unit(row.total as f64, &row.unit),
+            row.per_task.map_or("—".into(), |v| in_unit(v, &row.unit)),
+        ];
+        cells.extend(row.per_phase.iter().map(|v| in_unit(*v as f64, &row.unit)));
+        t.row(cells);
+    }
+    t
+}
+
+/// The probes' latency histograms: samples and upper bounds of the median and 99th percentile.
+pub fn latencies_table(p: &ProbeSummary) -> Table {
+    let q = |v: Option<u64>| v.map_or("?".into(), |v| in_unit(v as f64, "ns"));
+    let mut t = Table::new(["latency (log2 buckets)", "samples", "p50 ≤", "p99 ≤"]);
+    for l in &p.latencies {
+        t.row([l.name.clone(), count(l.count), q(l.p50_ns), q(l.p99_ns)]);
+    }
+    t
+}
+
+/// The probes' counts against the kernel's own accounting.
+pub fn cross_checks_table(p: &ProbeSummary) -> Table {
+    let mut t = Table::new(["check", "kernel", "probes", "tolerance", "verdict"]);
+    for c in &p.cross_checks {
+        let observed = if c.observed == c.observed_max {
+            count(c.observed)
+        } else {
+            format!("{}..{}", count(c.observed), count(c.observed_max))
+        };
+        t.row([
+            c.name.clone(),
+            count(c.expected),
+            observed,
+            count(c.tolerance),
+            format!("{:?}", c.verdict),
+        ]);
+    }
+    t
+}
+
 fn probes_markdown(md: &mut String, p: &ProbeSummary) {
     let _ = writeln!(
         md,
         "\n## eBPF probes (in-kernel counts for the workload's tasks)\n"
     );
-    let _ = write!(md, "| metric | total | per task |");
-    for phase in &p.phases {
-        let _ = write!(md, " {phase} |");
-    }
-    let _ = writeln!(md, "\n|---|---|---|{}", "---|".repeat(p.phases.len()));
-    for row in &p.rows {
-        let per_task = row.per_task.map_or("—".into(), |v| in_unit(v, &row.unit));
-        let _ = write!(
-            md,
-            "| {} | {} | {per_task} |",
-            spawnscope_collector::metric_label(&row.metric),
-            in_unit(row.total as f64, &row.unit)
-        );
-        for v in &row.per_phase {
-            let _ = write!(md, " {} |", in_unit(*v as f64, &row.unit));
-        }
-        md.push('\n');
-    }
+    md.push_str(&probes_table(p).markdown());
     if !p.latencies.is_empty() {
-        let _ = writeln!(
-            md,
-            "\n| latency (log2 buckets) | samples | p50 ≤ | p99 ≤ |\n|---|---|---|---|"
-        );
-        for l in &p.latencies {
-            let q = |v: Option<u64>| v.map_or("?".into(), |v| in_unit(v as f64, "ns"));
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} |",
-                l.name,
-                count(l.count),
-                q(l.p50_ns),
-                q(l.p99_ns)
-            );
-        }
+        md.push('\n');
+        md.push_str(&latencies_table(p).markdown());
     }
     let _ = writeln!(
         md,
@@ -266,25 +297,7 @@ fn probes_markdown(md: &mut String, p: &ProbeSummary) {
             "NOT all pass"
         }
     );
-    let _ = writeln!(
-        md,
-        "| check | kernel | probes | tolerance | verdict |\n|---|---|---|---|---|"
-    );
-    for c in &p.cross_checks {
-        let observed = if c.observed == c.observed_max {
-            count(c.observed)
-        } else {
-            format!("{}..{}", count(c.observed), count(c.observed_max))
-        };
-        let _ = writeln!(
-            md,
-            "| {} | {} | {observed} | {} | {:?} |",
-            c.name,
-            count(c.expected),
-            count(c.tolerance),
-            c.verdict
-        );
-    }
+    md.push_str(&cross_checks_table(p).markdown());
     if !p.not_loaded.is_empty() {
         let _ = writeln!(md, "\nProbes not loaded: {}", p.not_loaded.join("; "));
     }
@@ -294,14 +307,14 @@ fn probes_markdown(md: &mut String, p: &ProbeSummary) {
 pub fn terminal(s: &Summary, dir: &Path) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\n{}\n  {}", s.label, s.outcome);
-    for (label, value) in time_v_rows(s) {
-        let _ = writeln!(out, "\t{label}: {value}");
+    for row in &time_v_table(s).rows {
+        let _ = writeln!(out, "\t{}: {}", row[0].text(), row[1].text());
     }
-    let rows = per_task_rows(s);
-    if !rows.is_empty() {
+    let per_task = per_task_table(s);
+    if !per_task.is_empty() {
         let _ = writeln!(out, "  per task:");
-        for (label, value) in rows {
-            let _ = writeln!(out, "\t{label:<44} {value}");
+        for row in &per_task.rows {
+            let _ = writeln!(out, "\t{:<44} {}", row[0].text(), row[1].text());
         }
     }
     if let Some(line) = adds_up_line(s) {
@@ -350,13 +363,13 @@ fn probe_highlights(p: &ProbeSummary) -> String {
 
 /// Several runs' per-task figures in columns, with their machines.
 pub fn side_by_side(runs: &[(Summary, Fingerprint)]) -> String {
-    let mut md = String::from("| per task |");
-    for (s, _) in runs {
-        let _ = write!(md, " {} |", s.label);
-    }
-    md.push_str("\n|---|");
-    md.push_str(&"---|".repeat(runs.len()));
-    md.push('\n');
+    side_by_side_table(runs).markdown()
+}
+
+/// The table behind `side_by_side`: one row per figure, one column per run.
+pub fn side_by_side_table(runs: &[(Summary, Fingerprint)]) -> Table {
+    let mut t =
+        Table::new(std::iter::once("per task").chain(runs.iter().map(|(s, _)| s.label.as_str())));
     let mut labels: Vec<&'static str> = vec!["outcome", "tasks alive at peak"];
     for (s, _) in runs {
         for (label, _) in per_task_rows(s) {
@@ -382,53 +395,40 @@ pub fn side_by_side(runs: &[(Summary, Fingerprint)]) -> String {
         });
     labels.extend(["wall time", "machine"]);
     for label in labels {
-        let _ = write!(md, "| {label} |");
-        for (s, m) in runs {
-            let value = match label {
-                "outcome" => s.outcome.split(':').next().unwrap_or("").to_string(),
-                "tasks alive at peak" => s.alive_at_peak.map_or("?".into(), count),
-                "wall time" => format!("{:.1} s", s.wall_s),
-                "machine" => format!("{}, {} cores, {}", m.hostname, m.cores, m.kernel),
-                _ => per_task_rows(s)
-                    .into_iter()
-                    .find(|(l, _)| *l == label)
-                    .map_or("—".into(), |(_, v)| v),
-            };
-            let _ = write!(md, " {value} |");
-        }
-        md.push('\n');
+        let values = runs.iter().map(|(s, m)| match label {
+            "outcome" => s.outcome.split(':').next().unwrap_or("").to_string(),
+            "tasks alive at peak" => s.alive_at_peak.map_or("?".into(), count),
+            "wall time" => format!("{:.1} s", s.wall_s),
+            "machine" => format!("{}, {} cores, {}", m.hostname, m.cores, m.kernel),
+            _ => per_task_rows(s)
+                .into_iter()
+                .find(|(l, _)| *l == label)
+                .map_or("—".into(), |(_, v)| v),
+        });
+        t.row(std::iter::once(label.to_string()).chain(values));
     }
     for metric in &probe_labels {
-        let _ = write!(
-            md,
-            "| eBPF: {} |",
-            spawnscope_collector::metric_label(metric)
-        );
-        for (s, _) in runs {
-            let row = s
-                .probes
+        let values = runs.iter().map(|(s, _)| {
+            s.probes
                 .as_ref()
-                .and_then(|p| p.rows.iter().find(|r| &r.metric == metric));
-            let value = row
+                .and_then(|p| p.rows.iter().find(|r| &r.metric == metric))
                 .and_then(|r| Some(in_unit(r.per_task?, &r.unit)))
-                .unwrap_or_else(|| "—".into());
-            let _ = write!(md, " {value} |");
-        }
-        md.push('\n');
+                .unwrap_or_else(|| "—".into())
+        });
+        let label = format!("eBPF: {}", spawnscope_collector::metric_label(metric));
+        t.row(std::iter::once(label).chain(values));
     }
-    let _ = write!(md, "| eBPF cross-checks |");
-    for (s, _) in runs {
-        let verdict = s.probes.as_ref().map_or("not measured", |p| {
+    let verdicts = runs.iter().map(|(s, _)| {
+        s.probes.as_ref().map_or("not measured", |p| {
             if p.cross_checks_pass {
                 "all pass"
             } else {
                 "NOT all pass"
             }
-        });
-        let _ = write!(md, " {verdict} |");
-    }
-    md.push('\n');
-    md
+        })
+    });
+    t.row(std::iter::once("eBPF cross-checks").chain(verdicts));
+    t
 }
 
 /// The probe figures compared across runs, per task.
@@ -443,3 +443,146 @@ const SIDE_BY_SIDE_PROBES: &[&str] = &[
     "mmap_calls",
     "munmap_calls",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::summary::{MemoryPerTask, TimePerTask};
+
+    fn summary(label: &str, memory: bool) -> Summary {
+        Summary {
+            label: label.into(),
+            outcome: "completed: all 1000 alive".into(),
+            tasks: Some(1000),
+            alive_at_peak: Some(1000),
+            wall_s: 1.25,
+            time_per_task: Some(TimePerTask {
+                spawn_us: Some(40.0),
+                user_us: 1.5,
+                sys_us: 100.25,
+                minor_faults: 2.5,
+                voluntary_switches: 3.0,
+                involuntary_switches: 0.125,
+            }),
+            memory_per_task: memory.then(|| MemoryPerTask {
+                rss_kb: 8.0,
+                kernel_stack_kb: 16.0,
+                page_tables_kb: 4.0,
+                slab_kb: 6.0,
+                total_kb: 34.0,
+                mem_available_drop_kb: 35.0,
+                cgroup_kb: Some(34.5),
+                difference_percent: -2.9,
+                adds_up: true,
+                kernel_source: "slabinfo".into(),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn machine(host: &str, cores: usize) -> Fingerprint {
+        Fingerprint {
+            hostname: host.into(),
+            cores,
+            kernel: "6.1".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn per_task_table_has_time_then_memory_rows() {
+        let md = per_task_table(&summary("t", true)).markdown();
+        assert_eq!(
+            md,
+            "| figure | per task |\n|---|---|\n\
+             | spawn time | 40.00 µs |\n\
+             | user time | 1.50 µs |\n\
+             | system time | 100.25 µs |\n\
+             | minor page faults | 2.50 |\n\
+             | context switches (voluntary / involuntary) | 3.00 / 0.125 |\n\
+             | RSS | 8.0 KiB |\n\
+             | kernel stack | 16.0 KiB |\n\
+             | page tables | 4.0 KiB |\n\
+             | slab | 6.0 KiB |\n\
+             | total (RSS + kernel) | 34.0 KiB |\n\
+             | MemAvailable drop | 35.0 KiB |\n\
+             | charged to the run's cgroup | 34.5 KiB |\n"
+        );
+        let mut s = summary("t", false);
+        s.time_per_task = None;
+        assert!(per_task_table(&s).is_empty());
+        assert!(!markdown(&s, &machine("h", 2)).contains("## Per task"));
+    }
+
+    #[test]
+    fn summary_md_puts_each_table_under_its_heading() {
+        let s = summary("threads hold --n 1000", true);
+        let md = markdown(&s, &machine("h", 2));
+        assert!(md.contains(
+            "## As `/usr/bin/time -v` would say\n\n| | |\n|---|---|\n| Command being timed | \"threads hold --n 1000\" |\n"
+        ));
+        assert!(md.contains(
+            "## Per task (1,000 tasks)\n\n| figure | per task |\n|---|---|\n| spawn time | 40.00 µs |\n"
+        ));
+        assert!(md.contains("| charged to the run's cgroup | 34.5 KiB |\n\nMemory adds up"));
+        // The terminal shows the same rows.
+        let text = terminal(&s, Path::new("/r"));
+        assert!(text.contains("\tCommand being timed: \"threads hold --n 1000\"\n"));
+        assert!(text.contains(&format!("\t{:<44} 8.0 KiB\n", "RSS")));
+    }
+
+    #[test]
+    fn side_by_side_lines_up_the_runs() {
+        let runs = [
+            (summary("threads hold", true), machine("a", 2)),
+            (summary("goroutines hold", false), machine("b", 64)),
+        ];
+        let t = side_by_side_table(&runs);
+        assert_eq!(t.header.len(), 3);
+        assert!(t.rows.iter().all(|r| r.len() == 3), "{t:?}");
+        let md = side_by_side(&runs);
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines[0], "| per task | threads hold | goroutines hold |");
+        assert_eq!(lines[1], "|---|---|---|");
+        assert_eq!(lines[2], "| outcome | completed | completed |");
+        assert!(lines.contains(&"| spawn time | 40.00 µs | 40.00 µs |"));
+        // A figure one run lacks is a dash, not a shifted column.
+        assert!(lines.contains(&"| RSS | 8.0 KiB | — |"));
+        assert!(lines.contains(&"| machine | a, 2 cores, 6.1 | b, 64 cores, 6.1 |"));
+        assert_eq!(
+            lines.last(),
+            Some(&"| eBPF cross-checks | not measured | not measured |")
+        );
+        assert!(lines
+            .iter()
+            .enumerate()
+            .all(|(i, l)| i == 1 || l.matches(" | ").count() == 2));
+    }
+
+    /// summary.md as the binary from before the tables were one model wrote it.
+    #[test]
+    fn recorded_summaries_render_byte_for_byte() {
+        let runs = [
+            (
+                include_str!("../../tests/fixtures/before-house/single/20261123T050350Z-threads-sleep-1000/summary.json"),
+                include_str!("../../tests/fixtures/before-house/single/20261123T050350Z-threads-sleep-1000/machine.json"),
+                include_str!("../../tests/fixtures/before-house/single/20261123T050350Z-threads-sleep-1000/summary.md"),
+            ),
+            (
+                include_str!("../../tests/fixtures/before-house/single/20261123T050354Z-cmd-sleep-4/summary.json"),
+                include_str!("../../tests/fixtures/before-house/single/20261123T050354Z-cmd-sleep-4/machine.json"),
+                include_str!("../../tests/fixtures/before-house/single/20261123T050354Z-cmd-sleep-4/summary.md"),
+            ),
+            (
+                include_str!("../../tests/fixtures/before-house/compare/20261123T050343Z-threads-sleep-3000/summary.json"),
+                include_str!("../../tests/fixtures/before-house/compare/20261123T050343Z-threads-sleep-3000/machine.json"),
+                include_str!("../../tests/fixtures/before-house/compare/20261123T050343Z-threads-sleep-3000/summary.md"),
+            ),
+        ];
+        for (summary, machine, md) in runs {
+            let summary: Summary = serde_json::from_str(summary).unwrap();
+            let machine: Fingerprint = serde_json::from_str(machine).unwrap();
+            assert_eq!(markdown(&summary, &machine), md);
+        }
+    }
+}
