@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyse::rules::{symbol, KERNEL_OTHER, USER_OTHER};
 pub use crate::analyse::rules::{Mode, Rules, CATEGORIES};
-use crate::record::perf::{is_kernel_frame, is_unresolved_frame, PerfRecord, Profile, Stack};
+use crate::record::perf::{is_kernel_frame, is_unresolved_frame, PerfRecord, Profile};
 use crate::record::RunRecord;
 
 /// One category's samples, overall and per phase.

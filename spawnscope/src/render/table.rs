@@ -139,39 +139,6 @@ impl Table {
         }
         out
     }
-
-    /// Columns aligned for a terminal, each as wide as its widest cell, two spaces apart, with
-    /// `indent` before each line. (The terminal views pad their rows to fixed widths today, so
-    /// none is written this way yet.)
-    #[allow(dead_code)]
-    pub fn terminal(&self, indent: &str) -> String {
-        let columns = self
-            .header
-            .len()
-            .max(self.rows.iter().map(Vec::len).max().unwrap_or(0));
-        let mut widths = vec![0; columns];
-        for line in std::iter::once(&self.header).chain(&self.rows) {
-            for (i, cell) in line.iter().enumerate() {
-                widths[i] = widths[i].max(cell.text().chars().count());
-            }
-        }
-        let mut out = String::new();
-        for line in std::iter::once(&self.header).chain(&self.rows) {
-            let mut text = String::from(indent);
-            for (i, cell) in line.iter().enumerate() {
-                let cell = cell.text();
-                if i + 1 < line.len() {
-                    let pad = widths[i] - cell.chars().count();
-                    let _ = write!(text, "{cell}{}  ", " ".repeat(pad));
-                } else {
-                    text.push_str(cell);
-                }
-            }
-            out.push_str(text.trim_end());
-            out.push('\n');
-        }
-        out
-    }
 }
 
 /// Text safe inside HTML elements and attributes.
@@ -240,26 +207,6 @@ mod tests {
         assert_eq!(t.csv(), "machine,note\nM1 (vm),\"say \"\"x\"\", y\"\n");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("plain"), "plain");
-    }
-
-    #[test]
-    fn terminal_columns_line_up() {
-        let text = sample().terminal("  ");
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 3);
-        let col = |l: &str| l.find("KiB").or_else(|| l.find("threads")).unwrap();
-        let starts: Vec<usize> = lines
-            .iter()
-            .map(|l| {
-                l.char_indices()
-                    .nth(2 + "kernel <stack>".len() + 2)
-                    .unwrap()
-                    .0
-            })
-            .collect();
-        assert!(lines.iter().all(|l| l.starts_with("  ")));
-        assert!(lines[1].contains("RSS             8.2 KiB"), "{text}");
-        assert!(col(lines[0]) > 0 && starts.len() == 3);
     }
 
     #[test]
