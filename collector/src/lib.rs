@@ -38,6 +38,7 @@ mod assemble;
 mod attach;
 mod checks;
 pub mod clock;
+mod compat;
 mod config;
 mod held;
 pub mod launch;
@@ -56,7 +57,8 @@ pub use attach::Error;
 pub use checks::{CrossCheck, Verdict};
 pub use clock::monotonic_ns;
 pub use config::Config;
-pub use launch::Rusage;
+// Transitional (see compat.rs): the one Rusage is launch::Rusage.
+pub use compat::Rusage;
 pub use model::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram,
     Metric, PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, REPORT_SCHEMA,
