@@ -17,7 +17,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", probes.join(file).display());
     }
 
-    // Only the object is built, no generated skeleton: the loader (src/load.rs) opens the object
+    // Only the object is built, no generated skeleton: the loader (src/attach.rs) opens the object
     // by program and map name, re-opening it as probes fall back one by one.
     SkeletonBuilder::new()
         .source(probes.join("collector.bpf.c"))

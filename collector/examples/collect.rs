@@ -2,7 +2,8 @@
 //!
 //!     sudo target/release/examples/collect [--n N] [--classic] [--fault-kinds off|stack-heap|vma] -- CMD ARGS...
 //!
-//! The command is forked, held before exec while the probes attach, then released. When it prints
+//! The command (a path, or a name looked up in PATH) is forked, held at the gate before exec while
+//! the probes attach, then released. When it prints
 //! spawnscope JSON Lines (the workloads do), its `phase` events set the phases and its `result`
 //! event's rusage is cross-checked; every line it prints is passed on to stderr. `--n` sizes the
 //! per-thread map (default 10000). Example:
@@ -10,11 +11,12 @@
 //!     sudo target/release/examples/collect --n 2000 -- target/release/threads hold --n 2000 --hold-for 1s
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, ExitCode, Stdio};
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use serde_json::Value;
-use spawnscope_collector::launch::HeldChild;
-use spawnscope_collector::{Collector, Config, FaultKinds, Rusage};
+use spawnscope_collector::launch::{self, ChildSetup, Rusage, Stdio};
+use spawnscope_collector::{Collector, Config, FaultKinds};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -61,16 +63,19 @@ fn main() -> ExitCode {
         }
     }
 
-    let mut cmd = Command::new(&command[0]);
-    cmd.args(&command[1..]).stdout(Stdio::piped());
-    let held = match HeldChild::spawn(cmd) {
-        Ok(held) => held,
+    let setup = ChildSetup {
+        gated: true,
+        stdout: Stdio::Pipe,
+        ..ChildSetup::default()
+    };
+    let mut child = match launch::spawn(&program(&command[0]), &command[1..], setup) {
+        Ok(child) => child,
         Err(err) => {
-            eprintln!("collect: cannot start {}: {err}", command[0]);
+            eprintln!("collect: cannot start {}: {err:#}", command[0]);
             return ExitCode::from(1);
         }
     };
-    let mut cfg = Config::new(held.pid(), n);
+    let mut cfg = Config::new(child.pid, n);
     cfg.classic_only = classic;
     cfg.fault_kinds = fault_kinds;
     let collector = match Collector::start(&cfg) {
@@ -85,13 +90,11 @@ fn main() -> ExitCode {
             eprintln!("collect: missing probe {}: {}", m.probe, m.reason);
         }
     }
-    let mut child = match held.release() {
-        Ok(child) => child,
-        Err(err) => {
-            eprintln!("collect: cannot run {}: {err}", command[0]);
-            return ExitCode::from(1);
-        }
-    };
+    if let Err(err) = child.release() {
+        eprintln!("collect: cannot run {}: {err:#}", command[0]);
+        let _ = launch::wait(child.pid);
+        return ExitCode::from(1);
+    }
 
     let mut phases = 0;
     let mut result: Option<Value> = None;
@@ -112,20 +115,17 @@ fn main() -> ExitCode {
             _ => {}
         }
     }
-    let status = child.wait();
+    let status = launch::wait(child.pid);
     let Some(collector) = collector else {
         return ExitCode::from(1);
     };
     let report = collector.finish();
     if let Some(result) = result {
-        let ru = &result["rusage"];
-        let get = |k: &str| ru[k].as_u64().unwrap_or(0);
-        let rusage = Rusage {
-            minflt: get("minflt"),
-            majflt: get("majflt"),
-            nvcsw: get("nvcsw"),
-            nivcsw: get("nivcsw"),
-        };
+        // The workload's own getrusage; else (no such object) the kernel's, from wait4.
+        let rusage = serde_json::from_value::<Rusage>(result["rusage"].clone())
+            .ok()
+            .or_else(|| status.as_ref().ok().map(|(_, ru)| *ru))
+            .unwrap_or_default();
         // OS threads the workload made beside its main one.
         let stats = &result["runtime_stats"];
         let spawned = match stats["os_threads_created"].as_u64() {
@@ -150,7 +150,22 @@ fn main() -> ExitCode {
         serde_json::to_string_pretty(&report).expect("the report serializes")
     );
     match status {
-        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok((exit, _)) if exit.success() => ExitCode::SUCCESS,
         _ => ExitCode::from(1),
     }
+}
+
+/// `name` as a path: as given when it holds a `/`, else the first match in PATH (the launcher
+/// execs a path, it does not search).
+fn program(name: &str) -> PathBuf {
+    if name.contains('/') {
+        return PathBuf::from(name);
+    }
+    std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from(name))
 }

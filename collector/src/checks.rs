@@ -10,16 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{Attach, CutCounts, CutWindow, Report};
-
-/// The workload's getrusage(RUSAGE_SELF) figures (the `rusage` object of its `result` event).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rusage {
-    pub minflt: u64,
-    pub majflt: u64,
-    pub nvcsw: u64,
-    pub nivcsw: u64,
-}
+use crate::launch::Rusage;
+use crate::model::{Attach, CutCounts, CutWindow, Report};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,8 +57,9 @@ impl CrossCheck {
 }
 
 impl Report {
-    /// The cross-checks against the kernel's own accounting, given the workload's rusage and the
-    /// OS threads it created besides its main thread (threads: `spawned`; goroutines: the Go
+    /// The cross-checks against the kernel's own accounting, given the workload's rusage (the
+    /// `rusage` object of its `result` event: only minflt, majflt, nvcsw and nivcsw are compared)
+    /// and the OS threads it created besides its main thread (threads: `spawned`; goroutines: the Go
     /// runtime's threads created less one).
     ///
     /// - page faults (user- and kernel-mode, on user addresses) vs minflt + majflt, within 1 %;
@@ -75,7 +68,13 @@ impl Report {
     ///   rusage sees) is left out; the classic tracepoint cannot tell that switch apart, so there
     ///   the tolerance is one per exited thread;
     /// - threads created (task_newtask with CLONE_THREAD) vs `spawned`, exactly.
-    pub fn cross_checks(&self, rusage: &Rusage, spawned: u64) -> Vec<CrossCheck> {
+    pub fn cross_checks<R: Copy + Into<Rusage>>(
+        &self,
+        rusage: &R,
+        spawned: u64,
+    ) -> Vec<CrossCheck> {
+        let rusage: Rusage = (*rusage).into();
+        let rusage = &rusage;
         let mut notes = Vec::new();
         let window = match &self.rusage_basis.at_last_getrusage {
             Some(window) => window.clone(),
@@ -247,7 +246,9 @@ fn switch_basis(counts: &CutCounts, voluntary: bool, pre: u64, attach: Option<At
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Diagnostics, PreExec, ProbeStatus, Report, RusageBasis, REPORT_SCHEMA};
+    use crate::model::{
+        Diagnostics, FaultKinds, PreExec, ProbeStatus, Report, RusageBasis, REPORT_SCHEMA,
+    };
 
     fn report(attach: Option<Attach>, at_last: Option<CutCounts>) -> Report {
         let at_last = at_last.map(|c| CutWindow {
@@ -303,7 +304,7 @@ mod tests {
                 threads_left_in_map: 0,
                 nr_buckets: 0,
                 late_events: 0,
-                fault_kinds: crate::FaultKinds::StackHeap,
+                fault_kinds: FaultKinds::StackHeap,
                 vma_lookups_busy: 0,
                 execs: 1,
                 read_errors: Vec::new(),
@@ -323,6 +324,9 @@ mod tests {
     }
 
     const RUSAGE: Rusage = Rusage {
+        user_us: 0,
+        sys_us: 0,
+        maxrss_kb: 0,
         minflt: 10_030,
         majflt: 0,
         nvcsw: 106,

@@ -5,116 +5,66 @@
 //! per 100 ms bucket and per `getrusage` epoch, log2 histograms. Nothing is streamed to user space
 //! while the workload runs; [`Collector::finish`] reads the maps once.
 //!
-//! How the conductor uses it (see [`launch`] for the fork/hold/exec part, which std's `Command`
-//! cannot do on its own):
+//! How the conductor uses it, with the project's one launcher ([`launch`]: fork, hold at a gate
+//! before exec, wait4), since std's `Command` cannot hold a child before exec:
 //!
 //! ```no_run
-//! use std::process::{Command, Stdio};
-//! use spawnscope_collector::{launch::HeldChild, Collector, Config};
+//! use std::io::{BufRead, BufReader};
+//! use std::path::Path;
+//! use spawnscope_collector::launch::{self, ChildSetup, Stdio};
+//! use spawnscope_collector::{Collector, Config};
 //!
-//! let mut cmd = Command::new("target/release/threads");
-//! cmd.args(["hold", "--n", "2000", "--hold-for", "1s"]).stdout(Stdio::piped());
-//! let held = HeldChild::spawn(cmd)?;              // forked, waiting before exec
-//! let collector = Collector::start(&Config::new(held.pid(), 2000));
-//! let child = held.release()?;                    // execs the workload
-//! // ... for each `phase` event read from the child's stdout: collector.set_phase(i, t_ns)
-//! // ... wait for the child, then:
+//! let args = ["hold", "--n", "2000", "--hold-for", "1s"].map(String::from);
+//! let setup = ChildSetup { gated: true, stdout: Stdio::Pipe, ..ChildSetup::default() };
+//! let mut child = launch::spawn(Path::new("target/release/threads"), &args, setup)?;
+//! let collector = Collector::start(&Config::new(child.pid, 2000)); // while it waits at its gate
+//! child.release()?;                                               // execs the workload
+//! for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+//!     // ... for each `phase` event: collector.set_phase(i, t_ns)
+//! }
+//! let (exit, rusage) = launch::wait(child.pid)?;
 //! if let Ok(collector) = collector {
 //!     let report = collector.finish();
 //!     println!("{}", serde_json::to_string(&report).unwrap());
 //! }
-//! # Ok::<(), std::io::Error>(())
+//! # Ok::<(), anyhow::Error>(())
 //! ```
+//!
+//! Modules, bottom to top (each uses only those before it): `layout` (generated from
+//! probes/collector.h), [`clock`], [`launch`], `model` (collector.json), `probes`, `config`,
+//! `sizing`, `held`, `maps`, `assemble`, `summary`, `checks`, `attach`, and this facade.
 
+mod assemble;
+mod attach;
 mod checks;
+pub mod clock;
+mod compat;
+mod config;
+mod held;
 pub mod launch;
 mod layout {
     include!(concat!(env!("OUT_DIR"), "/layout.rs"));
 }
-mod load;
+mod maps;
+mod model;
 mod probes;
-mod read;
-mod report;
+mod sizing;
+mod summary;
 
-use std::fmt;
 use std::sync::Mutex;
 
-pub use checks::{CrossCheck, Rusage, Verdict};
-pub use report::{metric_label, FaultKinds};
-pub use report::{
-    Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, HistBucket, Histogram, Metric,
-    PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, SummaryRow, REPORT_SCHEMA,
+pub use attach::Error;
+pub use checks::{CrossCheck, Verdict};
+pub use clock::monotonic_ns;
+pub use config::Config;
+// Transitional (see compat.rs): the one Rusage is launch::Rusage.
+pub use compat::Rusage;
+pub use model::{
+    Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram,
+    Metric, PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, REPORT_SCHEMA,
 };
-
-/// The compiled BPF object (built from `probes/collector.bpf.c` by build.rs).
-const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/collector.bpf.o"));
-
-/// What to trace and how big to make the kernel-side maps.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// PID of the process to trace: counting starts when it execs, and covers every thread of
-    /// its thread group.
-    pub target_pid: u32,
-    /// The most tasks the workload will spawn (its N). Sizes the per-thread map, capped at the
-    /// kernel's pid_max since no process can hold more threads than that.
-    pub expected_tasks: u64,
-    /// Width of one time bucket of the series (default 100 ms).
-    pub bucket_ns: u64,
-    /// Time covered by the series (default 20 min); later events land in the last bucket and are
-    /// counted in [`Diagnostics::late_events`].
-    pub max_duration_ns: u64,
-    /// How far to tell which memory each page fault hits (default: stack, heap, other).
-    pub fault_kinds: FaultKinds,
-    /// Also switch phases in the kernel the moment the target writes a `phase` event to its
-    /// stdout (the workload contract: one JSON line per event, `"event"` first); set_phase then
-    /// only catches what that misses. Exact where set_phase lags by a pipe and a wakeup.
-    pub phases_from_stdout: bool,
-    /// Use only the classic tracepoint programs, as on a kernel without BTF (for tests and
-    /// comparisons; off by default).
-    pub classic_only: bool,
-    /// Test seam: mark this tracepoint's tp_btf program sleepable, which the kernel refuses at
-    /// load time, so the per-probe fallback runs for real.
-    #[doc(hidden)]
-    pub refuse_btf_for: Option<String>,
-}
-
-impl Config {
-    /// Defaults for everything but the target and N.
-    pub fn new(target_pid: u32, expected_tasks: u64) -> Self {
-        Config {
-            target_pid,
-            expected_tasks,
-            bucket_ns: 100_000_000,
-            max_duration_ns: 20 * 60 * 1_000_000_000,
-            fault_kinds: FaultKinds::StackHeap,
-            phases_from_stdout: true,
-            classic_only: false,
-            refuse_btf_for: None,
-        }
-    }
-}
-
-/// Why nothing could be collected.
-#[derive(Debug)]
-pub enum Error {
-    /// BPF is not available to this process: not root (no CAP_BPF/CAP_PERFMON), no BPF syscall,
-    /// or the object could not be loaded at all. The message is libbpf's.
-    NoBpf(String),
-    /// Some probes load, but not the one that starts the counting (sched_process_exec), so
-    /// nothing would be counted.
-    Unusable(String),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::NoBpf(msg) => write!(f, "BPF not available: {msg}"),
-            Error::Unusable(msg) => write!(f, "collector unusable: {msg}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
+pub use probes::{tracefs_root, tracepoints};
+pub use summary::{metric_label, SummaryRow};
 
 /// A probe that could not be loaded or attached, and why.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -126,7 +76,7 @@ pub struct MissingProbe {
 
 /// A running collector: probes attached, counting once the target execs.
 pub struct Collector {
-    loaded: load::Loaded,
+    loaded: attach::Loaded,
     missing: Vec<MissingProbe>,
     held: Option<PreExec>,
     cfg: Config,
@@ -139,8 +89,8 @@ impl Collector {
     pub fn start(cfg: &Config) -> Result<Collector, Error> {
         // Before attaching, while the child sleeps in its hold: the classic path's pre-exec
         // baseline (the tp_btf exec probe reads the exact one from task_struct).
-        let held = read::held_counters(cfg.target_pid);
-        let loaded = load::load(cfg)?;
+        let held = held::held_counters(cfg.target_pid);
+        let loaded = attach::load(cfg)?;
         let missing = loaded
             .probes
             .iter()
@@ -174,7 +124,7 @@ impl Collector {
     /// already switched when it saw the event written, see [`Config::phases_from_stdout`]).
     /// The report gives, per phase, how long after `t_ns` counting switched to it.
     pub fn set_phase(&self, index: u32, t_ns: u64) {
-        let set_ns = read::monotonic_ns();
+        let set_ns = monotonic_ns();
         if let Err(err) = self.loaded.set_phase_slot(phase_slot(index)) {
             eprintln!("spawnscope-collector: set_phase({index}): {err}");
         }
@@ -190,7 +140,7 @@ impl Collector {
 
     /// Detaches every probe and reads every map into the report.
     pub fn finish(self) -> Report {
-        let finished_ns = read::monotonic_ns();
+        let finished_ns = monotonic_ns();
         let Collector {
             loaded,
             cfg,
@@ -201,7 +151,7 @@ impl Collector {
         let phases = phases.into_inner().unwrap_or_else(|e| e.into_inner());
         let (sizing, probes) = (loaded.sizing, loaded.probes.clone());
         let (raw, errors) = loaded.detach_and_read(finished_ns);
-        let meta = report::Meta {
+        let meta = assemble::Meta {
             tgid: cfg.target_pid,
             bucket_ns: sizing.bucket_ns,
             finished_ns,
@@ -213,7 +163,7 @@ impl Collector {
             errors,
             held,
         };
-        Report::assemble(meta, &raw)
+        assemble::assemble(meta, &raw)
     }
 }
 

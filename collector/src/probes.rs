@@ -1,49 +1,63 @@
-//! The probes: one row per tracepoint, naming its programs in collector.bpf.c, and the check
-//! that a classic program's fixed record layout matches this kernel's tracefs `format` file.
+//! The BPF object and its probes: one row per tracepoint, naming its programs in
+//! collector.bpf.c, and the check that a classic program's fixed record layout matches this
+//! kernel's tracefs `format` file.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// The compiled BPF object (built from `probes/collector.bpf.c` by build.rs).
+pub(crate) const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/collector.bpf.o"));
+
 /// One tracepoint. Its programs are `btf_<name>` (tp_btf, when `btf`) and `tp_<name>` (classic).
 pub(crate) struct Probe {
-    pub category: &'static str,
-    pub name: &'static str,
+    /// `category:name`, as perf spells it (tracefs: `events/category/name`).
+    pub tracepoint: &'static str,
     pub btf: bool,
     /// Record fields the classic program reads, at the offsets its C struct assumes.
     pub fields: &'static [(&'static str, u32)],
 }
 
 impl Probe {
-    /// `category:name`, as perf and tracefs spell it.
-    pub fn id(&self) -> String {
-        format!("{}:{}", self.category, self.name)
+    /// `category:name`.
+    pub fn id(&self) -> &'static str {
+        self.tracepoint
+    }
+
+    pub fn category(&self) -> &'static str {
+        self.tracepoint.split_once(':').map_or("", |(c, _)| c)
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.tracepoint
+            .split_once(':')
+            .map_or(self.tracepoint, |(_, n)| n)
     }
 
     pub fn btf_prog(&self) -> String {
-        format!("btf_{}", self.name)
+        format!("btf_{}", self.name())
     }
 
     pub fn tp_prog(&self) -> String {
-        format!("tp_{}", self.name)
+        format!("tp_{}", self.name())
     }
 }
 
 /// Counting starts at this one: without it nothing is collected.
-pub(crate) const ARMING_PROBE: &str = "sched_process_exec";
+pub(crate) const ARMING_PROBE: &str = "sched:sched_process_exec";
 
-const fn sched(name: &'static str, fields: &'static [(&'static str, u32)]) -> Probe {
+/// A probe with a tp_btf program and its classic twin.
+const fn btf(tracepoint: &'static str, fields: &'static [(&'static str, u32)]) -> Probe {
     Probe {
-        category: "sched",
-        name,
+        tracepoint,
         btf: true,
         fields,
     }
 }
 
-const fn syscall(name: &'static str, fields: &'static [(&'static str, u32)]) -> Probe {
+/// A syscall probe: classic tracepoint only (raw_syscalls would fire for every process).
+const fn syscall(tracepoint: &'static str, fields: &'static [(&'static str, u32)]) -> Probe {
     Probe {
-        category: "syscalls",
-        name,
+        tracepoint,
         btf: false,
         fields,
     }
@@ -54,62 +68,55 @@ const FAULT: &[(&str, u32)] = &[("address", 8)];
 const RET: &[(&str, u32)] = &[("ret", 16)];
 
 pub(crate) const PROBES: &[Probe] = &[
-    sched("sched_process_exec", &[("pid", 12)]),
-    Probe {
-        category: "task",
-        name: "task_newtask",
-        btf: true,
-        fields: &[("pid", 8), ("clone_flags", 32)],
-    },
-    sched("sched_process_exit", &[]),
-    sched(
-        "sched_switch",
+    btf("sched:sched_process_exec", &[("pid", 12)]),
+    btf("task:task_newtask", &[("pid", 8), ("clone_flags", 32)]),
+    btf("sched:sched_process_exit", &[]),
+    btf(
+        "sched:sched_switch",
         &[("prev_pid", 24), ("prev_state", 32), ("next_pid", 56)],
     ),
-    sched("sched_wakeup", WAKEUP),
-    sched("sched_wakeup_new", WAKEUP),
-    sched("sched_migrate_task", &[("pid", 12)]),
-    Probe {
-        category: "exceptions",
-        name: "page_fault_user",
-        btf: true,
-        fields: FAULT,
-    },
-    Probe {
-        category: "exceptions",
-        name: "page_fault_kernel",
-        btf: true,
-        fields: FAULT,
-    },
-    Probe {
-        category: "kmem",
-        name: "rss_stat",
-        btf: true,
-        fields: &[("curr", 12), ("member", 16), ("size", 24)],
-    },
-    syscall("sys_enter_clone", &[]),
-    syscall("sys_exit_clone", RET),
-    syscall("sys_enter_clone3", &[]),
-    syscall("sys_exit_clone3", RET),
-    syscall("sys_enter_mmap", &[("len", 24)]),
-    syscall("sys_enter_munmap", &[("len", 24)]),
-    syscall("sys_enter_mprotect", &[("len", 24)]),
-    syscall("sys_enter_madvise", &[("len_in", 24)]),
-    syscall("sys_enter_futex", &[("op", 24)]),
-    syscall("sys_exit_futex", RET),
-    syscall("sys_enter_futex_wait", &[]),
-    syscall("sys_exit_futex_wait", RET),
-    syscall("sys_enter_futex_waitv", &[]),
-    syscall("sys_exit_futex_waitv", RET),
-    syscall("sys_enter_futex_wake", &[]),
-    syscall("sys_exit_futex_wake", RET),
-    syscall("sys_enter_getrusage", &[("who", 16)]),
-    syscall("sys_exit_getrusage", RET),
-    syscall("sys_enter_write", &[("fd", 16), ("buf", 24), ("count", 32)]),
+    btf("sched:sched_wakeup", WAKEUP),
+    btf("sched:sched_wakeup_new", WAKEUP),
+    btf("sched:sched_migrate_task", &[("pid", 12)]),
+    btf("exceptions:page_fault_user", FAULT),
+    btf("exceptions:page_fault_kernel", FAULT),
+    btf(
+        "kmem:rss_stat",
+        &[("curr", 12), ("member", 16), ("size", 24)],
+    ),
+    syscall("syscalls:sys_enter_clone", &[]),
+    syscall("syscalls:sys_exit_clone", RET),
+    syscall("syscalls:sys_enter_clone3", &[]),
+    syscall("syscalls:sys_exit_clone3", RET),
+    syscall("syscalls:sys_enter_mmap", &[("len", 24)]),
+    syscall("syscalls:sys_enter_munmap", &[("len", 24)]),
+    syscall("syscalls:sys_enter_mprotect", &[("len", 24)]),
+    syscall("syscalls:sys_enter_madvise", &[("len_in", 24)]),
+    syscall("syscalls:sys_enter_futex", &[("op", 24)]),
+    syscall("syscalls:sys_exit_futex", RET),
+    syscall("syscalls:sys_enter_futex_wait", &[]),
+    syscall("syscalls:sys_exit_futex_wait", RET),
+    syscall("syscalls:sys_enter_futex_waitv", &[]),
+    syscall("syscalls:sys_exit_futex_waitv", RET),
+    syscall("syscalls:sys_enter_futex_wake", &[]),
+    syscall("syscalls:sys_exit_futex_wake", RET),
+    syscall("syscalls:sys_enter_getrusage", &[("who", 16)]),
+    syscall("syscalls:sys_exit_getrusage", RET),
+    syscall(
+        "syscalls:sys_enter_write",
+        &[("fd", 16), ("buf", 24), ("count", 32)],
+    ),
 ];
 
+/// Every tracepoint the collector's probes attach to, as `category:name` (tracefs has each under
+/// `events/category/name`), in the order of the probe table. Whichever a kernel lacks is left out
+/// of a run and said in `report.probes`.
+pub fn tracepoints() -> Vec<&'static str> {
+    PROBES.iter().map(Probe::id).collect()
+}
+
 /// Where tracefs is mounted, if it is (the classic programs attach through it).
-pub(crate) fn tracefs_root() -> Option<PathBuf> {
+pub fn tracefs_root() -> Option<PathBuf> {
     ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
         .into_iter()
         .map(PathBuf::from)
@@ -123,8 +130,8 @@ pub(crate) fn check_classic(tracefs: Option<&Path>, probe: &Probe) -> Result<(),
     };
     let path = root
         .join("events")
-        .join(probe.category)
-        .join(probe.name)
+        .join(probe.category())
+        .join(probe.name())
         .join("format");
     let text = fs::read_to_string(&path)
         .map_err(|err| format!("no tracepoint {} on this kernel ({err})", probe.id()))?;
@@ -195,6 +202,29 @@ print fmt: \"prev_comm=%s\", REC->prev_comm
 ";
 
     #[test]
+    fn tracepoints_are_category_colon_name_once_each() {
+        let tps = tracepoints();
+        assert_eq!(tps.len(), PROBES.len());
+        assert!(tps.contains(&ARMING_PROBE));
+        for (i, tp) in tps.iter().enumerate() {
+            let (category, name) = tp.split_once(':').unwrap();
+            assert!(
+                !category.is_empty() && !name.is_empty() && !name.contains(':'),
+                "{tp}"
+            );
+            assert!(!tps[..i].contains(tp), "{tp} twice");
+        }
+        let switch = PROBES
+            .iter()
+            .find(|p| p.id() == "sched:sched_switch")
+            .unwrap();
+        assert_eq!(
+            (switch.category(), switch.name()),
+            ("sched", "sched_switch")
+        );
+    }
+
+    #[test]
     fn format_fields_parse_with_arrays_pointers_and_data_loc() {
         let fields = parse_format(SWITCH);
         let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
@@ -231,7 +261,7 @@ print fmt: \"prev_comm=%s\", REC->prev_comm
     #[test]
     fn every_program_in_the_object_has_a_row_and_every_row_its_programs() {
         let obj = libbpf_rs::ObjectBuilder::default()
-            .open_memory(crate::OBJECT)
+            .open_memory(OBJECT)
             .expect("opening the object needs no privileges");
         let progs: Vec<(String, String)> = obj
             .progs()
@@ -248,9 +278,9 @@ print fmt: \"prev_comm=%s\", REC->prev_comm
                 .find(|p| *name == p.btf_prog() || *name == p.tp_prog())
                 .unwrap_or_else(|| panic!("program {name} has no row in PROBES"));
             let expected = if *name == row.btf_prog() {
-                format!("tp_btf/{}", row.name)
+                format!("tp_btf/{}", row.name())
             } else {
-                format!("tracepoint/{}/{}", row.category, row.name)
+                format!("tracepoint/{}/{}", row.category(), row.name())
             };
             assert_eq!(*section, expected, "section of {name}");
         }

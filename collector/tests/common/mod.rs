@@ -1,15 +1,15 @@
-//! Running a workload under the collector the way the conductor does: fork, hold before exec,
-//! start the collector on the PID, release, feed it the phase events, wait, finish.
+//! Running a workload under the collector the way the conductor does: fork, hold at the gate
+//! before exec, start the collector on the PID, release, feed it the phase events, wait, finish.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
-use spawnscope_collector::launch::HeldChild;
-use spawnscope_collector::{Collector, Config, Error, Report, Rusage};
+use spawnscope_collector::launch::{self, ChildSetup, Rusage, Stdio};
+use spawnscope_collector::{Collector, Config, Error, Report};
 
 /// The workloads measure: one at a time in this test binary.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -92,15 +92,10 @@ pub struct Run {
 }
 
 impl Run {
+    /// The workload's own getrusage, from its `result` event (the schema's `rusage` object).
     pub fn rusage(&self) -> Rusage {
-        let ru = &self.result["rusage"];
-        let get = |k: &str| ru[k].as_u64().unwrap_or_else(|| panic!("rusage.{k}"));
-        Rusage {
-            minflt: get("minflt"),
-            majflt: get("majflt"),
-            nvcsw: get("nvcsw"),
-            nivcsw: get("nivcsw"),
-        }
+        serde_json::from_value(self.result["rusage"].clone())
+            .unwrap_or_else(|e| panic!("result.rusage: {e}"))
     }
 
     /// A metric's count up to the end of phase `phase` (before_first_phase included).
@@ -116,15 +111,23 @@ pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Confi
         skip(test, "needs root to load BPF programs");
         return None;
     }
-    let mut cmd = Command::new(bin);
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped());
-    let held = HeldChild::spawn(cmd).unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-    let mut cfg = Config::new(held.pid(), 0);
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let setup = ChildSetup {
+        gated: true,
+        stdin: Stdio::Null,
+        stdout: Stdio::Pipe,
+        ..ChildSetup::default()
+    };
+    let mut child = launch::spawn(bin, &args, setup)
+        .unwrap_or_else(|e| panic!("starting {}: {e:#}", bin.display()));
+    let mut cfg = Config::new(child.pid, 0);
     config(&mut cfg);
     let collector = match Collector::start(&cfg) {
         Ok(c) => c,
         Err(err @ (Error::NoBpf(_) | Error::Unusable(_))) => {
             skip(test, &format!("BPF cannot load here: {err}"));
+            launch::kill(child.pid);
+            let _ = launch::wait(child.pid);
             return None;
         }
     };
@@ -136,7 +139,7 @@ pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Confi
             m.reason
         );
     }
-    let mut child = held.release().expect("the workload execs");
+    child.release().expect("the workload execs");
     let stdout = child.stdout.take().unwrap();
     let (mut phases, mut phase_names, mut result) = (0, Vec::new(), None);
     for line in BufReader::new(stdout).lines() {
@@ -152,11 +155,12 @@ pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Confi
             _ => {}
         }
     }
-    let status = child.wait().unwrap();
+    let (exit, _) = launch::wait(child.pid).unwrap();
     assert!(
-        status.success(),
-        "{} {args:?} exited with {status}",
-        bin.display()
+        exit.success(),
+        "{} {args:?} exited with {}",
+        bin.display(),
+        exit.describe()
     );
     Some(Run {
         report: collector.finish(),

@@ -1,12 +1,11 @@
-//! Reading the maps once at the end: every value is an array of u64 (see probes/collector.h),
-//! per-CPU maps summed over CPUs.
+//! The maps, raw: every value is an array of u64 laid out as probes/collector.h says. Read once
+//! at the end (per-CPU maps summed over CPUs) into [`Raw`]; written only to switch the phase.
 
 use libbpf_rs::{Map, MapCore, MapFlags, Object};
 
-use crate::layout::{counter, cut, hist, rss, series, state, sys};
+use crate::layout::{counter, ctl, cut, hist, rss, series, state, sys};
 use crate::layout::{CUT_EPOCHS, ERRNO_SLOTS, HIST_SLOTS, PHASE_SLOTS};
-use crate::load::Sizing;
-use crate::report::PreExec;
+use crate::sizing::Sizing;
 
 /// The maps' contents, as plain numbers.
 #[derive(Clone, Debug, Default)]
@@ -48,54 +47,24 @@ impl Raw {
     }
 }
 
-/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns() and of the workloads' events.
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write into.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// The held child's own counters from /proc, read once it sleeps in its hold (so they cannot
-/// move while read): what its rusage holds from before the probes were attached. None when it
-/// does not go to sleep within half a second.
-pub(crate) fn held_counters(pid: u32) -> Option<PreExec> {
-    for _ in 0..500 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // After the last ')' (comm may hold anything): state, ppid, ..., minflt is the 8th field.
-        let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-        if fields.first() != Some(&"S") {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            continue;
-        }
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let field = |name: &str| -> Option<u64> {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().parse().ok())
-        };
-        return Some(PreExec {
-            minflt: fields.get(7)?.parse().ok()?,
-            majflt: fields.get(9)?.parse().ok()?,
-            nvcsw: field("voluntary_ctxt_switches:")?,
-            nivcsw: field("nonvoluntary_ctxt_switches:")?,
-            source: "/proc while held, then the classic probes until exec".into(),
-        });
-    }
-    None
+/// Switches the kernel side's counters to phase slot `slot` (the `.data.ctl` word).
+pub(crate) fn set_phase_slot(obj: &Object, slot: u32) -> Result<(), String> {
+    let map = map(obj, ".data.ctl")?;
+    let mut value = vec![0u8; map.value_size() as usize];
+    let at = ctl::PHASE_SLOT * 8;
+    value[at..at + 8].copy_from_slice(&(slot as u64).to_ne_bytes());
+    map.update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
+        .map_err(|err| err.to_string())
 }
 
 /// The map called `name` (internal maps are called by their section, e.g. `.data.state`).
-pub(crate) fn map<'a>(obj: &'a Object, name: &str) -> Result<Map<'a>, String> {
+fn map<'a>(obj: &'a Object, name: &str) -> Result<Map<'a>, String> {
     obj.maps()
         .find(|m| m.name() == name)
         .ok_or_else(|| format!("no map {name} in the object"))
 }
 
+/// Every map's contents, and what could not be read.
 pub(crate) fn read(obj: &Object, sizing: &Sizing, finished_ns: u64) -> (Raw, Vec<String>) {
     let mut errors = Vec::new();
     let mut raw = Raw::zeroed(0);

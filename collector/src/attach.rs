@@ -1,28 +1,45 @@
-//! Loading: each probe as tp_btf when the kernel's BTF has it, else as a classic tracepoint, else
-//! missing — and when the kernel refuses a program at load or attach time, that probe alone falls
-//! back and the object is loaded again (libbpf can only load an object once).
+//! Loading and attaching the BPF programs: each probe as tp_btf when the kernel's BTF has it, else
+//! as a classic tracepoint, else missing — and when the kernel refuses a program at load or attach
+//! time, that probe alone falls back and the object is loaded again (libbpf can only load an
+//! object once).
 
+use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use libbpf_rs::btf::types::Typedef;
 use libbpf_rs::btf::Btf;
-use libbpf_rs::{Link, MapCore, MapFlags, Object, ObjectBuilder, PrintLevel};
+use libbpf_rs::{Link, Object, ObjectBuilder, PrintLevel};
 
-use crate::layout::{cfg as cfg_idx, ctl};
-use crate::probes::{self, Probe, ARMING_PROBE, PROBES};
-use crate::read::{self, Raw};
-use crate::report::{Attach, ProbeStatus};
-use crate::{Config, Error, OBJECT};
+use crate::config::Config;
+use crate::layout::cfg as cfg_idx;
+use crate::maps::{self, Raw};
+use crate::model::{Attach, ProbeStatus};
+use crate::probes::{self, Probe, ARMING_PROBE, OBJECT, PROBES};
+use crate::sizing::Sizing;
 
-/// Map sizes chosen at load time.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Sizing {
-    pub tasks: u32,
-    pub buckets: u32,
-    pub bucket_ns: u64,
+/// Why nothing could be collected.
+#[derive(Debug)]
+pub enum Error {
+    /// BPF is not available to this process: not root (no CAP_BPF/CAP_PERFMON), no BPF syscall,
+    /// or the object could not be loaded at all. The message is libbpf's.
+    NoBpf(String),
+    /// Some probes load, but not the one that starts the counting (sched_process_exec), so
+    /// nothing would be counted.
+    Unusable(String),
 }
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoBpf(msg) => write!(f, "BPF not available: {msg}"),
+            Error::Unusable(msg) => write!(f, "collector unusable: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// The loaded object and its links (dropping a link detaches its program).
 pub(crate) struct Loaded {
@@ -34,12 +51,7 @@ pub(crate) struct Loaded {
 
 impl Loaded {
     pub fn set_phase_slot(&self, slot: u32) -> Result<(), String> {
-        let map = read::map(&self.obj, ".data.ctl")?;
-        let mut value = vec![0u8; map.value_size() as usize];
-        let at = ctl::PHASE_SLOT * 8;
-        value[at..at + 8].copy_from_slice(&(slot as u64).to_ne_bytes());
-        map.update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
-            .map_err(|err| err.to_string())
+        maps::set_phase_slot(&self.obj, slot)
     }
 
     /// Detaches every program, then reads the maps.
@@ -48,7 +60,7 @@ impl Loaded {
             obj, links, sizing, ..
         } = self;
         drop(links);
-        read::read(&obj, &sizing, finished_ns)
+        maps::read(&obj, &sizing, finished_ns)
     }
 }
 
@@ -94,7 +106,7 @@ pub(crate) fn load(cfg: &Config) -> Result<Loaded, Error> {
 }
 
 fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
-    let sizing = sizing(cfg);
+    let sizing = Sizing::of(cfg);
     let kernel_btf = if cfg.classic_only {
         Err("classic tracepoints asked for (classic_only)".to_string())
     } else {
@@ -113,7 +125,7 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
         Err(_) => Some(TempObject::write().map_err(Error::NoBpf)?),
     };
     for _attempt in 0..=2 * PROBES.len() {
-        let arming = PROBES.iter().position(|p| p.name == ARMING_PROBE).unwrap();
+        let arming = PROBES.iter().position(|p| p.id() == ARMING_PROBE).unwrap();
         if plans[arming].using == Use::Missing {
             return Err(Error::Unusable(format!(
                 "{} cannot be loaded: {}",
@@ -166,7 +178,7 @@ fn first_plan(probe: &Probe, kernel_btf: Result<&Btf, &String>, tracefs: Option<
     if probe.btf {
         match kernel_btf {
             Ok(btf) => {
-                let target = format!("btf_trace_{}", probe.name);
+                let target = format!("btf_trace_{}", probe.name());
                 if btf.type_by_name::<Typedef<'_>>(&target).is_some() {
                     return Plan {
                         using: Use::Btf,
@@ -228,7 +240,7 @@ fn statuses(plans: &[Plan]) -> Vec<ProbeStatus> {
         .iter()
         .zip(plans)
         .map(|(probe, plan)| ProbeStatus {
-            probe: probe.id(),
+            probe: probe.id().to_string(),
             attach: match plan.using {
                 Use::Btf => Some(Attach::TpBtf),
                 Use::Classic => Some(Attach::Tracepoint),
@@ -396,25 +408,6 @@ fn config_words(cfg: &Config, sizing: &Sizing) -> Vec<u64> {
     words
 }
 
-fn sizing(cfg: &Config) -> Sizing {
-    let pid_max = fs::read_to_string("/proc/sys/kernel/pid_max")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or(1 << 22);
-    let bucket_ns = cfg.bucket_ns.max(1_000);
-    Sizing {
-        tasks: sizing_tasks(cfg.expected_tasks, pid_max),
-        buckets: cfg.max_duration_ns.div_ceil(bucket_ns).clamp(1, 1 << 20) as u32,
-        bucket_ns,
-    }
-}
-
-/// Per-thread map entries: the expected tasks, never more than pid_max (no process can have more
-/// threads), plus room for the runtime's own threads.
-pub(crate) fn sizing_tasks(expected_tasks: u64, pid_max: u64) -> u32 {
-    (expected_tasks.min(pid_max) + 1024).min(1 << 24) as u32
-}
-
 fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -476,12 +469,5 @@ mod tests {
             "libbpf: Error in bpf_create_map_xattr(tasks): Operation not permitted(-1)\n".into(),
         ];
         assert!(blame_in_log(&log).is_empty());
-    }
-
-    #[test]
-    fn the_per_thread_map_is_capped_by_pid_max() {
-        assert_eq!(sizing_tasks(2_000, 32_768), 3_024);
-        assert_eq!(sizing_tasks(1_000_000, 32_768), 33_792);
-        assert_eq!(sizing_tasks(0, 32_768), 1_024);
     }
 }

@@ -1,0 +1,48 @@
+//! What to trace, and how big to make the kernel-side maps.
+
+use crate::model::FaultKinds;
+
+/// What to trace and how big to make the kernel-side maps.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// PID of the process to trace: counting starts when it execs, and covers every thread of
+    /// its thread group.
+    pub target_pid: u32,
+    /// The most tasks the workload will spawn (its N). Sizes the per-thread map, capped at the
+    /// kernel's pid_max since no process can hold more threads than that.
+    pub expected_tasks: u64,
+    /// Width of one time bucket of the series (default 100 ms).
+    pub bucket_ns: u64,
+    /// Time covered by the series (default 20 min); later events land in the last bucket and are
+    /// counted in `diagnostics.late_events` of the report.
+    pub max_duration_ns: u64,
+    /// How far to tell which memory each page fault hits (default: stack, heap, other).
+    pub fault_kinds: FaultKinds,
+    /// Also switch phases in the kernel the moment the target writes a `phase` event to its
+    /// stdout (the workload contract: one JSON line per event, `"event"` first); set_phase then
+    /// only catches what that misses. Exact where set_phase lags by a pipe and a wakeup.
+    pub phases_from_stdout: bool,
+    /// Use only the classic tracepoint programs, as on a kernel without BTF (for tests and
+    /// comparisons; off by default).
+    pub classic_only: bool,
+    /// Test seam: mark this tracepoint's tp_btf program sleepable, which the kernel refuses at
+    /// load time, so the per-probe fallback runs for real.
+    #[doc(hidden)]
+    pub refuse_btf_for: Option<String>,
+}
+
+impl Config {
+    /// Defaults for everything but the target and N.
+    pub fn new(target_pid: u32, expected_tasks: u64) -> Self {
+        Config {
+            target_pid,
+            expected_tasks,
+            bucket_ns: 100_000_000,
+            max_duration_ns: 20 * 60 * 1_000_000_000,
+            fault_kinds: FaultKinds::StackHeap,
+            phases_from_stdout: true,
+            classic_only: false,
+            refuse_btf_for: None,
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! collector.json: the report's plain data, serde both ways (the conductor writes it and reads
+//! old files back, so names and shapes are a file format), and the lookups on it. A leaf: it
+//! imports nothing of the crate.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of this report's shape.
+pub const REPORT_SCHEMA: u32 = 1;
+
+/// How a probe is attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attach {
+    /// BTF-typed raw tracepoint: typed arguments, task_struct readable.
+    TpBtf,
+    /// Classic tracepoint: the tracefs record only.
+    Tracepoint,
+}
+
+/// One probe: attached how, or missing; `note` says why it is not tp_btf, or why it is missing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeStatus {
+    pub probe: String,
+    pub attach: Option<Attach>,
+    pub note: Option<String>,
+}
+
+/// A phase start: the workload's own CLOCK_MONOTONIC time for it, when counting switched to it,
+/// and the difference (events in that window were counted towards the previous phase).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseMark {
+    pub index: u32,
+    /// The phase event's `t_ns` as passed to set_phase; 0 when only the kernel saw the event.
+    pub t_ns: u64,
+    /// When set_phase was called for it.
+    pub set_ns: Option<u64>,
+    /// When the kernel saw the event written to the target's stdout.
+    pub seen_ns: Option<u64>,
+    /// From `t_ns` to the earlier of `seen_ns` and `set_ns`.
+    pub lag_ns: u64,
+}
+
+/// One counter: its total, and how it splits between the time before the first phase event and
+/// each phase (index = phase number). `total = before_first_phase + sum(per_phase)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metric {
+    pub name: String,
+    /// `count`, `ns` or `bytes`.
+    pub unit: String,
+    pub total: u64,
+    pub before_first_phase: u64,
+    pub per_phase: Vec<u64>,
+}
+
+/// Values v with `lo <= v < hi`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistBucket {
+    pub lo: u64,
+    pub hi: u64,
+    pub count: u64,
+}
+
+/// A log2 histogram: bucket i holds [2^i, 2^(i+1)), the first also 0 and 1. Only the buckets from
+/// the first to the last non-empty one are listed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Histogram {
+    pub name: String,
+    pub unit: String,
+    pub count: u64,
+    pub buckets: Vec<HistBucket>,
+}
+
+impl Histogram {
+    /// Upper bound of the bucket holding the q-quantile (0 <= q <= 1): "at most this much".
+    pub fn quantile_upper(&self, q: f64) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for b in &self.buckets {
+            seen += b.count;
+            if seen >= rank {
+                return Some(b.hi);
+            }
+        }
+        self.buckets.last().map(|b| b.hi)
+    }
+}
+
+/// One value per time bucket (bucket i starts at t0_ns + i * bucket_ns). Counters are sums over
+/// the bucket; `rss_*` are gauges: the last size seen, carried forward over quiet buckets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Series {
+    pub name: String,
+    pub unit: String,
+    pub values: Vec<u64>,
+}
+
+/// clone/clone3 failures with one errno. errno 159 stands for 159 and above.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrnoCount {
+    pub syscall: String,
+    pub errno: u32,
+    pub name: String,
+    pub count: u64,
+}
+
+/// How far page faults are told apart by the memory they hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKinds {
+    /// Every fault counts as `fault_unclassified`.
+    Off = 0,
+    /// `fault_stack` (within 64 KiB below to 256 KiB above the faulting thread's user stack
+    /// pointer), `fault_heap` (the brk heap), `fault_other` (elsewhere). No lock taken.
+    StackHeap = 1,
+    /// Also a VMA lookup per fault (bpf_find_vma): `fault_other` splits into `fault_anon` and
+    /// `fault_file`, and a stack fault must share the VMA of SP. Costs a trylock of mmap_lock and
+    /// an irq_work per fault: about 15 us each on the 2-core VM (goroutines' spawn took 4x longer).
+    Vma = 2,
+}
+
+/// The counters the cross-checks compare with rusage.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CutCounts {
+    /// page_fault_user + page_fault_kernel on user addresses.
+    pub faults: u64,
+    pub switches_voluntary: u64,
+    pub switches_involuntary: u64,
+    /// Switches of threads whose counts had already gone into the process's (a thread's final
+    /// switch after release): never in any rusage.
+    pub switches_voluntary_after_exit: u64,
+    pub switches_involuntary_after_exit: u64,
+    pub new_threads: u64,
+}
+
+/// The task's own counters when it exec'd: what its rusage already held from between fork and exec.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreExec {
+    pub minflt: u64,
+    pub majflt: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    /// How they were read: from task_struct by the tp_btf exec probe (exact), or from /proc while
+    /// the child was held plus what the classic probes counted until its exec (misses the few
+    /// faults execve takes through get_user_pages).
+    pub source: String,
+}
+
+/// Counted up to the entry of a getrusage call, and up to its return. Other threads run while
+/// getrusage sums their counters, so what it returns lies between the two.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CutWindow {
+    pub entered: CutCounts,
+    pub returned: CutCounts,
+}
+
+/// What the cross-checks stand on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RusageBasis {
+    /// getrusage(RUSAGE_SELF) calls by the target, and returns seen; the workloads make one call,
+    /// for their result event.
+    pub getrusage_calls: u64,
+    pub getrusage_returns: u64,
+    pub last_getrusage_ns: u64,
+    /// None when neither the exec probe nor /proc could tell.
+    pub pre_exec: Option<PreExec>,
+    /// Counted up to the last getrusage call: what its figures can be compared with. None when
+    /// there was no call, more than the kernel side keeps apart (15), or calls overlapped.
+    pub at_last_getrusage: Option<CutWindow>,
+    /// Counted in all.
+    pub total: CutCounts,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostics {
+    /// Size of the per-thread map, and how often it was found full (then per-thread figures
+    /// such as on-CPU time and run-queue waits miss some threads).
+    pub tasks_map_entries: u32,
+    pub tasks_map_full: u64,
+    /// Threads still in the per-thread map at the end (alive, or exits not seen).
+    pub threads_left_in_map: u64,
+    pub nr_buckets: u32,
+    /// Events after the last bucket's end, counted in the last bucket.
+    pub late_events: u64,
+    pub fault_kinds: FaultKinds,
+    /// VMA lookups that found mmap_lock held for writing (their faults count as `fault_other`).
+    pub vma_lookups_busy: u64,
+    pub execs: u64,
+    pub read_errors: Vec<String>,
+}
+
+/// Everything the collector found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: u32,
+    /// The traced thread group.
+    pub tgid: u32,
+    /// Whether the target exec'd (false: nothing was counted).
+    pub exec_seen: bool,
+    /// CLOCK_MONOTONIC ns of the exec: bucket 0 starts here.
+    pub t0_ns: u64,
+    pub finished_ns: u64,
+    pub bucket_ns: u64,
+    pub probes: Vec<ProbeStatus>,
+    pub phases: Vec<PhaseMark>,
+    pub metrics: Vec<Metric>,
+    pub histograms: Vec<Histogram>,
+    pub series: Vec<Series>,
+    pub clone_failures: Vec<ErrnoCount>,
+    pub rusage_basis: RusageBasis,
+    pub diagnostics: Diagnostics,
+}
+
+impl Report {
+    /// The counter called `name` (see probes/collector.h, enum sc_counter, lower case).
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+
+    /// The total of counter `name`, 0 when there is no such counter.
+    pub fn total(&self, name: &str) -> u64 {
+        self.metric(name).map_or(0, |m| m.total)
+    }
+
+    pub fn histogram(&self, name: &str) -> Option<&Histogram> {
+        self.histograms.iter().find(|h| h.name == name)
+    }
+
+    pub fn series(&self, name: &str) -> Option<&Series> {
+        self.series.iter().find(|s| s.name == name)
+    }
+
+    /// Probes that are not attached, with why.
+    pub fn missing(&self) -> impl Iterator<Item = &ProbeStatus> {
+        self.probes.iter().filter(|p| p.attach.is_none())
+    }
+}

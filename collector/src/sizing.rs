@@ -1,0 +1,59 @@
+//! The kernel-side map sizes, chosen at load time from the config and the machine.
+
+use std::fs;
+
+use crate::config::Config;
+
+/// Map sizes chosen at load time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sizing {
+    /// Entries of the per-thread map.
+    pub tasks: u32,
+    /// Time buckets of the series.
+    pub buckets: u32,
+    pub bucket_ns: u64,
+}
+
+impl Sizing {
+    pub fn of(cfg: &Config) -> Sizing {
+        let pid_max = fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(1 << 22);
+        let bucket_ns = cfg.bucket_ns.max(1_000);
+        Sizing {
+            tasks: tasks(cfg.expected_tasks, pid_max),
+            buckets: cfg.max_duration_ns.div_ceil(bucket_ns).clamp(1, 1 << 20) as u32,
+            bucket_ns,
+        }
+    }
+}
+
+/// Per-thread map entries: the expected tasks, never more than pid_max (no process can have more
+/// threads), plus room for the runtime's own threads.
+fn tasks(expected_tasks: u64, pid_max: u64) -> u32 {
+    (expected_tasks.min(pid_max) + 1024).min(1 << 24) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_per_thread_map_is_capped_by_pid_max() {
+        assert_eq!(tasks(2_000, 32_768), 3_024);
+        assert_eq!(tasks(1_000_000, 32_768), 33_792);
+        assert_eq!(tasks(0, 32_768), 1_024);
+    }
+
+    #[test]
+    fn buckets_cover_the_duration() {
+        let mut cfg = Config::new(1, 10);
+        let s = Sizing::of(&cfg);
+        assert_eq!((s.buckets, s.bucket_ns), (12_000, 100_000_000));
+        cfg.bucket_ns = 1;
+        cfg.max_duration_ns = 10_000;
+        let s = Sizing::of(&cfg);
+        assert_eq!((s.buckets, s.bucket_ns), (10, 1_000));
+    }
+}
