@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::Value;
-use spawnscope_collector::launch::{self, ChildSetup, Rusage, Stdio};
-use spawnscope_collector::{Collector, Config, FaultKinds};
+use spawnscope_collector::launch::{self, ChildSetup, Stdio};
+use spawnscope_collector::{Collector, Config, FaultKinds, Rusage};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

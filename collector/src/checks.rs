@@ -68,13 +68,7 @@ impl Report {
     ///   rusage sees) is left out; the classic tracepoint cannot tell that switch apart, so there
     ///   the tolerance is one per exited thread;
     /// - threads created (task_newtask with CLONE_THREAD) vs `spawned`, exactly.
-    pub fn cross_checks<R: Copy + Into<Rusage>>(
-        &self,
-        rusage: &R,
-        spawned: u64,
-    ) -> Vec<CrossCheck> {
-        let rusage: Rusage = (*rusage).into();
-        let rusage = &rusage;
+    pub fn cross_checks(&self, rusage: &Rusage, spawned: u64) -> Vec<CrossCheck> {
         let mut notes = Vec::new();
         let window = match &self.rusage_basis.at_last_getrusage {
             Some(window) => window.clone(),

@@ -38,7 +38,6 @@ mod assemble;
 mod attach;
 mod checks;
 pub mod clock;
-mod compat;
 mod config;
 mod held;
 pub mod launch;
@@ -57,8 +56,7 @@ pub use attach::Error;
 pub use checks::{CrossCheck, Verdict};
 pub use clock::monotonic_ns;
 pub use config::Config;
-// Transitional (see compat.rs): the one Rusage is launch::Rusage.
-pub use compat::Rusage;
+pub use launch::Rusage;
 pub use model::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram,
     Metric, PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, REPORT_SCHEMA,

@@ -8,8 +8,8 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
-use spawnscope_collector::launch::{self, ChildSetup, Rusage, Stdio};
-use spawnscope_collector::{Collector, Config, Error, Report};
+use spawnscope_collector::launch::{self, ChildSetup, Stdio};
+use spawnscope_collector::{Collector, Config, Error, Report, Rusage};
 
 /// The workloads measure: one at a time in this test binary.
 static SERIAL: Mutex<()> = Mutex::new(());
