@@ -11,7 +11,7 @@
  * Attach: only tracepoints. Most probes come in twins: a tp_btf program (typed arguments, CO-RE
  * reads of task_struct) and a classic tracepoint program (the tracefs format record, no BTF
  * needed). User space loads the tp_btf one and falls back to the twin per probe when it cannot
- * (collector/src/load.rs). Syscall probes exist only as classic tracepoints: their tp_btf
+ * (collector/src/attach.rs). Syscall probes exist only as classic tracepoints: their tp_btf
  * counterpart would be raw_syscalls:sys_enter, which fires on every syscall of every process.
  *
  * Aggregation: counters per phase (the phase slot user space sets from the workload's phase

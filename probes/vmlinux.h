@@ -11,7 +11,7 @@
  * (reaching into anonymous members, e.g. mm_struct's, or arm64's pt_regs where `sp` sits in an
  * anonymous struct inside a union). Offsets and sizes here are never used for those structs.
  * A member missing from a kernel makes only the program reading it fail to load; user space then
- * falls back to the classic tracepoint twin of that program (see collector/src/load.rs).
+ * falls back to the classic tracepoint twin of that program (see collector/src/attach.rs).
  *
  * To regenerate or extend: dump as above, find the struct (`grep -n '^struct task_struct {'`),
  * copy the members you need (name and type only) into the minimal struct here. Check with

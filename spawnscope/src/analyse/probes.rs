@@ -5,7 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use spawnscope_collector::{CrossCheck, Report as CollectorReport, Rusage as CollectorRusage};
+use spawnscope_collector::{CrossCheck, Report as CollectorReport};
+
+use crate::record::Rusage;
 
 use crate::analyse::phases::phase_names;
 use crate::record::{MemoryRecord, RunRecord, Target};
@@ -90,20 +92,17 @@ pub fn probe_summary(
     let from_result = result
         .map(|r| &r["rusage"])
         .filter(|r| r.is_object())
-        .map(|r| CollectorRusage {
+        // The event's rusage has the launcher's fields; what it lacks counts as zero.
+        .map(|r| Rusage {
+            user_us: r["user_us"].as_u64().unwrap_or(0),
+            sys_us: r["sys_us"].as_u64().unwrap_or(0),
+            maxrss_kb: r["maxrss_kb"].as_u64().unwrap_or(0),
             minflt: r["minflt"].as_u64().unwrap_or(0),
             majflt: r["majflt"].as_u64().unwrap_or(0),
             nvcsw: r["nvcsw"].as_u64().unwrap_or(0),
             nivcsw: r["nivcsw"].as_u64().unwrap_or(0),
         });
-    let rusage = from_result.or_else(|| {
-        run.rusage.map(|r| CollectorRusage {
-            minflt: r.minflt,
-            majflt: r.majflt,
-            nvcsw: r.nvcsw,
-            nivcsw: r.nivcsw,
-        })
-    });
+    let rusage = from_result.or(run.rusage);
     // Threads created by the kernel for the workload: its spawned threads, or — for goroutines —
     // the OS threads the Go runtime made, less the main thread (exec made that one).
     let threads_created = match (&run.target, result) {

@@ -52,26 +52,6 @@ fn line(status: Status, item: &str, detail: impl Into<String>, fix: Option<&str>
     }
 }
 
-/// The tracepoints the collector attaches to.
-pub const TRACEPOINTS: &[&str] = &[
-    "sched/sched_switch",
-    "sched/sched_wakeup",
-    "sched/sched_wakeup_new",
-    "sched/sched_process_exec",
-    "sched/sched_process_exit",
-    "sched/sched_migrate_task",
-    "task/task_newtask",
-    "exceptions/page_fault_user",
-    "syscalls/sys_enter_clone",
-    "syscalls/sys_enter_clone3",
-    "syscalls/sys_enter_mmap",
-    "syscalls/sys_enter_munmap",
-    "syscalls/sys_enter_mprotect",
-    "syscalls/sys_enter_madvise",
-    "syscalls/sys_enter_futex",
-    "kmem/rss_stat",
-];
-
 fn tool_version(program: &str, arg: &str) -> Option<String> {
     let out = Command::new(program).arg(arg).output().ok()?;
     let text = String::from_utf8_lossy(if out.stdout.is_empty() {
@@ -120,11 +100,12 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
             Some("a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distribution kernels)"),
         )
     });
+    let tracepoints = spawnscope_collector::tracepoints();
     match tracefs::events_dir() {
         Some(events) => {
-            let missing: Vec<&str> = TRACEPOINTS.iter().copied().filter(|tp| !events.join(tp).is_dir()).collect();
+            let missing: Vec<&str> = tracepoints.iter().copied().filter(|tp| !events.join(tp.replace(':', "/")).is_dir()).collect();
             out.push(if missing.is_empty() {
-                line(Status::Ok, "tracepoints", format!("all {} the collector uses", TRACEPOINTS.len()), None)
+                line(Status::Ok, "tracepoints", format!("all {} the collector uses", tracepoints.len()), None)
             } else {
                 line(Status::Warn, "tracepoints", format!("missing: {}", missing.join(", ")),
                      Some("a newer kernel; the probes for these are left out"))

@@ -9,6 +9,8 @@ use anyhow::Result;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use spawnscope_collector::launch::kill;
+
 use crate::record::process::signal_name;
 
 #[derive(Clone)]
@@ -71,10 +73,4 @@ impl Interrupts {
     pub fn received(&self) -> Option<i32> {
         Some(self.received.load(Ordering::SeqCst)).filter(|&s| s != 0)
     }
-}
-
-/// SIGKILL to one process this run started.
-pub fn kill(pid: u32) {
-    // SAFETY: kill has no memory-safety preconditions.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
 }

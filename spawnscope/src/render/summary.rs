@@ -342,23 +342,16 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
 
 /// The probe figures a terminal line has room for.
 fn probe_highlights(p: &ProbeSummary) -> String {
-    [
-        "faults",
-        "clones",
-        "switches_voluntary",
-        "switches_involuntary",
-        "oncpu_ns",
-        "runq_ns",
-        "futex_waits",
-        "mmap_calls",
-    ]
-    .iter()
-    .filter_map(|name| {
-        let row = p.rows.iter().find(|r| r.metric == *name)?;
-        Some(format!("{name} {}", in_unit(row.per_task?, &row.unit)))
-    })
-    .collect::<Vec<_>>()
-    .join(", ")
+    KEY_PROBES
+        .iter()
+        .filter(|(_, on_terminal)| *on_terminal)
+        .map(|(name, _)| name)
+        .filter_map(|name| {
+            let row = p.rows.iter().find(|r| r.metric == *name)?;
+            Some(format!("{name} {}", in_unit(row.per_task?, &row.unit)))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Several runs' per-task figures in columns, with their machines.
@@ -384,7 +377,7 @@ pub fn side_by_side_table(runs: &[(Summary, Fingerprint)]) -> Table {
         .flat_map(|p| {
             p.rows
                 .iter()
-                .filter(|r| SIDE_BY_SIDE_PROBES.contains(&r.metric.as_str()))
+                .filter(|r| KEY_PROBES.iter().any(|(m, _)| *m == r.metric))
                 .map(|r| r.metric.clone())
         })
         .fold(Vec::new(), |mut v, m| {
@@ -431,17 +424,18 @@ pub fn side_by_side_table(runs: &[(Summary, Fingerprint)]) -> Table {
     t
 }
 
-/// The probe figures compared across runs, per task.
-const SIDE_BY_SIDE_PROBES: &[&str] = &[
-    "faults",
-    "clones",
-    "switches_voluntary",
-    "switches_involuntary",
-    "oncpu_ns",
-    "runq_ns",
-    "futex_waits",
-    "mmap_calls",
-    "munmap_calls",
+/// The probe figures shown beyond summary.md's full table, per task: in `report`'s side-by-side
+/// view, and (those marked) on the terminal's one line.
+const KEY_PROBES: &[(&str, bool)] = &[
+    ("faults", true),
+    ("clones", true),
+    ("switches_voluntary", true),
+    ("switches_involuntary", true),
+    ("oncpu_ns", true),
+    ("runq_ns", true),
+    ("futex_waits", true),
+    ("mmap_calls", true),
+    ("munmap_calls", false),
 ];
 
 #[cfg(test)]
