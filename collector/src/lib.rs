@@ -36,9 +36,9 @@
 
 mod assemble;
 mod attach;
-mod checks;
 pub mod clock;
 mod config;
+mod cross_checks;
 mod held;
 pub mod launch;
 mod layout {
@@ -53,9 +53,9 @@ mod summary;
 use std::sync::Mutex;
 
 pub use attach::Error;
-pub use checks::{CrossCheck, Verdict};
 pub use clock::monotonic_ns;
 pub use config::Config;
+pub use cross_checks::{CrossCheck, Verdict};
 pub use launch::Rusage;
 pub use model::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram,

@@ -256,7 +256,7 @@ fn the_scanner_sees_a_planted_upward_import_and_circle() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let code = "use crate::render::table::Table;\nlet x = crate::analyse::compare::analyze();\nuse crate::{record::Plan, render};";
+    let code = "use crate::render::table::Table;\nlet x = crate::analyse::compare::compare_runs();\nuse crate::{record::Plan, render};";
     let found: Vec<String> = imports(code, &modules)
         .into_iter()
         .map(|(m, _)| m)

@@ -190,7 +190,7 @@ pub struct Fit {
 
 /// Everything `compare` and `report` show for a set of runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct CompareReport {
+pub struct Comparison {
     pub schema: u32,
     pub rendered_utc: String,
     pub machines: Vec<Machine>,
@@ -234,11 +234,11 @@ impl SummarizedRun {
 }
 
 /// Groups the runs by machine and cell, fits a line per metric over N.
-pub fn analyze(
+pub fn compare_runs(
     summarized: &[SummarizedRun],
     plan: Option<Plan>,
     rendered_utc: String,
-) -> CompareReport {
+) -> Comparison {
     let mut machines: Vec<Machine> = Vec::new();
     let mut keys: Vec<String> = Vec::new();
     let mut runs = Vec::new();
@@ -321,7 +321,7 @@ pub fn analyze(
         .as_ref()
         .filter(|p| p.reproduce.as_deref() == Some("hansen2023"))
         .map(|_| reproduce_table(&runs));
-    CompareReport {
+    Comparison {
         schema: 1,
         rendered_utc,
         machines,

@@ -2,7 +2,7 @@
 //! and switches when it ran, else the conductor's 100 ms memory samples; phases as spans. And
 //! which runs of a comparison get a timeline.
 
-use crate::analyse::compare::CompareReport;
+use crate::analyse::compare::Comparison;
 use crate::analyse::phases::shown_name;
 use crate::analyse::run_point::RunPoint;
 use crate::record::LoadedRun;
@@ -140,7 +140,7 @@ pub fn of_run(loaded: &LoadedRun) -> Option<Timeline> {
 
 /// The runs of a comparison that get a timeline: per machine and runtime, its largest measured run
 /// of the first workload (with the collector's series when one has them).
-pub fn shown_runs(report: &CompareReport) -> Vec<&RunPoint> {
+pub fn shown_runs(report: &Comparison) -> Vec<&RunPoint> {
     let mut shown = Vec::new();
     for machine in &report.machines {
         let first = report

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::analyse::attribution::{self, Attribution};
-use crate::analyse::compare::{analyze, CompareReport, SummarizedRun};
+use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
 use crate::analyse::phases::perf_phases;
 use crate::analyse::summary::{summarize, Summary};
 use crate::analyse::timeline;
@@ -132,7 +132,7 @@ fn relative(dir: &Path, base: &Path) -> String {
 
 /// A set of runs side by side, written into `out`: compare.json, compare.csv, compare-fits.csv,
 /// compare.md, charts/ and report.html.
-pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Result<CompareReport> {
+pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Result<Comparison> {
     let mut summarized = Vec::new();
     let mut loaded_by_dir: BTreeMap<String, LoadedRun> = BTreeMap::new();
     for dir in run_dirs {
@@ -145,7 +145,7 @@ pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Resul
         ));
         loaded_by_dir.insert(name, derived.loaded);
     }
-    let report = analyze(&summarized, plan, chrono::Utc::now().to_rfc3339());
+    let report = compare_runs(&summarized, plan, chrono::Utc::now().to_rfc3339());
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     record::write_json(&out.join(record::COMPARE_JSON), &report)?;
     fs::write(

@@ -7,7 +7,7 @@ use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::analyse::compare::{Cell, CompareReport, RunPoint};
+use crate::analyse::compare::{Cell, Comparison, RunPoint};
 use crate::analyse::regression::Spread;
 use crate::analyse::timeline::Timeline;
 use crate::runtime::Runtime;
@@ -373,7 +373,7 @@ pub fn timeline(t: &Timeline) -> Result<String> {
 
 /// Every chart for a report: per machine, per workload, memory and time; the timelines of the
 /// runs `analyse::timeline::shown_runs` picks (one per runtime and machine).
-pub fn all(report: &CompareReport, timelines: &[(&RunPoint, Timeline)]) -> Result<Vec<Chart>> {
+pub fn all(report: &Comparison, timelines: &[(&RunPoint, Timeline)]) -> Result<Vec<Chart>> {
     let mut charts = Vec::new();
     let multi = report.machines.len() > 1;
     for (mi, machine) in report.machines.iter().enumerate() {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::analyse::compare::{Cell, CompareReport, Fit, Machine, Over};
+use crate::analyse::compare::{Cell, Comparison, Fit, Machine, Over};
 use crate::analyse::regression::Spread;
 use crate::analyse::reproduce::Reproduce;
 use crate::record::Fingerprint;
@@ -301,12 +301,12 @@ const FIT_COLUMNS: &[Column<Fit>] = &[
 ];
 
 /// The runs table of compare.md and report.html: one row per cell.
-pub fn runs_table(r: &CompareReport) -> Table {
+pub fn runs_table(r: &Comparison) -> Table {
     shown_table(CELL_COLUMNS, &r.cells, r.machines.len() > 1)
 }
 
 /// The regression table of compare.md and report.html: one row per fitted line.
-pub fn fits_table(r: &CompareReport) -> Table {
+pub fn fits_table(r: &Comparison) -> Table {
     shown_table(FIT_COLUMNS, &r.fits, r.machines.len() > 1)
 }
 
@@ -375,7 +375,7 @@ pub fn machine_line(m: &Fingerprint) -> String {
 }
 
 /// compare.md: hyperfine-like tables.
-pub fn markdown(r: &CompareReport) -> String {
+pub fn markdown(r: &Comparison) -> String {
     let mut md = String::from("# spawnscope compare\n\n");
     for m in &r.machines {
         let _ = writeln!(md, "- Machine {}", machine_line_with_id(m));
@@ -472,12 +472,12 @@ pub fn reproduce_markdown(rep: &Reproduce) -> String {
 }
 
 /// compare.csv: one row per cell (min / median / max of each figure).
-pub fn cells_csv(r: &CompareReport) -> String {
+pub fn cells_csv(r: &Comparison) -> String {
     raw_table(CELL_COLUMNS, &r.cells).csv()
 }
 
 /// compare-fits.csv: one row per fitted line.
-pub fn fits_csv(r: &CompareReport) -> String {
+pub fn fits_csv(r: &Comparison) -> String {
     raw_table(FIT_COLUMNS, &r.fits).csv()
 }
 
@@ -486,7 +486,7 @@ mod tests {
     use super::*;
     use crate::render::table::Cell as TableCell;
 
-    fn recorded() -> CompareReport {
+    fn recorded() -> Comparison {
         serde_json::from_str(include_str!(
             "../../tests/fixtures/before-house/compare/compare.json"
         ))
@@ -494,7 +494,7 @@ mod tests {
     }
 
     /// The same report with its goroutine runs on a second machine.
-    fn two_machines() -> CompareReport {
+    fn two_machines() -> Comparison {
         let mut r = recorded();
         let mut m2 = r.machines[0].clone();
         m2.id = "M2 (b,c)".into();

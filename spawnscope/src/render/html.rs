@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::analyse::compare::{CompareReport, RunPoint};
+use crate::analyse::compare::{Comparison, RunPoint};
 use crate::record::Fingerprint;
 use crate::render::charts::Chart;
 use crate::render::compare;
@@ -51,7 +51,7 @@ code{background:#f4f4f4;padding:1px 4px}ul{font-size:14px}";
 
 /// The machines' fingerprints side by side: one column per machine, one row per field, then one
 /// per sysctl any of them recorded.
-pub fn machines_table(report: &CompareReport) -> Table {
+pub fn machines_table(report: &Comparison) -> Table {
     type Field = fn(&Fingerprint) -> String;
     const FIELDS: &[(&str, Field)] = &[
         ("hostname", |f| f.hostname.clone()),
@@ -150,7 +150,7 @@ const CHECK_COLUMNS: &[CheckColumn] = &[
 
 /// Cross-checks per run: memory parts against MemAvailable and the cgroup, tasks alive against
 /// N, sysctls put back, the workload's output against the event schema.
-pub fn checks_table(report: &CompareReport) -> Table {
+pub fn checks_table(report: &Comparison) -> Table {
     let mut t = Table::new(CHECK_COLUMNS.iter().map(|(h, _)| *h));
     for r in &report.runs {
         t.row(CHECK_COLUMNS.iter().map(|(_, cell)| cell(r)));
@@ -159,11 +159,7 @@ pub fn checks_table(report: &CompareReport) -> Table {
 }
 
 /// The page. `flames`: each run's flame.svg, by the run's directory as the report names it.
-pub fn page(
-    report: &CompareReport,
-    charts: &[Chart],
-    flames: &BTreeMap<String, Vec<u8>>,
-) -> String {
+pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec<u8>>) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
@@ -284,7 +280,7 @@ mod tests {
 
     #[test]
     fn the_page_has_every_table_built_once() {
-        let mut report: CompareReport = serde_json::from_str(include_str!(
+        let mut report: Comparison = serde_json::from_str(include_str!(
             "../../tests/fixtures/before-house/compare/compare.json"
         ))
         .unwrap();
