@@ -4,6 +4,7 @@
 
 pub mod attribution;
 pub mod charts;
+pub mod columns;
 pub mod compare;
 pub mod flame;
 pub mod html;
