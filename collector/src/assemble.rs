@@ -106,6 +106,8 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
             execs: st[state::EXECS],
             read_errors: meta.errors,
         },
+        program_costs: Vec::new(),
+        program_costs_note: None,
     }
 }
 

@@ -13,9 +13,10 @@ use libbpf_rs::btf::Btf;
 use libbpf_rs::{Link, Object, ObjectBuilder, PrintLevel};
 
 use crate::config::Config;
+use crate::cost;
 use crate::layout::cfg as cfg_idx;
 use crate::maps::{self, Raw};
-use crate::model::{Attach, ProbeStatus};
+use crate::model::{Attach, ProbeStatus, ProgramCost};
 use crate::probes::{self, Probe, ARMING_PROBE, OBJECT, PROBES};
 use crate::sizing::Sizing;
 
@@ -54,13 +55,16 @@ impl Loaded {
         maps::set_phase_slot(&self.obj, slot)
     }
 
-    /// Detaches every program, then reads the maps.
-    pub fn detach_and_read(self, finished_ns: u64) -> (Raw, Vec<String>) {
+    /// Detaches every program, then reads the maps and what each program cost.
+    pub fn detach_and_read(self, finished_ns: u64) -> (Raw, Vec<String>, Vec<ProgramCost>) {
         let Loaded {
             obj, links, sizing, ..
         } = self;
         drop(links);
-        maps::read(&obj, &sizing, finished_ns)
+        let (raw, mut errors) = maps::read(&obj, &sizing, finished_ns);
+        let (costs, cost_errors) = cost::read_programs(&obj);
+        errors.extend(cost_errors);
+        (raw, errors, costs)
     }
 }
 

@@ -38,6 +38,7 @@ mod assemble;
 mod attach;
 pub mod clock;
 mod config;
+mod cost;
 mod cross_checks;
 mod held;
 pub mod launch;
@@ -59,7 +60,8 @@ pub use cross_checks::{CrossCheck, Verdict};
 pub use launch::Rusage;
 pub use model::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram,
-    Metric, PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, REPORT_SCHEMA,
+    Metric, PhaseMark, PreExec, ProbeStatus, ProgramCost, Report, RusageBasis, Series,
+    REPORT_SCHEMA,
 };
 pub use probes::{tracefs_root, tracepoints};
 pub use summary::{metric_label, SummaryRow};
@@ -79,6 +81,8 @@ pub struct Collector {
     held: Option<PreExec>,
     cfg: Config,
     phases: Mutex<Vec<PhaseMark>>,
+    /// The kernel's run-time statistics, on while the collector lives: what each probe costs.
+    stats: cost::StatsOn,
 }
 
 impl Collector {
@@ -88,6 +92,8 @@ impl Collector {
         // Before attaching, while the child sleeps in its hold: the classic path's pre-exec
         // baseline (the tp_btf exec probe reads the exact one from task_struct).
         let held = held::held_counters(cfg.target_pid);
+        // On before the programs attach, so that every run of them is counted.
+        let stats = cost::stats_on();
         let loaded = attach::load(cfg)?;
         let missing = loaded
             .probes
@@ -104,6 +110,7 @@ impl Collector {
             held,
             cfg: cfg.clone(),
             phases: Mutex::new(Vec::new()),
+            stats,
         })
     }
 
@@ -144,11 +151,15 @@ impl Collector {
             cfg,
             phases,
             held,
+            stats,
             ..
         } = self;
         let phases = phases.into_inner().unwrap_or_else(|e| e.into_inner());
         let (sizing, probes) = (loaded.sizing, loaded.probes.clone());
-        let (raw, errors) = loaded.detach_and_read(finished_ns);
+        let (raw, errors, program_costs) = loaded.detach_and_read(finished_ns);
+        // Counting stops with the last holder of the statistics' descriptor.
+        let program_costs_note = stats.note.clone();
+        drop(stats);
         let meta = assemble::Meta {
             tgid: cfg.target_pid,
             bucket_ns: sizing.bucket_ns,
@@ -161,7 +172,10 @@ impl Collector {
             errors,
             held,
         };
-        assemble::assemble(meta, &raw)
+        let mut report = assemble::assemble(meta, &raw);
+        report.program_costs = program_costs;
+        report.program_costs_note = program_costs_note;
+        report
     }
 }
 

@@ -191,6 +191,22 @@ pub struct Diagnostics {
     pub read_errors: Vec<String>,
 }
 
+/// One BPF program's cost, as the kernel's run-time statistics counted it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramCost {
+    /// The program's name in collector.bpf.c (`btf_<tracepoint>` or `tp_<tracepoint>`).
+    pub program: String,
+    /// `category:name` of the tracepoint it is attached to.
+    pub tracepoint: String,
+    /// How often it ran: every time its tracepoint fired, on any CPU, for any task (the filter to
+    /// the workload is inside the program).
+    pub run_cnt: u64,
+    /// Nanoseconds spent in it, in all.
+    pub run_time_ns: u64,
+    /// Runs the kernel skipped because the program was already running on that CPU.
+    pub recursion_misses: u64,
+}
+
 /// Everything the collector found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
@@ -211,6 +227,12 @@ pub struct Report {
     pub clone_failures: Vec<ErrnoCount>,
     pub rusage_basis: RusageBasis,
     pub diagnostics: Diagnostics,
+    /// What each program cost (empty in files written before it was measured).
+    #[serde(default)]
+    pub program_costs: Vec<ProgramCost>,
+    /// Why `program_costs` is empty, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_costs_note: Option<String>,
 }
 
 impl Report {

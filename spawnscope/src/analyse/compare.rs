@@ -294,6 +294,11 @@ pub fn compare_runs(
             sysctls_restored: s.sysctls_restored,
             contract_violations: l.contract_violations,
             has_collector: l.has_collector,
+            probe_cost_share: s
+                .probes
+                .as_ref()
+                .and_then(|p| p.cost.as_ref())
+                .and_then(|c| c.share_of_cpu),
             has_flame: l.has_flame,
         });
     }

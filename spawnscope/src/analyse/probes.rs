@@ -44,6 +44,64 @@ pub struct ProbeSummary {
     pub cross_checks_pass: bool,
     /// Probes that could not be loaded, with why.
     pub not_loaded: Vec<String>,
+    /// What the probes themselves cost, from the kernel's BPF run-time statistics (absent for runs
+    /// recorded before the collector measured it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<ProbeCost>,
+}
+
+/// One BPF program's cost over the run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProgramCostRow {
+    pub program: String,
+    pub tracepoint: String,
+    /// Times it ran: every time its tracepoint fired, for any task (it filters inside).
+    pub events: u64,
+    pub total_ns: u64,
+    pub ns_per_event: f64,
+}
+
+/// What the probes cost in all, and per program, most expensive first.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProbeCost {
+    /// Programs that ran at least once.
+    pub programs: Vec<ProgramCostRow>,
+    pub events: u64,
+    pub total_ns: u64,
+    /// total_ns over the workload's CPU time (rusage user + system): the share of what was
+    /// measured that the measuring took. BPF programs run on the CPU of the task that hits the
+    /// tracepoint, mostly the workload's own, so most of it is inside that CPU time.
+    pub share_of_cpu: Option<f64>,
+}
+
+/// The probes' cost from collector.json; None when the collector did not measure it.
+pub fn probe_cost(report: &CollectorReport, run: &RunRecord) -> Option<ProbeCost> {
+    if report.program_costs.is_empty() {
+        return None;
+    }
+    let programs: Vec<ProgramCostRow> = report
+        .program_costs
+        .iter()
+        .filter(|p| p.run_cnt > 0)
+        .map(|p| ProgramCostRow {
+            program: p.program.clone(),
+            tracepoint: p.tracepoint.clone(),
+            events: p.run_cnt,
+            total_ns: p.run_time_ns,
+            ns_per_event: p.run_time_ns as f64 / p.run_cnt as f64,
+        })
+        .collect();
+    let total_ns: u64 = programs.iter().map(|p| p.total_ns).sum();
+    let cpu_us = run
+        .rusage
+        .map(|r| r.user_us + r.sys_us)
+        .filter(|&us| us > 0);
+    Some(ProbeCost {
+        events: programs.iter().map(|p| p.events).sum(),
+        total_ns,
+        share_of_cpu: cpu_us.map(|us| total_ns as f64 / (us as f64 * 1000.0)),
+        programs,
+    })
 }
 
 /// Summarises collector.json. Cross-checks compare with the workload's own getrusage (the
@@ -130,5 +188,6 @@ pub fn probe_summary(
         latencies,
         cross_checks,
         not_loaded,
+        cost: probe_cost(report, run),
     }
 }

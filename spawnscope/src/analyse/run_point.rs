@@ -35,6 +35,9 @@ pub struct RunPoint {
     pub sysctls_restored: bool,
     pub contract_violations: usize,
     pub has_collector: bool,
+    /// The probes' own cost over the workload's CPU time, when the collector measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_cost_share: Option<f64>,
     pub has_flame: bool,
 }
 

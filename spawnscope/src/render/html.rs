@@ -138,6 +138,10 @@ const CHECK_COLUMNS: &[CheckColumn] = &[
             .and_then(|m| m.cgroup_kb)
             .map_or("—".into(), kb)
     }),
+    ("probes' own cost", |r| {
+        r.probe_cost_share
+            .map_or("—".into(), |s| format!("{:.1} % of CPU", s * 100.0))
+    }),
     ("sysctls restored", |r| {
         if r.sysctls_restored { "yes" } else { "NO" }.into()
     }),

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::analyse::probes::ProbeSummary;
+use crate::analyse::probes::{ProbeCost, ProbeSummary};
 use crate::analyse::summary::Summary;
 use crate::record::Fingerprint;
 use crate::render::attribution;
@@ -301,6 +301,42 @@ fn probes_markdown(md: &mut String, p: &ProbeSummary) {
     if !p.not_loaded.is_empty() {
         let _ = writeln!(md, "\nProbes not loaded: {}", p.not_loaded.join("; "));
     }
+    if let Some(cost) = &p.cost {
+        let _ = writeln!(md, "\n### What the probes cost: {}\n", cost_line(cost));
+        md.push_str(&probe_cost_table(cost).markdown());
+    }
+}
+
+/// The probes' cost in one line: time in BPF programs, and its share of the workload's CPU time.
+pub fn cost_line(cost: &ProbeCost) -> String {
+    let share = cost.share_of_cpu.map_or(String::new(), |s| {
+        format!(", {:.1} % of the workload's CPU time", s * 100.0)
+    });
+    format!(
+        "{} in BPF programs over {} runs{share} (the kernel's run-time statistics)",
+        in_unit(cost.total_ns as f64, "ns"),
+        count(cost.events)
+    )
+}
+
+/// Per program: how often it ran, for how long, per run.
+pub fn probe_cost_table(cost: &ProbeCost) -> Table {
+    let mut t = Table::new(["program", "tracepoint", "runs", "total", "per run", "share"])
+        .right_aligned([2, 3, 4, 5]);
+    for p in &cost.programs {
+        t.row([
+            p.program.clone(),
+            p.tracepoint.clone(),
+            count(p.events),
+            in_unit(p.total_ns as f64, "ns"),
+            format!("{:.0} ns", p.ns_per_event),
+            format!(
+                "{:.1} %",
+                p.total_ns as f64 * 100.0 / cost.total_ns.max(1) as f64
+            ),
+        ]);
+    }
+    t
 }
 
 /// The terminal view of one run.
@@ -322,6 +358,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     }
     if let Some(p) = &s.probes {
         let _ = writeln!(out, "  eBPF probes, per task: {}", probe_highlights(p));
+        if let Some(cost) = &p.cost {
+            let _ = writeln!(out, "  the probes' own cost: {}", cost_line(cost));
+        }
         for c in &p.cross_checks {
             let _ = writeln!(
                 out,

@@ -1,0 +1,152 @@
+//! The collector measures its own cost in every run: the kernel's BPF run-time statistics, on for
+//! the run only. Root tests: they load the probes for real; without root they print SKIP.
+
+mod common;
+
+use std::fs;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+fn stats_switch() -> String {
+    fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// The processes holding a `BPF_ENABLE_STATS` descriptor: while any does, the kernel times every
+/// BPF program. (`kernel.bpf_stats_enabled` shows only what was written to it, not these.)
+fn stats_holders() -> Vec<u32> {
+    let mut holders = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .filter_map(|fd| fs::read_link(fd.path()).ok())
+            .any(|target| target.to_string_lossy() == "anon_inode:bpf-stats")
+        {
+            holders.push(pid);
+        }
+    }
+    holders
+}
+
+/// The program serving `tracepoint` in collector.json's program_costs.
+fn program<'a>(collector: &'a Value, tracepoint: &str) -> &'a Value {
+    collector["program_costs"]
+        .as_array()
+        .expect("collector.json has program_costs")
+        .iter()
+        .find(|p| p["tracepoint"] == tracepoint)
+        .unwrap_or_else(|| panic!("no program for {tracepoint}: {collector:#}"))
+}
+
+#[test]
+fn every_run_says_what_its_probes_cost_and_leaves_the_statistics_as_they_were() {
+    if skip_unless_root(
+        "every_run_says_what_its_probes_cost_and_leaves_the_statistics_as_they_were",
+    ) {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let before = stats_switch();
+    let holders_before = stats_holders();
+    let out = sandbox.run(&["--runtime", "threads", "--workload", "hold", "--n", "2000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stats_switch(), before, "kernel.bpf_stats_enabled as before");
+    assert_eq!(
+        stats_holders(),
+        holders_before,
+        "the statistics are off again"
+    );
+    let dir = sandbox.only_results_dir();
+    let collector = read_json(dir.join("collector.json"));
+    for tracepoint in ["exceptions:page_fault_user", "sched:sched_switch"] {
+        let p = program(&collector, tracepoint);
+        let (runs, ns) = (
+            p["run_cnt"].as_u64().unwrap(),
+            p["run_time_ns"].as_u64().unwrap(),
+        );
+        assert!(runs > 0 && ns > 0, "{tracepoint}: {runs} runs, {ns} ns");
+    }
+    // 2,000 threads fault in their stacks: the fault program ran at least once a thread.
+    assert!(
+        program(&collector, "exceptions:page_fault_user")["run_cnt"]
+            .as_u64()
+            .unwrap()
+            >= 2000
+    );
+    let summary = read_json(dir.join("summary.json"));
+    let cost = &summary["probes"]["cost"];
+    let share = cost["share_of_cpu"].as_f64().unwrap();
+    assert!(share > 0.0 && share < 1.0, "probes' share of CPU {share}");
+    let total: u64 = cost["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["total_ns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, cost["total_ns"].as_u64().unwrap());
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("### What the probes cost:")
+            && (md.contains("| btf_sched_switch |") || md.contains("| tp_sched_switch |")),
+        "{md}"
+    );
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(terminal.contains("the probes' own cost:"), "{terminal}");
+}
+
+#[test]
+fn an_interrupted_run_leaves_the_statistics_as_they_were() {
+    if skip_unless_root("an_interrupted_run_leaves_the_statistics_as_they_were") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let before = stats_switch();
+    let holders_before = stats_holders();
+    let mut child = sandbox.spawn_run(&[
+        "--runtime",
+        "threads",
+        "--workload",
+        "hold",
+        "--n",
+        "2000",
+        "--hold-for",
+        "60s",
+    ]);
+    let mut dir = None;
+    let peaked = wait_until(Duration::from_secs(60), || {
+        dir = sandbox.results_dirs().into_iter().next();
+        dir.as_ref()
+            .is_some_and(|d| events_so_far(d).contains(r#""event":"peak""#))
+    });
+    assert!(peaked, "the run did not reach its peak");
+    let during = stats_holders();
+    assert!(
+        during.contains(&child.id()),
+        "the conductor holds the statistics on while its probes run: {during:?}"
+    );
+    // SAFETY: kill has no memory-safety preconditions; the PID is our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_with_limit(&mut child, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(128 + libc::SIGINT));
+    assert_eq!(
+        stats_switch(),
+        before,
+        "kernel.bpf_stats_enabled as before the run"
+    );
+}
