@@ -130,6 +130,18 @@ struct {
 	__type(value, struct sc_task);
 } tasks SEC(".maps");
 
+/* Without per-thread state (the hash map above), each target thread's nvcsw at its last switch-out
+ * still tells a voluntary switch from an involuntary one exactly (see btf_sched_switch): kept in
+ * an array indexed by tid, max_entries = pid_max set at load time (8 bytes a possible tid; no tid
+ * reaches pid_max). An array lookup is an address computation; a hash or task-storage lookup cost
+ * ~300 ns a switch here (BPF run-time statistics). New threads reset their slot. tp_btf only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} nv_by_tid SEC(".maps");
+
 /* ---- small helpers ------------------------------------------------------------------------ */
 
 static __always_inline bool armed(void)
@@ -204,12 +216,17 @@ static __always_inline void hist_add(__u32 hist, __u64 value)
 		*slot += 1;
 }
 
-/* The tid's entry; with create, made when missing (counted in SC_ST_TASKS_FULL when full). */
+/* The tid's entry; with create, made when missing (counted in SC_ST_TASKS_FULL when full). None
+ * without per-thread state: the hash map is most of what a switch, a wakeup or a new thread costs
+ * (measured with the kernel's BPF run-time statistics), so by default only counters are kept. */
 static __always_inline struct sc_task *task_get(__u32 tid, bool create)
 {
-	struct sc_task *t = bpf_map_lookup_elem(&tasks, &tid);
+	struct sc_task *t;
 	struct sc_task fresh = { .sys_kind = SC_NR_SYS };
 
+	if (!cfg[SC_CFG_PER_THREAD])
+		return NULL;
+	t = bpf_map_lookup_elem(&tasks, &tid);
 	if (t || !create)
 		return t;
 	if (bpf_map_update_elem(&tasks, &tid, &fresh, BPF_NOEXIST) != 0) {
@@ -254,6 +271,12 @@ int BPF_PROG(btf_sched_process_exec, struct task_struct *p, pid_t old_pid, struc
 		t->on_ts = now; /* it is running */
 		t->nvcsw_seen = p->nvcsw;
 		t->flags |= TF_NV_KNOWN;
+	} else {
+		__u32 tid = p->pid;
+		__u64 *seen = bpf_map_lookup_elem(&nv_by_tid, &tid);
+
+		if (seen)
+			*seen = p->nvcsw;
 	}
 	arm(now);
 	return 0;
@@ -308,6 +331,13 @@ static __always_inline void new_task(__u32 tid, __u64 clone_flags, __u64 nvcsw, 
 	if (t && nv_known) {
 		t->nvcsw_seen = nvcsw;
 		t->flags |= TF_NV_KNOWN;
+	}
+	if (!t) {
+		/* The tid may be one a thread of this run had before: start its slot afresh. */
+		__u64 *seen = bpf_map_lookup_elem(&nv_by_tid, &tid);
+
+		if (seen)
+			*seen = nvcsw;
 	}
 }
 
@@ -466,6 +496,13 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 				voluntary = nvcsw != t->nvcsw_seen;
 			t->nvcsw_seen = nvcsw;
 			t->flags |= TF_NV_KNOWN;
+		} else {
+			__u64 *seen = bpf_map_lookup_elem(&nv_by_tid, &tid);
+
+			if (seen) {
+				voluntary = nvcsw != *seen;
+				*seen = nvcsw;
+			}
 		}
 		if (voluntary != by_rule) {
 			c = phase_vec();
@@ -532,11 +569,13 @@ int tp_sched_switch(struct tp_sched_switch *ctx)
 	return 0;
 }
 
+/* A target thread became runnable; t: its entry, when per-thread state is kept. */
 static __always_inline void woken(struct sc_task *t)
 {
 	struct vec_counters *c = phase_vec();
 
-	t->wake_ts = bpf_ktime_get_ns();
+	if (t)
+		t->wake_ts = bpf_ktime_get_ns();
 	if (c)
 		c->v[SC_WAKEUPS] += 1;
 }
@@ -549,8 +588,7 @@ int BPF_PROG(btf_sched_wakeup, struct task_struct *p)
 	if (!armed() || (__u32)p->tgid != TGID)
 		return 0;
 	t = task_get(p->pid, true);
-	if (t)
-		woken(t);
+	woken(t);
 	return 0;
 }
 
@@ -562,8 +600,7 @@ int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p)
 	if (!armed() || (__u32)p->tgid != TGID)
 		return 0;
 	t = task_get(p->pid, true);
-	if (t)
-		woken(t);
+	woken(t);
 	return 0;
 }
 
@@ -1160,6 +1197,7 @@ int tp_sys_enter_getrusage(struct tp_sys_enter *ctx)
 	if (!current_is_target() || (int)ctx->args[0] != RUSAGE_SELF)
 		return 0;
 	state[SC_ST_LAST_GETRUSAGE_NS] = bpf_ktime_get_ns();
+	state[SC_ST_GETRUSAGE_TID] = (__u32)bpf_get_current_pid_tgid() + 1;
 	syscall_enter(SC_SYS_GETRUSAGE);
 	__sync_fetch_and_add(&state[SC_ST_GETRUSAGE_CALLS], 1);
 	return 0;
@@ -1174,9 +1212,15 @@ int tp_sys_exit_getrusage(struct tp_sys_exit *ctx)
 	if (!current_is_target())
 		return 0;
 	t = task_get(tid, false);
-	if (!t || t->sys_kind != SC_SYS_GETRUSAGE)
+	if (t) {
+		if (t->sys_kind != SC_SYS_GETRUSAGE)
+			return 0;
+		t->sys_kind = SC_NR_SYS;
+	} else if (state[SC_ST_GETRUSAGE_TID] != (__u64)tid + 1) {
+		/* Without per-thread state: the return of the call entered last (by this thread). */
 		return 0;
-	t->sys_kind = SC_NR_SYS;
+	}
+	state[SC_ST_GETRUSAGE_TID] = 0;
 	__sync_fetch_and_add(&state[SC_ST_GETRUSAGE_RETURNS], 1);
 	return 0;
 }

@@ -63,6 +63,7 @@ enum {
 	BPF_EXIST = 2,
 };
 
+
 #ifndef BPF_NO_PRESERVE_ACCESS_INDEX
 #pragma clang attribute push (__attribute__((preserve_access_index)), apply_to = record)
 #endif

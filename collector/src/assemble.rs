@@ -19,6 +19,7 @@ pub(crate) struct Meta {
     pub tasks_map_entries: u32,
     pub nr_buckets: u32,
     pub fault_kinds: FaultKinds,
+    pub per_thread: bool,
     pub errors: Vec<String>,
     /// The held child's counters from /proc, read before the probes were attached.
     pub held: Option<PreExec>,
@@ -102,6 +103,7 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
             nr_buckets: meta.nr_buckets,
             late_events: st[state::LATE_EVENTS],
             fault_kinds: meta.fault_kinds,
+            per_thread: meta.per_thread,
             vma_lookups_busy: st[state::VMA_BUSY],
             execs: st[state::EXECS],
             read_errors: meta.errors,
@@ -319,6 +321,7 @@ mod tests {
             tasks_map_entries: 3024,
             nr_buckets: 12_000,
             fault_kinds: FaultKinds::StackHeap,
+            per_thread: true,
             errors: Vec::new(),
             held: None,
         }

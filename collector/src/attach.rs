@@ -119,7 +119,15 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
     let tracefs = probes::tracefs_root();
     let mut plans: Vec<Plan> = PROBES
         .iter()
-        .map(|p| first_plan(p, kernel_btf.as_ref(), tracefs.as_deref()))
+        .map(|p| {
+            if p.per_thread_only && !cfg.per_thread {
+                return Plan {
+                    using: Use::Missing,
+                    notes: vec![PER_THREAD_ONLY.to_string()],
+                };
+            }
+            first_plan(p, kernel_btf.as_ref(), tracefs.as_deref())
+        })
         .collect();
     // Without kernel BTF libbpf refuses any object with CO-RE relocations, even when only the
     // classic programs (which have none) are loaded; it is satisfied by a BTF of our own: the
@@ -176,6 +184,10 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
         "too many failed attempts to load the probes".into(),
     ))
 }
+
+/// Why a probe that serves only per-thread figures is not attached.
+pub const PER_THREAD_ONLY: &str =
+    "left out: it serves per-thread figures only, which are off (Config::per_thread; spawnscope run --probes full)";
 
 fn first_plan(probe: &Probe, kernel_btf: Result<&Btf, &String>, tracefs: Option<&Path>) -> Plan {
     let mut notes = Vec::new();
@@ -304,6 +316,7 @@ fn attempt(
         let sized = match name.as_str() {
             "series" | "rss" => map.set_max_entries(sizing.buckets),
             "tasks" => map.set_max_entries(sizing.tasks),
+            "nv_by_tid" => map.set_max_entries(sizing.nv_slots),
             ".rodata.cfg" => {
                 let words = config_words(cfg, sizing);
                 let bytes = map
@@ -409,6 +422,7 @@ fn config_words(cfg: &Config, sizing: &Sizing) -> Vec<u64> {
     words[cfg_idx::FAULT_KINDS] = cfg.fault_kinds as u64;
     words[cfg_idx::PAGE_SIZE] = page_size();
     words[cfg_idx::PHASES_FROM_STDOUT] = cfg.phases_from_stdout as u64;
+    words[cfg_idx::PER_THREAD] = cfg.per_thread as u64;
     words
 }
 

@@ -22,6 +22,11 @@ pub struct Config {
     /// stdout (the workload contract: one JSON line per event, `"event"` first); set_phase then
     /// only catches what that misses. Exact where set_phase lags by a pipe and a wakeup.
     pub phases_from_stdout: bool,
+    /// Keep per-thread state in the kernel: on-CPU time, run-queue waits, futex wait and clone
+    /// times (and their histograms), RSS over time, and switches told voluntary by each thread's
+    /// own nvcsw. Off by default: that state is a hash-map update on every switch, wakeup and
+    /// new thread, most of what the probes cost; the counters, cross-checks and series stay.
+    pub per_thread: bool,
     /// Use only the classic tracepoint programs, as on a kernel without BTF (for tests and
     /// comparisons; off by default).
     pub classic_only: bool,
@@ -41,6 +46,7 @@ impl Config {
             max_duration_ns: 20 * 60 * 1_000_000_000,
             fault_kinds: FaultKinds::StackHeap,
             phases_from_stdout: true,
+            per_thread: false,
             classic_only: false,
             refuse_btf_for: None,
         }

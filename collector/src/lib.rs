@@ -53,7 +53,7 @@ mod summary;
 
 use std::sync::Mutex;
 
-pub use attach::Error;
+pub use attach::{Error, PER_THREAD_ONLY};
 pub use clock::monotonic_ns;
 pub use config::Config;
 pub use cross_checks::{CrossCheck, Verdict};
@@ -169,6 +169,7 @@ impl Collector {
             tasks_map_entries: sizing.tasks,
             nr_buckets: sizing.buckets,
             fault_kinds: cfg.fault_kinds,
+            per_thread: cfg.per_thread,
             errors,
             held,
         };

@@ -185,6 +185,10 @@ pub struct Diagnostics {
     /// Events after the last bucket's end, counted in the last bucket.
     pub late_events: u64,
     pub fault_kinds: FaultKinds,
+    /// Whether per-thread state was kept (on-CPU, run-queue, futex and clone times; RSS over
+    /// time). Files from before it could be turned off had it.
+    #[serde(default = "kept")]
+    pub per_thread: bool,
     /// VMA lookups that found mmap_lock held for writing (their faults count as `fault_other`).
     pub vma_lookups_busy: u64,
     pub execs: u64,
@@ -205,6 +209,10 @@ pub struct ProgramCost {
     pub run_time_ns: u64,
     /// Runs the kernel skipped because the program was already running on that CPU.
     pub recursion_misses: u64,
+}
+
+fn kept() -> bool {
+    true
 }
 
 /// Everything the collector found.

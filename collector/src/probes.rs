@@ -15,6 +15,8 @@ pub(crate) struct Probe {
     pub btf: bool,
     /// Record fields the classic program reads, at the offsets its C struct assumes.
     pub fields: &'static [(&'static str, u32)],
+    /// It serves only per-thread figures (Config::per_thread): not attached without them.
+    pub per_thread_only: bool,
 }
 
 impl Probe {
@@ -51,6 +53,7 @@ const fn btf(tracepoint: &'static str, fields: &'static [(&'static str, u32)]) -
         tracepoint,
         btf: true,
         fields,
+        per_thread_only: false,
     }
 }
 
@@ -60,6 +63,16 @@ const fn syscall(tracepoint: &'static str, fields: &'static [(&'static str, u32)
         tracepoint,
         btf: false,
         fields,
+        per_thread_only: false,
+    }
+}
+
+/// A probe needed only for per-thread figures: RSS over time (kmem:rss_stat fires on every RSS
+/// counter change of every process), futex wait times (the exits).
+const fn per_thread_only(probe: Probe) -> Probe {
+    Probe {
+        per_thread_only: true,
+        ..probe
     }
 }
 
@@ -80,10 +93,10 @@ pub(crate) const PROBES: &[Probe] = &[
     btf("sched:sched_migrate_task", &[("pid", 12)]),
     btf("exceptions:page_fault_user", FAULT),
     btf("exceptions:page_fault_kernel", FAULT),
-    btf(
+    per_thread_only(btf(
         "kmem:rss_stat",
         &[("curr", 12), ("member", 16), ("size", 24)],
-    ),
+    )),
     syscall("syscalls:sys_enter_clone", &[]),
     syscall("syscalls:sys_exit_clone", RET),
     syscall("syscalls:sys_enter_clone3", &[]),
@@ -93,13 +106,13 @@ pub(crate) const PROBES: &[Probe] = &[
     syscall("syscalls:sys_enter_mprotect", &[("len", 24)]),
     syscall("syscalls:sys_enter_madvise", &[("len_in", 24)]),
     syscall("syscalls:sys_enter_futex", &[("op", 24)]),
-    syscall("syscalls:sys_exit_futex", RET),
+    per_thread_only(syscall("syscalls:sys_exit_futex", RET)),
     syscall("syscalls:sys_enter_futex_wait", &[]),
-    syscall("syscalls:sys_exit_futex_wait", RET),
+    per_thread_only(syscall("syscalls:sys_exit_futex_wait", RET)),
     syscall("syscalls:sys_enter_futex_waitv", &[]),
-    syscall("syscalls:sys_exit_futex_waitv", RET),
+    per_thread_only(syscall("syscalls:sys_exit_futex_waitv", RET)),
     syscall("syscalls:sys_enter_futex_wake", &[]),
-    syscall("syscalls:sys_exit_futex_wake", RET),
+    per_thread_only(syscall("syscalls:sys_exit_futex_wake", RET)),
     syscall("syscalls:sys_enter_getrusage", &[("who", 16)]),
     syscall("syscalls:sys_exit_getrusage", RET),
     syscall(

@@ -7,8 +7,11 @@ use crate::config::Config;
 /// Map sizes chosen at load time.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Sizing {
-    /// Entries of the per-thread map.
+    /// Entries of the per-thread map (1, unused, without per-thread state).
     pub tasks: u32,
+    /// Slots of the nvcsw-by-tid array: pid_max without per-thread state (every possible tid),
+    /// else 1 (unused: the per-thread map holds it).
+    pub nv_slots: u32,
     /// Time buckets of the series.
     pub buckets: u32,
     pub bucket_ns: u64,
@@ -22,7 +25,16 @@ impl Sizing {
             .unwrap_or(1 << 22);
         let bucket_ns = cfg.bucket_ns.max(1_000);
         Sizing {
-            tasks: tasks(cfg.expected_tasks, pid_max),
+            tasks: if cfg.per_thread {
+                tasks(cfg.expected_tasks, pid_max)
+            } else {
+                1
+            },
+            nv_slots: if cfg.per_thread {
+                1
+            } else {
+                pid_max.clamp(1, 1 << 22) as u32
+            },
             buckets: cfg.max_duration_ns.div_ceil(bucket_ns).clamp(1, 1 << 20) as u32,
             bucket_ns,
         }
@@ -44,6 +56,18 @@ mod tests {
         assert_eq!(tasks(2_000, 32_768), 3_024);
         assert_eq!(tasks(1_000_000, 32_768), 33_792);
         assert_eq!(tasks(0, 32_768), 1_024);
+    }
+
+    #[test]
+    fn only_the_map_in_use_is_sized_to_the_threads() {
+        let mut cfg = Config::new(1, 100_000);
+        let lean = Sizing::of(&cfg);
+        assert_eq!(lean.tasks, 1);
+        assert!(lean.nv_slots >= 300, "every tid below pid_max has a slot");
+        cfg.per_thread = true;
+        let full = Sizing::of(&cfg);
+        assert_eq!(full.nv_slots, 1);
+        assert!(full.tasks > 1024);
     }
 
     #[test]

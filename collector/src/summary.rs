@@ -60,6 +60,9 @@ impl Report {
                 self.diagnostics.fault_kinds != FaultKinds::Off
             }
             "fault_anon" | "fault_file" => self.diagnostics.fault_kinds == FaultKinds::Vma,
+            // Times summed per thread need the per-thread state: without it they are not
+            // measured, not zero.
+            "oncpu_ns" | "runq_ns" | "futex_wait_ns" => self.diagnostics.per_thread,
             _ => true,
         }
     }

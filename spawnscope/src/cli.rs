@@ -138,8 +138,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub force: bool,
     /// Leave the eBPF collector out (e.g. to measure its overhead).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "probes")]
     pub no_probes: bool,
+    /// What the eBPF collector keeps: `lean` counters, series and cross-checks (about 3 % of the
+    /// workload's CPU); `full` adds per-thread state — on-CPU, run-queue, futex and clone times
+    /// with their latency quantiles, and RSS over time — at several times the cost.
+    #[arg(long, value_enum, default_value = "lean")]
+    pub probes: ProbeDetail,
     /// The run's cgroup memory limit (e.g. 8G) [default: MemAvailable less max(1 GiB, 5 % of RAM)].
     #[arg(long, value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
@@ -159,6 +164,13 @@ pub struct RunArgs {
     /// Any command to measure instead of a workload: spawnscope run --tasks N -- CMD ARGS…
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+/// How much the eBPF collector keeps (its cost grows with it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProbeDetail {
+    Lean,
+    Full,
 }
 
 /// Passed to the workload as given; the workload validates them (`--dry-run`) before anything runs.

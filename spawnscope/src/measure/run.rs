@@ -30,8 +30,9 @@ pub struct RunOptions {
     pub out_root: PathBuf,
     pub force: bool,
     pub memory_limit: Option<u64>,
-    /// Run the eBPF collector (root only).
-    pub probes: bool,
+    /// Run the eBPF collector (root only): Some(full), where full asks for its per-thread state
+    /// and fault kinds too (`--probes full`).
+    pub probes: Option<bool>,
     /// Record perf samples (`--perf`).
     pub perf: Option<perf::Options>,
     /// A calibration already made under the same flags (compare calibrates once per runtime);
@@ -401,8 +402,8 @@ fn measure(
     };
     // The probes attach while the child waits at its gate: they count from its exec on.
     let mut left_out = Vec::new();
-    let collector = if root && opts.probes {
-        probes::start(pid, target_tasks, &mut left_out)
+    let collector = if let (true, Some(full)) = (root, opts.probes) {
+        probes::start(pid, target_tasks, full, &mut left_out)
     } else {
         if root {
             left_out.push("eBPF probes: left out (--no-probes)".into());

@@ -354,7 +354,7 @@ pub fn compare(
                 force: false,
                 memory_limit: opts.memory_limit,
                 // The collector runs in every cell: its timeline and cross-checks go in the report.
-                probes: true,
+                probes: Some(false),
                 perf: None,
                 calibration: Some(job.calibration.clone()),
             },
