@@ -299,10 +299,13 @@ mod tests {
                 nr_buckets: 0,
                 late_events: 0,
                 fault_kinds: FaultKinds::StackHeap,
+                per_thread: true,
                 vma_lookups_busy: 0,
                 execs: 1,
                 read_errors: Vec::new(),
             },
+            program_costs: Vec::new(),
+            program_costs_note: None,
         }
     }
 

@@ -126,6 +126,7 @@ mod tests {
             tasks_map_entries: 3024,
             nr_buckets: 12_000,
             fault_kinds,
+            per_thread: true,
             errors: Vec::new(),
             held: None,
         };

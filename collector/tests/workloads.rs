@@ -103,6 +103,58 @@ fn goroutines_hold_100000_clone_only_for_the_runtimes_threads() {
 }
 
 #[test]
+fn the_lean_collector_keeps_counters_and_cross_checks_and_says_what_it_cost() {
+    let _one = serial();
+    let test = "lean_threads_hold_2000";
+    let bin = common::threads_bin().expect("the threads workload");
+    let n = THREADS.to_string();
+    let Some(run) = run(
+        test,
+        &bin,
+        &["hold", "--n", &n, "--hold-for", "300ms"],
+        |c| {
+            c.expected_tasks = THREADS;
+            c.per_thread = false;
+        },
+    ) else {
+        return;
+    };
+    let r = &run.report;
+    assert!(!r.diagnostics.per_thread);
+    assert!(r.total("new_threads") >= THREADS && r.total("switches_voluntary") > 0);
+    // Per-thread figures are not measured: not shown as zeros, and their probes are not attached.
+    let rows: Vec<String> = r.summary_rows().into_iter().map(|row| row.metric).collect();
+    for per_thread in ["oncpu_ns", "runq_ns", "futex_wait_ns"] {
+        assert!(
+            !rows.iter().any(|m| m == per_thread),
+            "{per_thread} in {rows:?}"
+        );
+    }
+    for probe in ["kmem:rss_stat", "syscalls:sys_exit_futex"] {
+        let status = r.probes.iter().find(|p| p.probe == probe).unwrap();
+        assert_eq!(status.attach, None, "{status:?}");
+        assert_eq!(
+            status.note.as_deref(),
+            Some(spawnscope_collector::PER_THREAD_ONLY)
+        );
+    }
+    assert_eq!(r.histogram("clone3_ns").map_or(0, |h| h.count), 0);
+    // The kernel timed every program that ran.
+    let switch = r
+        .program_costs
+        .iter()
+        .find(|p| p.tracepoint == "sched:sched_switch")
+        .expect("sched_switch's cost");
+    assert!(switch.run_cnt > 0 && switch.run_time_ns > 0, "{switch:?}");
+    assert!(r
+        .program_costs
+        .iter()
+        .all(|p| p.tracepoint != "kmem:rss_stat"));
+    assert_consistent(&run);
+    assert_checks_pass(test, &run, THREADS);
+}
+
+#[test]
 fn classic_tracepoints_alone_still_agree_with_rusage() {
     let _one = serial();
     let test = "classic_only_threads_hold_2000";

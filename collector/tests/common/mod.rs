@@ -121,6 +121,9 @@ pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Confi
     let mut child = launch::spawn(bin, &args, setup)
         .unwrap_or_else(|e| panic!("starting {}: {e:#}", bin.display()));
     let mut cfg = Config::new(child.pid, 0);
+    // These tests check every figure, per-thread ones included (the conductor's `--probes full`);
+    // a test that wants the lean collector says so in `config`.
+    cfg.per_thread = true;
     config(&mut cfg);
     let collector = match Collector::start(&cfg) {
         Ok(c) => c,
