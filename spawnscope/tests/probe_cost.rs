@@ -109,6 +109,48 @@ fn every_run_says_what_its_probes_cost_and_leaves_the_statistics_as_they_were() 
     assert!(terminal.contains("the probes' own cost:"), "{terminal}");
 }
 
+fn metrics(summary: &Value) -> Vec<String> {
+    summary["probes"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["metric"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn full_probes_add_the_per_thread_figures_at_a_higher_cost() {
+    if skip_unless_root("full_probes_add_the_per_thread_figures_at_a_higher_cost") {
+        return;
+    }
+    let _one = serial();
+    let args = ["--runtime", "threads", "--workload", "hold", "--n", "2000"];
+    let lean_box = Sandbox::new();
+    assert!(lean_box.run(&args).status.success());
+    let lean = read_json(lean_box.only_results_dir().join("summary.json"));
+    let full_box = Sandbox::new();
+    let mut full_args = args.to_vec();
+    full_args.extend(["--probes", "full"]);
+    assert!(full_box.run(&full_args).status.success());
+    let full = read_json(full_box.only_results_dir().join("summary.json"));
+    for per_thread in ["oncpu_ns", "runq_ns", "fault_stack"] {
+        assert!(
+            metrics(&full).iter().any(|m| m == per_thread),
+            "{per_thread} with --probes full"
+        );
+        assert!(
+            !metrics(&lean).iter().any(|m| m == per_thread),
+            "{per_thread} not measured lean"
+        );
+    }
+    assert!(full["probes"]["latencies"].as_array().unwrap().len() > 1);
+    for s in [&lean, &full] {
+        assert_eq!(s["probes"]["cross_checks_pass"], true, "{:#}", s["probes"]);
+    }
+    let left_out = lean["left_out"].to_string();
+    assert!(left_out.contains("--probes full"), "{left_out}");
+}
+
 #[test]
 fn an_interrupted_run_leaves_the_statistics_as_they_were() {
     if skip_unless_root("an_interrupted_run_leaves_the_statistics_as_they_were") {
