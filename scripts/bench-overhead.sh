@@ -5,11 +5,35 @@
 # time (release to reap, run.json's wall_ns) and of its CPU time (wait4 user + sys: the probes run
 # in the traced tasks' context, so their cost is charged there): the median over repeats, with min
 # and max as spread, and every run's figures so the machine's noise is in view. Goal: 1.03x or
-# less. Then it runs scripts/bench-bpftrace.sh for the bpftrace tools' overhead (expected to be
-# much higher), on GOROUTINES_N goroutines and BPFTRACE_THREADS_N threads (default 20000):
-# switches.bt slows 100,000 threads by more than ten times (over 3 minutes a run on 2 cores).
+# less. Traced runs use the collector's default, --probes lean; PROBES=full measures
+# --probes full (per-thread state, about twice the cost). The mode measured is printed.
 #
-# Usage: sudo ./scripts/bench-overhead.sh [THREADS_N [GOROUTINES_N [REPEATS]]]
+# Every traced run also measures the probes' own cost (the kernel's BPF run-time statistics,
+# summary.json's .probes.cost). Per runtime, from the traced runs:
+#   - a table per BPF program (with its tracepoint): the median of its runs (events), of its total
+#     ms, of its ns per run (over the runs where it ran), and of its per-run share of the probes'
+#     total (a program absent from a run's list did not run: 0 runs, 0 ns); then the median
+#     probes' total in ms and the median share_of_cpu (probes' total / the workload's CPU time);
+#   - a check that this self-measurement explains the CPU time the collector adds: per pair the
+#     CPU difference traced − untraced (s) beside the traced run's probes' total (s), then the
+#     median difference with its min – max over pairs and the median BPF time. The rule:
+#       yes  when min(difference) <= median(BPF time) <= max(difference);
+#       no   otherwise, saying whether the BPF time lies below the smallest difference or above
+#            the largest; above, and every difference below the BPF time's order of magnitude
+#            (10^floor(log10(median BPF time)) s), it says that instead.
+#     A "no" is reported, never an error. With one pair the spread is a single value. The BPF time
+#     counts every run of the programs, for any task (they filter inside), while the difference
+#     is the workload's CPU alone; the difference also carries the machine's noise.
+# The last table, in Markdown for the README: wall and CPU ratios, the probes' own cost and the
+# BPF time against the CPU difference, per workload.
+#
+# Then it runs scripts/bench-bpftrace.sh for the bpftrace tools' overhead (expected to be much
+# higher), on GOROUTINES_N goroutines and BPFTRACE_THREADS_N threads (default 20000):
+# switches.bt slows 100,000 threads by more than ten times (over 3 minutes a run on 2 cores).
+# SKIP_BPFTRACE=1 leaves that part out.
+#
+# Usage: sudo [PROBES=lean|full] [SKIP_BPFTRACE=1] [BPFTRACE_THREADS_N=N] \
+#          ./scripts/bench-overhead.sh [THREADS_N [GOROUTINES_N [REPEATS]]]
 #        (defaults 100000 1000000 5). Needs root. Raises the sysctls THREADS_N threads need with
 #        `spawnscope sysctl apply` and restores them on every exit.
 set -euo pipefail
@@ -20,6 +44,11 @@ set -euo pipefail
 cd "$REPO_ROOT"
 
 bench_args 100000 1000000 5 "$@"
+probes_mode=${PROBES:-lean}
+case $probes_mode in
+  lean | full) ;;
+  *) echo "${0##*/}: PROBES must be lean or full, not '$probes_mode'" >&2; exit 2 ;;
+esac
 is_root || die "the collector needs root: sudo $0 $*"
 need_command jq
 build_all
@@ -36,18 +65,31 @@ trap 'exit 130' INT TERM
 
 # measure RUNTIME N KIND R: one run; prints its workload wall time and CPU time in seconds.
 measure() {
-  local out="$work/$1-$4-$3" extra=()
+  local out="$work/$1-$4-$3" extra=(--probes "$probes_mode")
   [ "$3" = untraced ] && extra=(--no-probes)
   "$spawnscope" run --runtime "$1" --workload hold --n "$2" --out "$out" "${extra[@]}" >"$out.log" 2>&1 ||
     die "spawnscope run failed: $(tail -3 "$out.log")"
   jq -r '"\(.wall_ns / 1e9) \((.rusage.user_us + .rusage.sys_us) / 1e6)"' "$out"/*/run.json
 }
 
+# run_dir RUNTIME R KIND: the results directory measure's run made (one under its --out).
+run_dir() {
+  local dirs=("$work/$1-$2-$3"/*/)
+  if [ ${#dirs[@]} -ne 1 ] || [ ! -d "${dirs[0]}" ]; then
+    die "no single results directory in $work/$1-$2-$3"
+  fi
+  printf '%s\n' "${dirs[0]%/}"
+}
+
+# fmt FORMAT NUM [FACTOR]: NUM times FACTOR (default 1) through printf's FORMAT (awk's printf, so
+# e-notation is read).
+fmt() { LC_ALL=C awk -v f="$1" -v x="$2" -v k="${3:-1}" 'BEGIN { printf f, x * k }'; }
+
 # median3 NUM...: the median to 3 decimals. spread3 NUM...: "median (min – max)" to 3 decimals.
 median3() {
   local m
   m=$(median "$@") || return 1
-  awk -v m="$m" 'BEGIN { printf "%.3f", m }'
+  fmt %.3f "$m"
 }
 spread3() {
   local s
@@ -55,11 +97,132 @@ spread3() {
   awk -v s="$s" 'BEGIN { split(s, v, " "); printf "%.3f (%.3f – %.3f)", v[1], v[2], v[3] }'
 }
 
+# cost_table SUMMARY...: from traced runs' summary.json files (those without .probes.cost left
+# out), the per-program table and the probes' totals. Sets cost_cell for the last table.
+cost_table() {
+  local measured=() f prog tp ev tot share npe rows=() totals shares total_stats
+  local m_ev m_tot m_npe m_share min_tot max_tot
+  for f in "$@"; do
+    jq -e '.probes.cost != null' "$f" >/dev/null && measured+=("$f")
+  done
+  echo "What the probes cost (BPF run-time statistics), median of ${#measured[@]} of $# traced runs:"
+  if [ ${#measured[@]} -eq 0 ]; then
+    echo "  not measured (no .probes.cost in the traced runs' summary.json)"
+    cost_cell="not measured"
+    return 0
+  fi
+  # Per program a TSV line: name, tracepoint, then space-separated per-run lists of its runs,
+  # total ns and share of that run's probes' total (0 where it did not run) and of its ns per
+  # run (only where it ran).
+  while IFS=$'\t' read -r prog tp ev tot share npe; do
+    read -ra ev <<<"$ev"
+    read -ra tot <<<"$tot"
+    read -ra share <<<"$share"
+    read -ra npe <<<"$npe"
+    m_tot=$(median "${tot[@]}")
+    m_ev=$(median "${ev[@]}")
+    m_npe=$(median "${npe[@]}")
+    m_share=$(median "${share[@]}")
+    # Sort key (median total ns), a tab, the row.
+    rows+=("$m_tot"$'\t'"| $prog | $tp | $(fmt %.0f "$m_ev") | $(fmt %.3f "$m_tot" 1e-6) | $(fmt %.1f "$m_npe") | $(fmt %.1f "$m_share" 100) % |")
+  done < <(jq -rs '
+    map(.probes.cost) as $runs
+    | ($runs | map(.programs[] | {program, tracepoint}) | unique_by(.program))[] as $p
+    | [$runs[] | . as $run | (.programs | map(select(.program == $p.program)) | first) as $row
+       | {events: ($row.events // 0), total: ($row.total_ns // 0),
+          share: (if $run.total_ns > 0 then ($row.total_ns // 0) / $run.total_ns else 0 end),
+          npe: $row.ns_per_event}] as $per
+    | [$p.program, $p.tracepoint,
+       ($per | map(.events | tostring) | join(" ")),
+       ($per | map(.total | tostring) | join(" ")),
+       ($per | map(.share | tostring) | join(" ")),
+       ($per | map(.npe | select(. != null) | tostring) | join(" "))] | @tsv' "${measured[@]}")
+  echo
+  echo "| program | tracepoint | runs (events) | total (ms) | ns per run | share of probes' total |"
+  echo "|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}" | sort -t$'\t' -k1,1gr | cut -f2-
+  read -ra totals < <(jq -rs 'map(.probes.cost.total_ns | tostring) | join(" ")' "${measured[@]}")
+  read -ra shares < <(jq -rs 'map(.probes.cost.share_of_cpu | select(. != null) | tostring) | join(" ")' "${measured[@]}")
+  total_stats=$(stats "${totals[@]}")
+  read -r m_tot min_tot max_tot <<<"$total_stats"
+  echo
+  printf "probes' total: %s ms median (%s – %s)" \
+    "$(fmt %.3f "$m_tot" 1e-6)" "$(fmt %.3f "$min_tot" 1e-6)" "$(fmt %.3f "$max_tot" 1e-6)"
+  cost_cell="$(fmt %.1f "$m_tot" 1e-6) ms"
+  if [ ${#shares[@]} -gt 0 ]; then
+    m_share=$(median "${shares[@]}")
+    printf "; share of the workload's CPU time (share_of_cpu): %s %% median\n" "$(fmt %.2f "$m_share" 100)"
+    cost_cell+=" ($(fmt %.2f "$m_share" 100) % of CPU)"
+  else
+    printf "; share of the workload's CPU time: not measured\n"
+  fi
+}
+
+# verdict BPF MIN MAX: where the median BPF time BPF (s) lies against the per-pair CPU
+# differences' MIN and MAX (s), by the header's rule: "yes", "below", "above", or "decade D" (above,
+# and every difference below D = 10^floor(log10(BPF)) s, the BPF time's order of magnitude).
+verdict() {
+  LC_ALL=C awk -v b="$1" -v lo="$2" -v hi="$3" 'BEGIN {
+    b += 0; lo += 0; hi += 0
+    if (b >= lo && b <= hi) { print "yes"; exit }
+    if (b < lo) { print "below"; exit }
+    if (b > 0) {
+      e = log(b) / log(10) + 1e-9   # against rounding at exact powers of ten
+      d = int(e); if (d > e) d--
+      if (hi < 10 ^ d) { printf "decade %.15g\n", 10 ^ d; exit }
+    }
+    print "above"
+  }'
+}
+
+# cpu_check: the per-pair CPU differences (cpu_diffs, s) against the traced runs' probes' totals
+# (bpf_secs, s; "-" where not measured). Sets check_cell for the last table.
+cpu_check() {
+  local i bpfs=() diff_stats m_diff min_diff max_diff m_bpf v why verdict_word of_diff=""
+  echo "Does the self-measured BPF time explain the CPU difference? (rule: yes when the median BPF time"
+  echo "lies within [min, max] of the per-pair CPU differences traced − untraced)"
+  for i in "${!cpu_diffs[@]}"; do
+    if [ "${bpf_secs[$i]}" = - ]; then
+      printf '  pair %d: CPU difference %+.3f s; probes BPF time not measured\n' "$((i + 1))" "${cpu_diffs[$i]}"
+    else
+      printf '  pair %d: CPU difference %+.3f s; probes BPF time %.3f s\n' "$((i + 1))" "${cpu_diffs[$i]}" "${bpf_secs[$i]}"
+      bpfs+=("${bpf_secs[$i]}")
+    fi
+  done
+  diff_stats=$(stats "${cpu_diffs[@]}")
+  read -r m_diff min_diff max_diff <<<"$diff_stats"
+  printf '  CPU difference: %+.3f s median (%+.3f – %+.3f) over %d pairs\n' \
+    "$m_diff" "$min_diff" "$max_diff" "${#cpu_diffs[@]}"
+  if [ ${#bpfs[@]} -eq 0 ]; then
+    echo "  self-measured BPF time explains the CPU difference: not measured"
+    check_cell="not measured"
+    return 0
+  fi
+  m_bpf=$(median "${bpfs[@]}")
+  awk -v d="$m_diff" 'BEGIN { exit !(d > 0) }' &&
+    of_diff=" = $(fmt %.0f "$(ratio "$m_bpf" "$m_diff")" 100) % of the median difference"
+  printf '  BPF time: %.3f s median over %d traced runs%s\n' "$m_bpf" "${#bpfs[@]}" "$of_diff"
+  v=$(verdict "$m_bpf" "$min_diff" "$max_diff")
+  case $v in
+    yes) why="it lies within [$(fmt %+.3f "$min_diff"), $(fmt %+.3f "$max_diff")] s" ;;
+    below) why="it is below the smallest difference, $(fmt %+.3f "$min_diff") s: the collector costs the workload more than its programs' run time" ;;
+    above) why="it is above the largest difference, $(fmt %+.3f "$max_diff") s" ;;
+    decade*) why="every CPU difference (largest $(fmt %+.3f "$max_diff") s) is below the BPF time's order of magnitude, ${v#decade } s: the difference does not resolve it" ;;
+  esac
+  verdict_word=no
+  [ "$v" = yes ] && verdict_word=yes
+  echo "  self-measured BPF time explains the CPU difference: $verdict_word ($why)"
+  check_cell="$(fmt %.3f "$m_bpf") s vs $(fmt %+.3f "$m_diff") s ($(fmt %+.3f "$min_diff") – $(fmt %+.3f "$max_diff")): $verdict_word"
+  [ "${v%% *}" = decade ] && check_cell+=" (differences below the BPF time's order of magnitude)"
+  return 0
+}
+
+say "probes measured: $probes_mode (PROBES=lean|full)"
 rows=()
 for runtime in threads goroutines; do
   n=$threads_n
   [ "$runtime" = goroutines ] && n=$goroutines_n
-  u_walls=() t_walls=() wall_ratios=() u_cpus=() t_cpus=() cpu_ratios=()
+  u_walls=() t_walls=() wall_ratios=() u_cpus=() t_cpus=() cpu_ratios=() cpu_diffs=() bpf_secs=() summaries=()
   for ((r = 1; r <= repeats; r++)); do
     say "$runtime hold --n $n: repeat $r of $repeats"
     # Alternate which goes first, so neither always runs on a machine freeing the last run.
@@ -70,11 +233,20 @@ for runtime in threads goroutines; do
       read -r t_wall t_cpu < <(measure "$runtime" "$n" traced "$r")
       read -r u_wall u_cpu < <(measure "$runtime" "$n" untraced "$r")
     fi
-    printf '  untraced %.3f s wall, %.3f s CPU; traced %.3f s wall, %.3f s CPU\n' \
-      "$u_wall" "$u_cpu" "$t_wall" "$t_cpu"
+    summary="$(run_dir "$runtime" "$r" traced)/summary.json"
+    summaries+=("$summary")
+    bpf_ns=$(jq -r '.probes.cost.total_ns // "-"' "$summary")
+    bpf_s=-
+    [ "$bpf_ns" = - ] || bpf_s=$(fmt %.9f "$bpf_ns" 1e-9)
+    cpu_diff=$(LC_ALL=C awk -v t="$t_cpu" -v u="$u_cpu" 'BEGIN { printf "%.6f", t - u }')
+    bpf_text="not measured"
+    [ "$bpf_s" = - ] || bpf_text=$(fmt '%.3f s' "$bpf_s")
+    printf '  untraced %.3f s wall, %.3f s CPU; traced %.3f s wall, %.3f s CPU (%+.3f s), probes BPF time %s\n' \
+      "$u_wall" "$u_cpu" "$t_wall" "$t_cpu" "$cpu_diff" "$bpf_text"
     u_walls+=("$u_wall") t_walls+=("$t_wall") u_cpus+=("$u_cpu") t_cpus+=("$t_cpu")
     wall_ratios+=("$(ratio "$t_wall" "$u_wall")")
     cpu_ratios+=("$(ratio "$t_cpu" "$u_cpu")")
+    cpu_diffs+=("$cpu_diff") bpf_secs+=("$bpf_s")
   done
   # One command substitution per assignment, so that set -e stops the script if one fails.
   med_u_wall=$(median3 "${u_walls[@]}")
@@ -83,16 +255,30 @@ for runtime in threads goroutines; do
   med_u_cpu=$(median3 "${u_cpus[@]}")
   med_t_cpu=$(median3 "${t_cpus[@]}")
   cpu_spread=$(spread3 "${cpu_ratios[@]}")
-  rows+=("| $runtime hold | $n | $med_u_wall | $med_t_wall | $wall_spread | $med_u_cpu | $med_t_cpu | $cpu_spread |")
+  echo
+  echo "## $runtime hold --n $n, probes $probes_mode, $repeats alternating pairs"
+  echo
+  echo "wall: untraced $med_u_wall s, traced $med_t_wall s median; ratio traced/untraced $wall_spread"
+  echo "CPU:  untraced $med_u_cpu s, traced $med_t_cpu s median; ratio traced/untraced $cpu_spread"
+  echo
+  cost_table "${summaries[@]}"
+  echo
+  cpu_check
+  echo
+  rows+=("| $runtime hold, N = $n | $wall_spread | $cpu_spread | $cost_cell | $check_cell |")
 done
 
 echo
-echo "eBPF collector overhead: the workload's wall and CPU time, median of $repeats alternating pairs"
+echo "eBPF collector overhead, probes $probes_mode: the workload's wall and CPU time traced/untraced, median of $repeats alternating pairs; the probes' own cost (BPF run-time statistics, median, share of the workload's CPU time); median BPF time vs median CPU difference traced − untraced (min – max over pairs), yes when the BPF time lies within that spread"
 echo
-echo "| workload | N | untraced wall (s) | traced wall (s) | wall ratio (min – max) | untraced CPU (s) | traced CPU (s) | CPU ratio (min – max) |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| workload | wall ratio (min – max) | CPU ratio (min – max) | probes' own cost (share of CPU) | BPF time vs CPU difference |"
+echo "|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
+if [ "${SKIP_BPFTRACE:-0}" = 1 ]; then
+  say "bpftrace tools: skipped (SKIP_BPFTRACE=1)"
+  exit 0
+fi
 bpftrace_threads_n=${BPFTRACE_THREADS_N:-20000}
 say "bpftrace tools: $bpftrace_threads_n threads, $goroutines_n goroutines"
 ./scripts/bench-bpftrace.sh "$bpftrace_threads_n" "$goroutines_n" "$repeats"

@@ -191,4 +191,9 @@ fn an_interrupted_run_leaves_the_statistics_as_they_were() {
         before,
         "kernel.bpf_stats_enabled as before the run"
     );
+    let after = stats_holders();
+    assert!(
+        after.iter().all(|pid| holders_before.contains(pid)),
+        "nothing this run started keeps the statistics on: {after:?} (before {holders_before:?})"
+    );
 }
