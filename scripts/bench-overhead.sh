@@ -11,7 +11,7 @@
 # Every traced run also measures the probes' own cost (the kernel's BPF run-time statistics,
 # summary.json's .probes.cost). Per runtime, from the traced runs:
 #   - a table per BPF program (with its tracepoint): the median of its runs (events), of its total
-#     ms, of its ns per run (over the runs where it ran), and of its per-run share of the probes'
+#     ms, of its ns per event (over the runs where it ran), and of its per-run share of the probes'
 #     total (a program absent from a run's list did not run: 0 runs, 0 ns); then the median
 #     probes' total in ms and the median share_of_cpu (probes' total / the workload's CPU time);
 #   - a check that this self-measurement explains the CPU time the collector adds: per pair the
@@ -138,7 +138,7 @@ cost_table() {
        ($per | map(.share | tostring) | join(" ")),
        ($per | map(.npe | select(. != null) | tostring) | join(" "))] | @tsv' "${measured[@]}")
   echo
-  echo "| program | tracepoint | runs (events) | total (ms) | ns per run | share of probes' total |"
+  echo "| program | tracepoint | runs (events) | total (ms) | ns per event | share of probes' total |"
   echo "|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}" | sort -t$'\t' -k1,1gr | cut -f2-
   read -ra totals < <(jq -rs 'map(.probes.cost.total_ns | tostring) | join(" ")' "${measured[@]}")
@@ -176,44 +176,45 @@ verdict() {
 }
 
 # cpu_check: the per-pair CPU differences (cpu_diffs, s) against the traced runs' probes' totals
-# (bpf_secs, s; "-" where not measured). Sets check_cell for the last table.
+# (bpf_secs, s; "-" where not measured). Sets check_cell for the last table. Seconds to 4 decimals.
 cpu_check() {
-  local i bpfs=() diff_stats m_diff min_diff max_diff m_bpf v why verdict_word of_diff=""
-  echo "Does the self-measured BPF time explain the CPU difference? (rule: yes when the median BPF time"
-  echo "lies within [min, max] of the per-pair CPU differences traced − untraced)"
+  local i bpfs=() diff_stats m_diff min_diff max_diff m_bpf v why verdict_word of_diff="" spread
+  echo "Does the self-measured BPF time explain the CPU difference? Rule: yes when the median BPF time"
+  echo "lies within [min, max] of the per-pair CPU differences traced − untraced; no otherwise."
   for i in "${!cpu_diffs[@]}"; do
     if [ "${bpf_secs[$i]}" = - ]; then
-      printf '  pair %d: CPU difference %+.3f s; probes BPF time not measured\n' "$((i + 1))" "${cpu_diffs[$i]}"
+      echo "  pair $((i + 1)): CPU difference $(fmt %+.4f "${cpu_diffs[$i]}") s; probes' BPF time not measured"
     else
-      printf '  pair %d: CPU difference %+.3f s; probes BPF time %.3f s\n' "$((i + 1))" "${cpu_diffs[$i]}" "${bpf_secs[$i]}"
+      echo "  pair $((i + 1)): CPU difference $(fmt %+.4f "${cpu_diffs[$i]}") s; probes' BPF time $(fmt %.4f "${bpf_secs[$i]}") s"
       bpfs+=("${bpf_secs[$i]}")
     fi
   done
   diff_stats=$(stats "${cpu_diffs[@]}")
   read -r m_diff min_diff max_diff <<<"$diff_stats"
-  printf '  CPU difference: %+.3f s median (%+.3f – %+.3f) over %d pairs\n' \
-    "$m_diff" "$min_diff" "$max_diff" "${#cpu_diffs[@]}"
+  spread="$(fmt %+.4f "$min_diff") – $(fmt %+.4f "$max_diff")"
+  echo "  CPU difference: $(fmt %+.4f "$m_diff") s median ($spread) over ${#cpu_diffs[@]} pair(s)"
   if [ ${#bpfs[@]} -eq 0 ]; then
     echo "  self-measured BPF time explains the CPU difference: not measured"
     check_cell="not measured"
     return 0
   fi
   m_bpf=$(median "${bpfs[@]}")
-  awk -v d="$m_diff" 'BEGIN { exit !(d > 0) }' &&
+  if LC_ALL=C awk -v d="$m_diff" 'BEGIN { exit !(d > 0) }'; then
     of_diff=" = $(fmt %.0f "$(ratio "$m_bpf" "$m_diff")" 100) % of the median difference"
-  printf '  BPF time: %.3f s median over %d traced runs%s\n' "$m_bpf" "${#bpfs[@]}" "$of_diff"
+  fi
+  echo "  BPF time: $(fmt %.4f "$m_bpf") s median over ${#bpfs[@]} traced run(s)$of_diff"
   v=$(verdict "$m_bpf" "$min_diff" "$max_diff")
   case $v in
-    yes) why="it lies within [$(fmt %+.3f "$min_diff"), $(fmt %+.3f "$max_diff")] s" ;;
-    below) why="it is below the smallest difference, $(fmt %+.3f "$min_diff") s: the collector costs the workload more than its programs' run time" ;;
-    above) why="it is above the largest difference, $(fmt %+.3f "$max_diff") s" ;;
-    decade*) why="every CPU difference (largest $(fmt %+.3f "$max_diff") s) is below the BPF time's order of magnitude, ${v#decade } s: the difference does not resolve it" ;;
+    yes) why="it lies within [$spread] s" ;;
+    below) why="it is below the smallest difference, $(fmt %+.4f "$min_diff") s: the traced runs cost more CPU than the probes' run time" ;;
+    above) why="it is above the largest difference, $(fmt %+.4f "$max_diff") s" ;;
+    decade*) why="every CPU difference (the largest $(fmt %+.4f "$max_diff") s) is below the BPF time's order of magnitude, $(fmt %g "${v#decade }") s: these runs show no CPU cost of that size" ;;
   esac
   verdict_word=no
   [ "$v" = yes ] && verdict_word=yes
   echo "  self-measured BPF time explains the CPU difference: $verdict_word ($why)"
-  check_cell="$(fmt %.3f "$m_bpf") s vs $(fmt %+.3f "$m_diff") s ($(fmt %+.3f "$min_diff") – $(fmt %+.3f "$max_diff")): $verdict_word"
-  [ "${v%% *}" = decade ] && check_cell+=" (differences below the BPF time's order of magnitude)"
+  check_cell="$(fmt %.4f "$m_bpf") s vs $(fmt %+.4f "$m_diff") s ($spread): $verdict_word"
+  [ "${v%% *}" = decade ] && check_cell+=", differences below the BPF time's order of magnitude"
   return 0
 }
 
@@ -223,6 +224,9 @@ for runtime in threads goroutines; do
   n=$threads_n
   [ "$runtime" = goroutines ] && n=$goroutines_n
   u_walls=() t_walls=() wall_ratios=() u_cpus=() t_cpus=() cpu_ratios=() cpu_diffs=() bpf_secs=() summaries=()
+  echo
+  echo "## $runtime hold --n $n, probes $probes_mode, $repeats alternating pairs"
+  echo
   for ((r = 1; r <= repeats; r++)); do
     say "$runtime hold --n $n: repeat $r of $repeats"
     # Alternate which goes first, so neither always runs on a machine freeing the last run.
@@ -240,9 +244,9 @@ for runtime in threads goroutines; do
     [ "$bpf_ns" = - ] || bpf_s=$(fmt %.9f "$bpf_ns" 1e-9)
     cpu_diff=$(LC_ALL=C awk -v t="$t_cpu" -v u="$u_cpu" 'BEGIN { printf "%.6f", t - u }')
     bpf_text="not measured"
-    [ "$bpf_s" = - ] || bpf_text=$(fmt '%.3f s' "$bpf_s")
-    printf '  untraced %.3f s wall, %.3f s CPU; traced %.3f s wall, %.3f s CPU (%+.3f s), probes BPF time %s\n' \
-      "$u_wall" "$u_cpu" "$t_wall" "$t_cpu" "$cpu_diff" "$bpf_text"
+    [ "$bpf_s" = - ] || bpf_text=$(fmt '%.4f s' "$bpf_s")
+    printf '  untraced %.3f s wall, %.3f s CPU; traced %.3f s wall, %.3f s CPU (%s s); probes'"'"' BPF time %s\n' \
+      "$u_wall" "$u_cpu" "$t_wall" "$t_cpu" "$(fmt %+.4f "$cpu_diff")" "$bpf_text"
     u_walls+=("$u_wall") t_walls+=("$t_wall") u_cpus+=("$u_cpu") t_cpus+=("$t_cpu")
     wall_ratios+=("$(ratio "$t_wall" "$u_wall")")
     cpu_ratios+=("$(ratio "$t_cpu" "$u_cpu")")
@@ -255,8 +259,6 @@ for runtime in threads goroutines; do
   med_u_cpu=$(median3 "${u_cpus[@]}")
   med_t_cpu=$(median3 "${t_cpus[@]}")
   cpu_spread=$(spread3 "${cpu_ratios[@]}")
-  echo
-  echo "## $runtime hold --n $n, probes $probes_mode, $repeats alternating pairs"
   echo
   echo "wall: untraced $med_u_wall s, traced $med_t_wall s median; ratio traced/untraced $wall_spread"
   echo "CPU:  untraced $med_u_cpu s, traced $med_t_cpu s median; ratio traced/untraced $cpu_spread"
