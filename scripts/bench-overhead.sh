@@ -8,6 +8,24 @@
 # less. Traced runs use the collector's default, --probes lean; PROBES=full measures
 # --probes full (per-thread state, about twice the cost). The mode measured is printed.
 #
+# Outliers. The machine sometimes runs a whole run in a slow mode (half again the CPU time or
+# more), which a median over a handful of pairs does not absorb at a 3 % goal. Until runs carry a
+# trust verdict of their own, this benchmark applies its own rule, per workload (threads and
+# goroutines apart):
+#   - over all of the workload's runs, the median CPU time (wait4 user + sys) of the untraced runs
+#     and, separately, of the traced runs;
+#   - a run is an outlier when its CPU time is more than 1.25x, or less than 1/1.25, the median of
+#     its own kind (traced or untraced); exactly 1.25x or 1/1.25 is not an outlier;
+#   - a pair with an outlier run is excluded: from the wall and CPU medians, the ratios' medians
+#     and min – max spreads, and the BPF time vs CPU difference check below. It is still printed,
+#     marked EXCLUDED (outlier: traced|untraced CPU F× its kind's median), and each workload says
+#     "pairs used: K of R; excluded: E". With every pair excluded the figures read "n/a".
+# Only CPU time is judged, not wall time. With 1 pair nothing is an outlier; with 2 the median is
+# their mean, so the rule cannot tell the slow run from the fast one (past 1.5 times the other the
+# faster run is the outlier, past 5/3 both are): use 3 or more repeats (it warns below 3). The
+# probes' cost table covers every traced run: it is the probes' self-measurement, not a comparison
+# of traced with untraced.
+#
 # Every traced run also measures the probes' own cost (the kernel's BPF run-time statistics,
 # summary.json's .probes.cost). Per runtime, from the traced runs:
 #   - a table per BPF program (with its tracepoint): the median of its runs (events), of its total
@@ -15,17 +33,19 @@
 #     total (a program absent from a run's list did not run: 0 runs, 0 ns); then the median
 #     probes' total in ms and the median share_of_cpu (probes' total / the workload's CPU time);
 #   - a check that this self-measurement explains the CPU time the collector adds: per pair the
-#     CPU difference traced − untraced (s) beside the traced run's probes' total (s), then the
-#     median difference with its min – max over pairs and the median BPF time. The rule:
+#     CPU difference traced − untraced (s) beside the traced run's probes' total (s), then, over
+#     the pairs the outlier rule keeps, the median difference with its min – max and the median
+#     BPF time. The rule:
 #       yes  when min(difference) <= median(BPF time) <= max(difference);
 #       no   otherwise, saying whether the BPF time lies below the smallest difference or above
 #            the largest; above, and every difference below the BPF time's order of magnitude
 #            (10^floor(log10(median BPF time)) s), it says that instead.
-#     A "no" is reported, never an error. With one pair the spread is a single value. The BPF time
-#     counts every run of the programs, for any task (they filter inside), while the difference
-#     is the workload's CPU alone; the difference also carries the machine's noise.
-# The last table, in Markdown for the README: wall and CPU ratios, the probes' own cost and the
-# BPF time against the CPU difference, per workload.
+#     A "no" is reported, never an error. With one pair used the spread is a single value. The
+#     BPF time counts every run of the programs, for any task (they filter inside), while the
+#     difference is the workload's CPU alone; the difference also carries the machine's noise.
+# The last table, in Markdown for the README, per workload: the pairs used (excluded), wall and
+# CPU ratios, the probes' own cost and the BPF time against the CPU difference; its caption states
+# the outlier rule.
 #
 # Then it runs scripts/bench-bpftrace.sh for the bpftrace tools' overhead (expected to be much
 # higher), on GOROUTINES_N goroutines and BPFTRACE_THREADS_N threads (default 20000):
@@ -50,6 +70,11 @@ case $probes_mode in
   *) echo "${0##*/}: PROBES must be lean or full, not '$probes_mode'" >&2; exit 2 ;;
 esac
 is_root || die "the collector needs root: sudo $0 $*"
+# The outlier rule (header): its factor, and the rule in words for the output.
+OUTLIER_FACTOR=1.25
+outlier_rule="a run is an outlier when its CPU time (wait4 user + sys) is more than ${OUTLIER_FACTOR}× or less than 1/${OUTLIER_FACTOR} of the median CPU time of its kind (traced or untraced) over the workload's runs; a pair with an outlier is excluded from the ratios and the BPF time vs CPU difference check"
+[ "$repeats" -ge 3 ] ||
+  warn "$repeats repeat(s): with fewer than 3 pairs the outlier rule cannot single out a slow run (see the header)"
 need_command jq
 build_all
 spawnscope="$BIN_DIR/spawnscope"
@@ -95,6 +120,19 @@ spread3() {
   local s
   s=$(stats "$@") || return 1
   awk -v s="$s" 'BEGIN { split(s, v, " "); printf "%.3f (%.3f – %.3f)", v[1], v[2], v[3] }'
+}
+
+# outlier_note KIND CPU MEDIAN: "KIND CPU F× its kind's median" (F = CPU / MEDIAN, 2 decimals)
+# when the run of KIND with CPU time CPU (s) is an outlier against its kind's MEDIAN (s) by the
+# header's rule; nothing when it is not.
+outlier_note() {
+  local status=0
+  is_outlier "$2" "$3" "$OUTLIER_FACTOR" || status=$?
+  case $status in
+    0) echo "$1 CPU $(fmt %.2f "$(ratio "$2" "$3")")× its kind's median" ;;
+    1) ;;
+    *) die "outlier rule: cannot judge the $1 CPU time $2 s against its kind's median $3 s" ;;
+  esac
 }
 
 # cost_table SUMMARY...: from traced runs' summary.json files (those without .probes.cost left
@@ -176,23 +214,40 @@ verdict() {
 }
 
 # cpu_check: the per-pair CPU differences (cpu_diffs, s) against the traced runs' probes' totals
-# (bpf_secs, s; "-" where not measured). Sets check_cell for the last table. Seconds to 4 decimals.
+# (bpf_secs, s; "-" where not measured), over the pairs the outlier rule keeps (pair_notes: ""
+# for a used pair, the outlier note for an excluded one). Sets check_cell for the last table.
+# Seconds to 4 decimals.
 cpu_check() {
-  local i bpfs=() diff_stats m_diff min_diff max_diff m_bpf v why verdict_word of_diff="" spread
+  local i bpfs=() diffs=() diff_stats m_diff min_diff max_diff m_bpf v why verdict_word of_diff="" spread
+  local line
   echo "Does the self-measured BPF time explain the CPU difference? Rule: yes when the median BPF time"
   echo "lies within [min, max] of the per-pair CPU differences traced − untraced; no otherwise."
+  echo "Over the pairs used (outlier rule above)."
   for i in "${!cpu_diffs[@]}"; do
+    line="  pair $((i + 1)): CPU difference $(fmt %+.4f "${cpu_diffs[$i]}") s; probes' BPF time "
     if [ "${bpf_secs[$i]}" = - ]; then
-      echo "  pair $((i + 1)): CPU difference $(fmt %+.4f "${cpu_diffs[$i]}") s; probes' BPF time not measured"
+      line+="not measured"
     else
-      echo "  pair $((i + 1)): CPU difference $(fmt %+.4f "${cpu_diffs[$i]}") s; probes' BPF time $(fmt %.4f "${bpf_secs[$i]}") s"
-      bpfs+=("${bpf_secs[$i]}")
+      line+="$(fmt %.4f "${bpf_secs[$i]}") s"
     fi
+    if [ -n "${pair_notes[$i]}" ]; then
+      echo "$line; EXCLUDED (outlier: ${pair_notes[$i]})"
+      continue
+    fi
+    echo "$line"
+    diffs+=("${cpu_diffs[$i]}")
+    [ "${bpf_secs[$i]}" = - ] || bpfs+=("${bpf_secs[$i]}")
   done
-  diff_stats=$(stats "${cpu_diffs[@]}")
+  if [ ${#diffs[@]} -eq 0 ]; then
+    echo "  CPU difference: n/a (every pair excluded)"
+    echo "  self-measured BPF time explains the CPU difference: n/a (every pair excluded)"
+    check_cell="n/a (every pair excluded)"
+    return 0
+  fi
+  diff_stats=$(stats "${diffs[@]}")
   read -r m_diff min_diff max_diff <<<"$diff_stats"
   spread="$(fmt %+.4f "$min_diff") – $(fmt %+.4f "$max_diff")"
-  echo "  CPU difference: $(fmt %+.4f "$m_diff") s median ($spread) over ${#cpu_diffs[@]} pair(s)"
+  echo "  CPU difference: $(fmt %+.4f "$m_diff") s median ($spread) over ${#diffs[@]} pair(s)"
   if [ ${#bpfs[@]} -eq 0 ]; then
     echo "  self-measured BPF time explains the CPU difference: not measured"
     check_cell="not measured"
@@ -245,36 +300,71 @@ for runtime in threads goroutines; do
     cpu_diff=$(LC_ALL=C awk -v t="$t_cpu" -v u="$u_cpu" 'BEGIN { printf "%.6f", t - u }')
     bpf_text="not measured"
     [ "$bpf_s" = - ] || bpf_text=$(fmt '%.4f s' "$bpf_s")
-    printf '  untraced %.3f s wall, %.3f s CPU; traced %.3f s wall, %.3f s CPU (%s s); probes'"'"' BPF time %s\n' \
-      "$u_wall" "$u_cpu" "$t_wall" "$t_cpu" "$(fmt %+.4f "$cpu_diff")" "$bpf_text"
+    printf '  pair %d: untraced %.3f s wall, %.3f s CPU; traced %.3f s wall, %.3f s CPU (%s s); probes'"'"' BPF time %s\n' \
+      "$r" "$u_wall" "$u_cpu" "$t_wall" "$t_cpu" "$(fmt %+.4f "$cpu_diff")" "$bpf_text"
     u_walls+=("$u_wall") t_walls+=("$t_wall") u_cpus+=("$u_cpu") t_cpus+=("$t_cpu")
     wall_ratios+=("$(ratio "$t_wall" "$u_wall")")
     cpu_ratios+=("$(ratio "$t_cpu" "$u_cpu")")
     cpu_diffs+=("$cpu_diff") bpf_secs+=("$bpf_s")
   done
+  # The outlier rule (header): every run's CPU time against its kind's median over all the
+  # workload's runs; pair_notes[i] is "" for a pair used, the outlier(s) for one excluded.
   # One command substitution per assignment, so that set -e stops the script if one fails.
-  med_u_wall=$(median3 "${u_walls[@]}")
-  med_t_wall=$(median3 "${t_walls[@]}")
-  wall_spread=$(spread3 "${wall_ratios[@]}")
-  med_u_cpu=$(median3 "${u_cpus[@]}")
-  med_t_cpu=$(median3 "${t_cpus[@]}")
-  cpu_spread=$(spread3 "${cpu_ratios[@]}")
+  u_cpu_median=$(median "${u_cpus[@]}")
+  t_cpu_median=$(median "${t_cpus[@]}")
+  pair_notes=() used=()
   echo
-  echo "wall: untraced $med_u_wall s, traced $med_t_wall s median; ratio traced/untraced $wall_spread"
-  echo "CPU:  untraced $med_u_cpu s, traced $med_t_cpu s median; ratio traced/untraced $cpu_spread"
+  echo "Outliers: median CPU time untraced $(fmt %.3f "$u_cpu_median") s, traced $(fmt %.3f "$t_cpu_median") s over the $repeats run(s) of each kind"
+  for i in "${!u_cpus[@]}"; do
+    u_note=$(outlier_note untraced "${u_cpus[$i]}" "$u_cpu_median")
+    t_note=$(outlier_note traced "${t_cpus[$i]}" "$t_cpu_median")
+    u_factor=$(fmt %.2f "$(ratio "${u_cpus[$i]}" "$u_cpu_median")")
+    t_factor=$(fmt %.2f "$(ratio "${t_cpus[$i]}" "$t_cpu_median")")
+    note=$u_note
+    [ -n "$t_note" ] && note=${note:+$note, }$t_note
+    pair_notes+=("$note")
+    line="  pair $((i + 1)): untraced CPU ${u_factor}×, traced CPU ${t_factor}× its kind's median: "
+    if [ -n "$note" ]; then
+      echo "${line}EXCLUDED (outlier: $note)"
+    else
+      echo "${line}used"
+      used+=("$i")
+    fi
+  done
+  echo "pairs used: ${#used[@]} of $repeats; excluded: $((repeats - ${#used[@]})) (rule: $outlier_rule)"
+  echo
+  if [ ${#used[@]} -eq 0 ]; then
+    echo "every pair is excluded: no medians or ratios (n/a)"
+    wall_spread=n/a cpu_spread=n/a
+  else
+    uu_walls=() ut_walls=() uwall_ratios=() uu_cpus=() ut_cpus=() ucpu_ratios=()
+    for i in "${used[@]}"; do
+      uu_walls+=("${u_walls[$i]}") ut_walls+=("${t_walls[$i]}") uwall_ratios+=("${wall_ratios[$i]}")
+      uu_cpus+=("${u_cpus[$i]}") ut_cpus+=("${t_cpus[$i]}") ucpu_ratios+=("${cpu_ratios[$i]}")
+    done
+    med_u_wall=$(median3 "${uu_walls[@]}")
+    med_t_wall=$(median3 "${ut_walls[@]}")
+    wall_spread=$(spread3 "${uwall_ratios[@]}")
+    med_u_cpu=$(median3 "${uu_cpus[@]}")
+    med_t_cpu=$(median3 "${ut_cpus[@]}")
+    cpu_spread=$(spread3 "${ucpu_ratios[@]}")
+    echo "Over the ${#used[@]} pair(s) used:"
+    echo "wall: untraced $med_u_wall s, traced $med_t_wall s median; ratio traced/untraced $wall_spread"
+    echo "CPU:  untraced $med_u_cpu s, traced $med_t_cpu s median; ratio traced/untraced $cpu_spread"
+  fi
   echo
   cost_table "${summaries[@]}"
   echo
   cpu_check
   echo
-  rows+=("| $runtime hold, N = $n | $wall_spread | $cpu_spread | $cost_cell | $check_cell |")
+  rows+=("| $runtime hold, N = $n | ${#used[@]} ($((repeats - ${#used[@]}))) | $wall_spread | $cpu_spread | $cost_cell | $check_cell |")
 done
 
 echo
-echo "eBPF collector overhead, probes $probes_mode: the workload's wall and CPU time traced/untraced, median of $repeats alternating pairs; the probes' own cost (BPF run-time statistics, median, share of the workload's CPU time); median BPF time vs median CPU difference traced − untraced (min – max over pairs), yes when the BPF time lies within that spread"
+echo "eBPF collector overhead, probes $probes_mode: the workload's wall and CPU time traced/untraced, median (min – max) over the pairs used of $repeats alternating pairs; the probes' own cost (BPF run-time statistics over every traced run, median, share of the workload's CPU time); median BPF time vs median CPU difference traced − untraced (min – max over the pairs used), yes when the BPF time lies within that spread. Pairs used (excluded), the outlier rule: $outlier_rule"
 echo
-echo "| workload | wall ratio (min – max) | CPU ratio (min – max) | probes' own cost (share of CPU) | BPF time vs CPU difference |"
-echo "|---|---|---|---|---|"
+echo "| workload | pairs used (excluded) | wall ratio (min – max) | CPU ratio (min – max) | probes' own cost (share of CPU) | BPF time vs CPU difference |"
+echo "|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
 if [ "${SKIP_BPFTRACE:-0}" = 1 ]; then

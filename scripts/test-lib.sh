@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests the shell helpers the scripts share: the statistics in scripts/lib/stats.sh (median, min,
-# max, ratio) and the argument rules in scripts/lib/common.sh (is_count, bench_args). Needs bash
-# and awk only; no root, nothing built.
+# max, ratio, is_outlier) and the argument rules in scripts/lib/common.sh (is_count, bench_args).
+# Needs bash and awk only; no root, nothing built.
 # Usage: ./scripts/test-lib.sh
 # Last line: `test-lib: N passed, M failed`; exit status 1 when any case failed.
 set -euo pipefail
@@ -81,6 +81,39 @@ expect '3 1 5' stats 5 3 1 3 2 4 3
 expect 1.5 ratio 3 2
 expect 1.0235 ratio 10235 10000
 expect 0.333333333333333 ratio 1 3
+
+# is_outlier VALUE MEDIAN FACTOR: status 0 when VALUE / MEDIAN > FACTOR or < 1 / FACTOR, 1 when
+# not; the bounds themselves are not outliers; a bad argument is status 2.
+# outlier VALUE MEDIAN FACTOR: "outlier" or "kept", or the failing status.
+outlier() {
+  local status=0
+  is_outlier "$@" || status=$?
+  case $status in
+    0) echo outlier ;;
+    1) echo kept ;;
+    *) return "$status" ;;
+  esac
+}
+expect kept outlier 1 1 1.25
+expect kept outlier 1.25 1 1.25
+expect kept outlier 0.8 1 1.25
+expect outlier outlier 1.2501 1 1.25
+expect outlier outlier 0.7999 1 1.25
+expect kept outlier 11.2 9 1.25
+expect outlier outlier 11.3 9 1.25
+expect kept outlier 7.2 9 1.25
+expect outlier outlier 7.1 9 1.25
+expect outlier outlier 15.6 9.1 1.25
+expect outlier outlier 5.1 2.5 1.25
+expect outlier outlier 0 2.5 1.25
+expect kept outlier 2.5e0 2500e-3 1.25
+expect kept outlier 5 5 1
+expect outlier outlier 5.001 5 1
+refuses 2 'give VALUE MEDIAN FACTOR' is_outlier 1 1
+refuses 2 "is_outlier: not a number: 'x'" is_outlier x 1 1.25
+refuses 2 'MEDIAN 0 is not above 0' is_outlier 1 0 1.25
+refuses 2 'MEDIAN -1 is not above 0' is_outlier 1 -1 1.25
+refuses 2 'FACTOR 0.8 is below 1' is_outlier 1 1 0.8
 
 # What is not a number, or no number, is an error and never a figure.
 refuses 1 'no numbers' median

@@ -7,9 +7,14 @@
 #                  count, the mean of the two middle values (as the conductor's
 #                  regression::spread, so a script's median and compare.json's agree)
 #   ratio T U      T / U
+#   is_outlier VALUE MEDIAN FACTOR
+#                  status 0 when VALUE is an outlier against MEDIAN: VALUE / MEDIAN is more than
+#                  FACTOR or less than 1 / FACTOR (either bound itself is not an outlier); status 1
+#                  when it is not. Prints nothing. MEDIAN must be above 0 and FACTOR at least 1.
 #
 # A number is a decimal such as 3, -2, 0.5, .5 or 1.2e-3. Anything else, no number at all, or
-# U = 0 is an error: a line on stderr and status 1, never a figure. A result that is one of the
+# U = 0 is an error: a line on stderr and status 1 (is_outlier: status 2, as 1 means "not an
+# outlier"), never a figure. A result that is one of the
 # numbers given (min, max, the median of an odd count) is printed as it was given; a mean or a
 # ratio with 15 significant digits (%.15g: 2.5, 0.375, 12345678.5). Callers round for display.
 
@@ -56,4 +61,16 @@ ratio() {
     if (ARGV[2] + 0 == 0) { print "ratio: " ARGV[1] " / " ARGV[2] ": division by zero" > "/dev/stderr"; exit 1 }
     printf "%.15g\n", ARGV[1] / ARGV[2]
   }' "$1" "$2"
+}
+
+is_outlier() {
+  [ $# -eq 3 ] || { printf 'is_outlier: give VALUE MEDIAN FACTOR, not %s\n' "$*" >&2; return 2; }
+  stats_check is_outlier "$@" || return 2
+  LC_ALL=C awk 'BEGIN {
+    v = ARGV[1] + 0; m = ARGV[2] + 0; f = ARGV[3] + 0
+    if (m <= 0) { print "is_outlier: MEDIAN " ARGV[2] " is not above 0" > "/dev/stderr"; exit 2 }
+    if (f < 1) { print "is_outlier: FACTOR " ARGV[3] " is below 1" > "/dev/stderr"; exit 2 }
+    r = v / m
+    exit !(r > f || r < 1 / f)
+  }' "$1" "$2" "$3"
 }
