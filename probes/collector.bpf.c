@@ -134,7 +134,10 @@ struct {
  * still tells a voluntary switch from an involuntary one exactly (see btf_sched_switch): kept in
  * an array indexed by tid, max_entries = pid_max set at load time (8 bytes a possible tid; no tid
  * reaches pid_max). An array lookup is an address computation; a hash or task-storage lookup cost
- * ~300 ns a switch here (BPF run-time statistics). New threads reset their slot. tp_btf only. */
+ * ~300 ns a switch here (BPF run-time statistics). A slot holds nvcsw + 1 (0: not known, e.g. the
+ * main thread when exec was seen by the classic program); new threads set theirs. A switch whose
+ * slot is missing or unknown is told by the prev_state rule and counted in SC_ST_NV_UNTRACKED.
+ * tp_btf only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -276,7 +279,7 @@ int BPF_PROG(btf_sched_process_exec, struct task_struct *p, pid_t old_pid, struc
 		__u64 *seen = bpf_map_lookup_elem(&nv_by_tid, &tid);
 
 		if (seen)
-			*seen = p->nvcsw;
+			*seen = p->nvcsw + 1;
 	}
 	arm(now);
 	return 0;
@@ -337,7 +340,7 @@ static __always_inline void new_task(__u32 tid, __u64 clone_flags, __u64 nvcsw, 
 		__u64 *seen = bpf_map_lookup_elem(&nv_by_tid, &tid);
 
 		if (seen)
-			*seen = nvcsw;
+			*seen = nvcsw + 1;
 	}
 }
 
@@ -499,10 +502,12 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 		} else {
 			__u64 *seen = bpf_map_lookup_elem(&nv_by_tid, &tid);
 
-			if (seen) {
-				voluntary = nvcsw != *seen;
-				*seen = nvcsw;
-			}
+			if (seen && *seen)
+				voluntary = nvcsw + 1 != *seen;
+			else
+				__sync_fetch_and_add(&state[SC_ST_NV_UNTRACKED], 1);
+			if (seen)
+				*seen = nvcsw + 1;
 		}
 		if (voluntary != by_rule) {
 			c = phase_vec();
@@ -1217,7 +1222,9 @@ int tp_sys_exit_getrusage(struct tp_sys_exit *ctx)
 			return 0;
 		t->sys_kind = SC_NR_SYS;
 	} else if (state[SC_ST_GETRUSAGE_TID] != (__u64)tid + 1) {
-		/* Without per-thread state: the return of the call entered last (by this thread). */
+		/* Without per-thread state: the return of the call entered last, by this thread. Calls
+		 * that overlap (two threads at once; not the workloads, which call it once) lose the
+		 * earlier return: the cross-checks then compare totals and say so. */
 		return 0;
 	}
 	state[SC_ST_GETRUSAGE_TID] = 0;

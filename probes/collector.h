@@ -148,7 +148,8 @@ enum sc_state {
 	SC_ST_PREARM_VOLUNTARY,  /* by the classic programs (the tp_btf ones read the task's own */
 	SC_ST_PREARM_INVOLUNTARY,/* counters at exec instead) */
 	SC_ST_VMA_BUSY,          /* VMA lookups that found mmap_lock held for writing */
-	SC_ST_GETRUSAGE_TID,     /* tid + 1 of the getrusage call in flight (no per-thread state) */
+	SC_ST_GETRUSAGE_TID,     /* tid + 1 of the last getrusage entered (no per-thread state) */
+	SC_ST_NV_UNTRACKED,      /* switches told by the rule: tid outside nv_by_tid, or slot unset */
 	SC_NR_STATE
 };
 
@@ -160,7 +161,7 @@ enum sc_cfg {
 	SC_CFG_FAULT_KINDS,      /* 0 off, 1 stack/heap/other (no lock), 2 also a VMA lookup */
 	SC_CFG_PAGE_SIZE,
 	SC_CFG_PHASES_FROM_STDOUT,
-	SC_CFG_PER_THREAD,       /* 1: per-thread state (times, exact voluntary); 0: counters only */
+	SC_CFG_PER_THREAD,       /* 1: per-thread hash (on-CPU, run-queue, syscall times); 0: none */
 	SC_NR_CFG
 };
 

@@ -104,6 +104,7 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
             late_events: st[state::LATE_EVENTS],
             fault_kinds: meta.fault_kinds,
             per_thread: meta.per_thread,
+            nv_untracked: st[state::NV_UNTRACKED],
             vma_lookups_busy: st[state::VMA_BUSY],
             execs: st[state::EXECS],
             read_errors: meta.errors,

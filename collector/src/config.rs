@@ -23,9 +23,13 @@ pub struct Config {
     /// only catches what that misses. Exact where set_phase lags by a pipe and a wakeup.
     pub phases_from_stdout: bool,
     /// Keep per-thread state in the kernel: on-CPU time, run-queue waits, futex wait and clone
-    /// times (and their histograms), RSS over time, and switches told voluntary by each thread's
-    /// own nvcsw. Off by default: that state is a hash-map update on every switch, wakeup and
-    /// new thread, most of what the probes cost; the counters, cross-checks and series stay.
+    /// times (and their histograms), and attach the probes only it needs: RSS over time
+    /// (kmem:rss_stat) and the futex exits (wait times, wakes done, EAGAIN and timeouts, the futex
+    /// series). Off by default: that state is a hash-map update on every switch, wakeup and new
+    /// thread, most of what the probes cost. Without it the counters, series and cross-checks
+    /// stay, voluntary switches included (each thread's nvcsw is kept by tid in an array); the
+    /// classic (non-BTF) wakeup and migration programs, which know the target's threads only by
+    /// their entry, then count nothing, and migrations are not shown.
     pub per_thread: bool,
     /// Use only the classic tracepoint programs, as on a kernel without BTF (for tests and
     /// comparisons; off by default).

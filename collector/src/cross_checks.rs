@@ -103,6 +103,17 @@ impl Report {
             }
         };
         let switch_attach = self.attach_of("sched:sched_switch");
+        let untracked = self.diagnostics.nv_untracked;
+        let switch_basis = |counts: &CutCounts, voluntary: bool, pre: u64, attach| {
+            let basis = switch_basis(counts, voluntary, pre, attach);
+            if untracked > 0 {
+                format!(
+                    "{basis}; {untracked} switches told by prev_state (the thread's nvcsw unknown)"
+                )
+            } else {
+                basis
+            }
+        };
         let (lo, hi) = (&window.entered, &window.returned);
 
         let expected = (rusage.minflt + rusage.majflt).saturating_sub(pre_faults);
@@ -165,7 +176,7 @@ impl Report {
         vec![faults, involuntary, voluntary, threads]
     }
 
-    fn attach_of(&self, probe: &str) -> Option<Attach> {
+    pub(crate) fn attach_of(&self, probe: &str) -> Option<Attach> {
         self.probes
             .iter()
             .find(|p| p.probe == probe)
@@ -300,6 +311,7 @@ mod tests {
                 late_events: 0,
                 fault_kinds: FaultKinds::StackHeap,
                 per_thread: true,
+                nv_untracked: 0,
                 vma_lookups_busy: 0,
                 execs: 1,
                 read_errors: Vec::new(),

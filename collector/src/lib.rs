@@ -32,7 +32,7 @@
 //!
 //! Modules, bottom to top (each uses only those before it): `layout` (generated from
 //! probes/collector.h), [`clock`], [`launch`], `model` (collector.json), `probes`, `config`,
-//! `sizing`, `held`, `maps`, `assemble`, `summary`, `checks`, `attach`, and this facade.
+//! `sizing`, `held`, `maps`, `assemble`, `summary`, `cross_checks`, `cost`, `attach`, and this facade.
 
 mod assemble;
 mod attach;

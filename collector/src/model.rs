@@ -189,6 +189,10 @@ pub struct Diagnostics {
     /// time). Files from before it could be turned off had it.
     #[serde(default = "kept")]
     pub per_thread: bool,
+    /// Switches whose thread's nvcsw was not known (tid beyond the nvcsw array, or its slot not
+    /// set), so told voluntary or not by the prev_state rule. Without per-thread state only.
+    #[serde(default)]
+    pub nv_untracked: u64,
     /// VMA lookups that found mmap_lock held for writing (their faults count as `fault_other`).
     pub vma_lookups_busy: u64,
     pub execs: u64,

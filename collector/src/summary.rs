@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{FaultKinds, Metric, Report};
+use crate::model::{Attach, FaultKinds, Metric, Report};
 
 /// One line of a summary table: a metric, its total and its split over phases.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +63,11 @@ impl Report {
             // Times summed per thread need the per-thread state: without it they are not
             // measured, not zero.
             "oncpu_ns" | "runq_ns" | "futex_wait_ns" => self.diagnostics.per_thread,
+            // The classic migrate program tells the target's threads by their per-thread entry.
+            "migrations" => {
+                self.diagnostics.per_thread
+                    || self.attach_of("sched:sched_migrate_task") == Some(Attach::TpBtf)
+            }
             _ => true,
         }
     }

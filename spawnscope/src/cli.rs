@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::measure::probes::ProbeDetail;
 use crate::measure::run::RunError;
 use crate::record::perf::CallGraph;
 use crate::runtime::{Runtime, WorkloadKind};
@@ -142,7 +143,8 @@ pub struct RunArgs {
     pub no_probes: bool,
     /// What the eBPF collector keeps: `lean` counters, series and cross-checks (about 3 % of the
     /// workload's CPU); `full` adds per-thread state — on-CPU, run-queue, futex and clone times
-    /// with their latency quantiles, and RSS over time — at several times the cost.
+    /// with their latency quantiles, RSS over time — and page faults by kind, at about 2.5 times
+    /// the cost.
     #[arg(long, value_enum, default_value = "lean")]
     pub probes: ProbeDetail,
     /// The run's cgroup memory limit (e.g. 8G) [default: MemAvailable less max(1 GiB, 5 % of RAM)].
@@ -164,13 +166,6 @@ pub struct RunArgs {
     /// Any command to measure instead of a workload: spawnscope run --tasks N -- CMD ARGS…
     #[arg(last = true)]
     pub command: Vec<String>,
-}
-
-/// How much the eBPF collector keeps (its cost grows with it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProbeDetail {
-    Lean,
-    Full,
 }
 
 /// Passed to the workload as given; the workload validates them (`--dry-run`) before anything runs.

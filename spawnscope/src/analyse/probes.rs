@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use spawnscope_collector::{CrossCheck, Report as CollectorReport};
+use spawnscope_collector::{CrossCheck, Report as CollectorReport, PER_THREAD_ONLY};
 
 use crate::record::Rusage;
 
@@ -178,7 +178,8 @@ pub fn probe_summary(
     let not_loaded = report
         .probes
         .iter()
-        .filter(|p| p.attach.is_none())
+        // Left out by choice (lean probes) is said once in the run's "left out", not per probe.
+        .filter(|p| p.attach.is_none() && p.note.as_deref() != Some(PER_THREAD_ONLY))
         .map(|p| format!("{}: {}", p.probe, p.note.clone().unwrap_or_default()))
         .collect();
     ProbeSummary {

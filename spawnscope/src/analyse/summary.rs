@@ -281,6 +281,9 @@ pub fn summarize(
         .and_then(|peak| memory_per_task(base, peak, s.alive_at_peak.unwrap_or(0)));
     s.phases = phase_costs(run, memory);
     s.probes = collector.map(|c| probe_summary(c, memory, run, result, s.tasks));
+    if let Some(why) = collector.and_then(|c| c.program_costs_note.as_ref()) {
+        s.left_out.push(why.clone());
+    }
     s.throughput = result
         .map(|r| r["throughput"].clone())
         .filter(|t| !t.is_null());

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use crate::analyse::summary::Summary;
-use crate::cli::{exit_code, usage_error, ProbeDetail, RunArgs};
+use crate::cli::{exit_code, usage_error, RunArgs};
 use crate::commands::derive::{self, Writes};
 use crate::host::signals::Interrupts;
 use crate::measure::perf;
@@ -64,7 +64,7 @@ pub fn command(args: RunArgs) -> ExitCode {
         out_root: args.out,
         force: args.force,
         memory_limit: args.memory_limit,
-        probes: (!args.no_probes).then_some(args.probes == ProbeDetail::Full),
+        probes: (!args.no_probes).then_some(args.probes),
         perf: args.perf.then_some(perf::Options {
             freq: args.perf_freq,
             call_graph: args.perf_call_graph,

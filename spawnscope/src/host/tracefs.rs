@@ -1,16 +1,11 @@
-//! tracefs, where tracepoints are defined: libbpf finds them there.
+//! tracefs, where tracepoints are defined: libbpf finds them there. Where it is mounted is the
+//! collector's rule (`spawnscope_collector::tracefs_root`); this adds mounting it.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 /// Where tracepoint definitions are readable, if tracefs is mounted.
-pub fn events_dir() -> Option<&'static Path> {
-    [
-        "/sys/kernel/tracing/events",
-        "/sys/kernel/debug/tracing/events",
-    ]
-    .into_iter()
-    .map(Path::new)
-    .find(|p| p.join("sched").is_dir())
+pub fn events_dir() -> Option<PathBuf> {
+    spawnscope_collector::tracefs_root().map(|root| root.join("events"))
 }
 
 /// Mounts tracefs at /sys/kernel/tracing when no tracefs is mounted (root only).

@@ -4,10 +4,25 @@ use spawnscope_collector::{Collector, Config as CollectorConfig, FaultKinds};
 
 use crate::host::tracefs;
 
-/// Loads the eBPF collector for the workload's PID. What cannot be loaded is said, not fatal.
-/// `full` (`--probes full`): the collector's per-thread state and the kinds of page faults too;
-/// without it, counters, series and cross-checks only, at a fraction of the cost.
-pub fn start(pid: u32, tasks: u64, full: bool, left_out: &mut Vec<String>) -> Option<Collector> {
+/// What the collector keeps (`run --probes`); its cost grows with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProbeDetail {
+    /// Counters, series and cross-checks.
+    Lean,
+    /// Also per-thread state (on-CPU, run-queue, futex and clone times, RSS over time) and the
+    /// kinds of page faults.
+    Full,
+}
+
+/// Loads the eBPF collector for the workload's PID, keeping what `detail` says. What cannot be
+/// loaded is said, not fatal.
+pub fn start(
+    pid: u32,
+    tasks: u64,
+    detail: ProbeDetail,
+    left_out: &mut Vec<String>,
+) -> Option<Collector> {
+    let full = detail == ProbeDetail::Full;
     // libbpf finds tracepoints through tracefs.
     tracefs::mount_if_missing();
     let mut config = CollectorConfig::new(pid, tasks.max(1));
@@ -31,7 +46,7 @@ pub fn start(pid: u32, tasks: u64, full: bool, left_out: &mut Vec<String>) -> Op
                 ));
             }
             if !full {
-                left_out.push("eBPF probes: per-thread figures (on-CPU, run-queue, futex and clone times, RSS over time) and page faults by kind not kept: --probes full keeps them, at about twice the cost".into());
+                left_out.push("eBPF probes: per-thread figures (on-CPU, run-queue, futex and clone times, RSS over time) and page faults by kind not kept: --probes full keeps them, at about 2.5 times the cost".into());
             }
             Some(collector)
         }

@@ -17,8 +17,9 @@ use crate::host::sysctl::{self, RaisedGuard, SysctlStore};
 use crate::host::{machine, procfs};
 use crate::measure::follow::{follow_events, progress_bar, tee_stderr, Followed};
 use crate::measure::launch::{self, ChildSetup, Stdio};
+use crate::measure::probes::{self, ProbeDetail};
 use crate::measure::sampler::{settle, snapshot, Sampler};
-use crate::measure::{perf, preflight, probes};
+use crate::measure::{perf, preflight};
 use crate::record::process::signal_name;
 use crate::record::{
     self, Calibration, Estimate, Exit, MemoryRecord, ResultsDir, RunRecord, Rusage, SysctlRecord,
@@ -30,9 +31,8 @@ pub struct RunOptions {
     pub out_root: PathBuf,
     pub force: bool,
     pub memory_limit: Option<u64>,
-    /// Run the eBPF collector (root only): Some(full), where full asks for its per-thread state
-    /// and fault kinds too (`--probes full`).
-    pub probes: Option<bool>,
+    /// The eBPF collector and what it keeps (root only); None: left out (`--no-probes`).
+    pub probes: Option<ProbeDetail>,
     /// Record perf samples (`--perf`).
     pub perf: Option<perf::Options>,
     /// A calibration already made under the same flags (compare calibrates once per runtime);
@@ -402,8 +402,8 @@ fn measure(
     };
     // The probes attach while the child waits at its gate: they count from its exec on.
     let mut left_out = Vec::new();
-    let collector = if let (true, Some(full)) = (root, opts.probes) {
-        probes::start(pid, target_tasks, full, &mut left_out)
+    let collector = if let (true, Some(detail)) = (root, opts.probes) {
+        probes::start(pid, target_tasks, detail, &mut left_out)
     } else {
         if root {
             left_out.push("eBPF probes: left out (--no-probes)".into());

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 
 use crate::host::signals::Interrupts;
 use crate::measure::preflight;
+use crate::measure::probes::ProbeDetail;
 use crate::measure::run::{self, Outcome, RunError, RunOptions};
 use crate::record::process::signal_name;
 use crate::record::{self, Calibration, Estimate, Plan, PlannedCell, Target};
@@ -354,7 +355,7 @@ pub fn compare(
                 force: false,
                 memory_limit: opts.memory_limit,
                 // The collector runs in every cell: its timeline and cross-checks go in the report.
-                probes: Some(false),
+                probes: Some(ProbeDetail::Lean),
                 perf: None,
                 calibration: Some(job.calibration.clone()),
             },
