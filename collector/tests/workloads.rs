@@ -7,24 +7,32 @@ mod common;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use common::{assert_checks_pass, assert_consistent, run, serial, skip};
+use common::{assert_checks_pass, assert_consistent, run, serial, skip, Run};
 use spawnscope_collector::{Attach, Collector, Config, Error, FaultKinds};
 
 const THREADS: u64 = 2_000;
 const GOROUTINES: u64 = 100_000;
 
+/// 2,000 threads in `hold`, released after 300 ms, traced as `config` says (expected tasks set).
+fn threads_hold(test: &str, config: impl FnOnce(&mut Config)) -> Option<Run> {
+    let bin = common::threads_bin().expect("the threads workload");
+    let n = THREADS.to_string();
+    run(
+        test,
+        &bin,
+        &["hold", "--n", &n, "--hold-for", "300ms"],
+        |c| {
+            c.expected_tasks = THREADS;
+            config(c);
+        },
+    )
+}
+
 #[test]
 fn threads_hold_2000_clone3_each_and_agree_with_rusage() {
     let _one = serial();
     let test = "threads_hold_2000";
-    let bin = common::threads_bin().expect("the threads workload");
-    let n = THREADS.to_string();
-    let Some(run) = run(
-        test,
-        &bin,
-        &["hold", "--n", &n, "--hold-for", "300ms"],
-        |c| c.expected_tasks = THREADS,
-    ) else {
+    let Some(run) = threads_hold(test, |_| {}) else {
         return;
     };
     let r = &run.report;
@@ -106,17 +114,7 @@ fn goroutines_hold_100000_clone_only_for_the_runtimes_threads() {
 fn the_lean_collector_keeps_counters_and_cross_checks_and_says_what_it_cost() {
     let _one = serial();
     let test = "lean_threads_hold_2000";
-    let bin = common::threads_bin().expect("the threads workload");
-    let n = THREADS.to_string();
-    let Some(run) = run(
-        test,
-        &bin,
-        &["hold", "--n", &n, "--hold-for", "300ms"],
-        |c| {
-            c.expected_tasks = THREADS;
-            c.per_thread = false;
-        },
-    ) else {
+    let Some(run) = threads_hold(test, |c| c.per_thread = false) else {
         return;
     };
     let r = &run.report;
@@ -158,17 +156,7 @@ fn the_lean_collector_keeps_counters_and_cross_checks_and_says_what_it_cost() {
 fn classic_tracepoints_alone_still_agree_with_rusage() {
     let _one = serial();
     let test = "classic_only_threads_hold_2000";
-    let bin = common::threads_bin().expect("the threads workload");
-    let n = THREADS.to_string();
-    let Some(run) = run(
-        test,
-        &bin,
-        &["hold", "--n", &n, "--hold-for", "300ms"],
-        |c| {
-            c.expected_tasks = THREADS;
-            c.classic_only = true;
-        },
-    ) else {
+    let Some(run) = threads_hold(test, |c| c.classic_only = true) else {
         return;
     };
     let r = &run.report;
