@@ -66,6 +66,44 @@ pub enum Command {
     },
 }
 
+/// clap's error in one line that still names what is wrong: the missing argument, the valid
+/// values, clap's suggestion — everything but the usage and the help hint — and where help is.
+pub fn one_line(err: &clap::Error) -> String {
+    use clap::error::ErrorKind;
+    if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let names: Vec<String> = <Cli as clap::CommandFactory>::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        return format!(
+            "a command is needed: {} (see spawnscope --help)",
+            names.join(", ")
+        );
+    }
+    let text = err.render().to_string();
+    let said: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .take_while(|l| !l.starts_with("Usage:"))
+        .collect();
+    let line = said.join(" ");
+    let line = line.trim_start_matches("error: ");
+    // The subcommand the error is about, for its own --help.
+    let command: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|u| {
+            u.split_whitespace()
+                .take_while(|w| !w.starts_with(['-', '<', '[']))
+                .collect()
+        })
+        .unwrap_or_else(|| vec!["spawnscope"]);
+    format!("{line} (see {} --help)", command.join(" "))
+}
+
 /// Bad arguments: one line, exit 2, nothing changed.
 pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("spawnscope: {message}");
@@ -281,4 +319,43 @@ pub struct CompareArgs {
     /// Passed to the workloads each applies to (e.g. --sleep to sleep, --stack-size to threads).
     #[command(flatten)]
     pub workload_flags: WorkloadFlags,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(args: &[&str]) -> String {
+        let argv = std::iter::once("spawnscope").chain(args.iter().copied());
+        one_line(&Cli::try_parse_from(argv).unwrap_err())
+    }
+
+    #[test]
+    fn errors_name_the_missing_argument_and_the_valid_values_in_one_line() {
+        let missing = error_of(&["sysctl", "apply"]);
+        assert!(missing.contains("--n <N>"), "{missing}");
+        assert!(
+            missing.ends_with("(see spawnscope sysctl apply --help)"),
+            "{missing}"
+        );
+        let report = error_of(&["report"]);
+        assert!(report.contains("<DIRS>"), "{report}");
+        let flame = error_of(&["flame", "x"]);
+        assert!(flame.contains("--out <OUT>"), "{flame}");
+        let values = error_of(&["run", "--runtime", "java"]);
+        assert!(
+            values.contains("java") && values.contains("threads") && values.contains("goroutines"),
+            "{values}"
+        );
+        let tip = error_of(&["run", "--runtime", "thread"]);
+        assert!(
+            tip.contains("'threads'"),
+            "clap's suggestion is kept: {tip}"
+        );
+        let none = error_of(&[]);
+        assert!(none.contains("check") && none.contains("compare"), "{none}");
+        for line in [missing, report, flame, values, tip, none] {
+            assert!(!line.contains('\n') && !line.contains("Usage:"), "{line}");
+        }
+    }
 }

@@ -28,15 +28,7 @@ fn main() -> ExitCode {
             let _ = err.print(); // --help, --version
             return ExitCode::SUCCESS;
         }
-        Err(err) => {
-            let text = err.render().to_string();
-            let first = text
-                .lines()
-                .next()
-                .unwrap_or("bad arguments")
-                .trim_start_matches("error: ");
-            return cli::usage_error(format!("{first} (see spawnscope --help)"));
-        }
+        Err(err) => return cli::usage_error(cli::one_line(&err)),
     };
     if let Err(err) = measure::run::recover_interrupted_runs() {
         eprintln!("spawnscope: {err:#}");
