@@ -30,9 +30,17 @@ fn main() -> ExitCode {
         }
         Err(err) => return cli::usage_error(cli::one_line(&err)),
     };
-    if let Err(err) = measure::run::recover_interrupted_runs() {
-        eprintln!("spawnscope: {err:#}");
-        return ExitCode::from(1);
+    // What an interrupted run left is put back before anything else changes the machine; the
+    // commands that only read (check, report, flame) change nothing, even as root.
+    let changes_the_machine = matches!(
+        cli.command,
+        Command::Run(_) | Command::Compare(_) | Command::Sysctl { .. }
+    );
+    if changes_the_machine {
+        if let Err(err) = measure::run::recover_interrupted_runs() {
+            eprintln!("spawnscope: {err:#}");
+            return ExitCode::from(1);
+        }
     }
     match cli.command {
         Command::Check(args) => commands::check::command(&args),

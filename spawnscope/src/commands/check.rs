@@ -9,6 +9,7 @@ use crate::host::privileges::is_root;
 use crate::host::sysctl::{self, SysctlStore};
 use crate::host::{cgroup, procfs, tracefs};
 use crate::measure::preflight::default_budget;
+use crate::record::Entry;
 use crate::runtime::Runtime;
 use crate::units::{bytes, count};
 
@@ -76,10 +77,11 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
             None,
         )
     } else {
+        // A run still works without root; it says what it leaves out.
         line(
-            Status::Missing,
+            Status::Warn,
             "root",
-            "no: runs measure without sysctl tuning, cgroup, probes or perf",
+            "no: runs still measure time and memory, without sysctl tuning, a cgroup (no memory limit, no per-run charge), eBPF probes or perf",
             Some("sudo spawnscope … (or sudo ./scripts/trace.sh)"),
         )
     });
@@ -111,6 +113,9 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
                      Some("a newer kernel; the probes for these are left out"))
             });
         }
+        // Mounted but root-only (its usual mode 700): only root loads probes anyway.
+        None if !root && tracefs::mounted() => out.push(line(Status::Ok, "tracefs",
+            "mounted, readable by root only: the probes load there as root", None)),
         None => out.push(line(Status::Warn, "tracefs", "not mounted",
             Some("sudo mount -t tracefs nodev /sys/kernel/tracing (spawnscope run does this itself as root)"))),
     }
@@ -188,15 +193,30 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
         }
     }
     if let Ok(raised) = store.entries() {
-        if !raised.is_empty() {
-            let keys: Vec<String> = raised
+        // A run still going holds its raises and puts them back itself: nothing to restore.
+        let (live, left): (Vec<_>, Vec<_>) = raised
+            .into_iter()
+            .partition(|e| sysctl::is_live_run(&e.owner));
+        let said = |entries: &[Entry]| -> String {
+            entries
                 .iter()
                 .map(|e| format!("{}={} (was {})", e.key, e.applied, e.original))
-                .collect();
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !live.is_empty() {
+            out.push(line(
+                Status::Ok,
+                "sysctls of a running run",
+                format!("{}; it restores them when it ends", said(&live)),
+                None,
+            ));
+        }
+        if !left.is_empty() {
             out.push(line(
                 Status::Warn,
                 "raised sysctls",
-                keys.join(", "),
+                said(&left),
                 Some("sudo spawnscope sysctl restore"),
             ));
         }
@@ -204,7 +224,9 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
     // SAFETY: a zeroed rlimit is valid; getrlimit fills it.
     let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
     // SAFETY: rl is a valid, writable rlimit.
+    // RLIMIT_NPROC counts threads: it matters only to runtimes whose tasks are threads.
     if !root
+        && args.runtime.describe().tasks_are_threads
         && unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) } == 0
         && rl.rlim_cur != libc::RLIM_INFINITY
     {

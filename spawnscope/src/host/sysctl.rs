@@ -80,7 +80,7 @@ pub fn needs_for_threads(threads: u64, tasks_on_host: u64) -> Result<Vec<Need>> 
 }
 
 /// Whether an entry's owner is a run still alive (its PID with the same start time).
-fn is_live_run(owner: &Owner) -> bool {
+pub fn is_live_run(owner: &Owner) -> bool {
     match owner {
         Owner::Run { pid, start_time } => procfs::is_alive(*pid, *start_time),
         Owner::Manual => false,
