@@ -206,6 +206,11 @@ fn first_plan(probe: &Probe, kernel_btf: Result<&Btf, &String>, tracefs: Option<
             Err(why) => notes.push(format!("tp_btf: {why}")),
         }
     }
+    classic_or_missing(probe, notes, tracefs)
+}
+
+/// The classic tracepoint when this kernel's record layout matches the program's, else missing.
+fn classic_or_missing(probe: &Probe, mut notes: Vec<String>, tracefs: Option<&Path>) -> Plan {
     match probes::check_classic(tracefs, probe) {
         Ok(()) => Plan {
             using: Use::Classic,
@@ -227,19 +232,7 @@ fn fall_back(probe: &Probe, plan: &Plan, reason: &str, tracefs: Option<&Path>) -
     match plan.using {
         Use::Btf => {
             notes.push(format!("tp_btf: {reason}"));
-            match probes::check_classic(tracefs, probe) {
-                Ok(()) => Plan {
-                    using: Use::Classic,
-                    notes,
-                },
-                Err(why) => {
-                    notes.push(format!("tracepoint: {why}"));
-                    Plan {
-                        using: Use::Missing,
-                        notes,
-                    }
-                }
-            }
+            classic_or_missing(probe, notes, tracefs)
         }
         Use::Classic | Use::Missing => {
             notes.push(format!("tracepoint: {reason}"));

@@ -160,23 +160,7 @@ fn an_interrupted_run_leaves_the_statistics_as_they_were() {
     let sandbox = Sandbox::new();
     let before = stats_switch();
     let holders_before = stats_holders();
-    let mut child = sandbox.spawn_run(&[
-        "--runtime",
-        "threads",
-        "--workload",
-        "hold",
-        "--n",
-        "2000",
-        "--hold-for",
-        "60s",
-    ]);
-    let mut dir = None;
-    let peaked = wait_until(Duration::from_secs(60), || {
-        dir = sandbox.results_dirs().into_iter().next();
-        dir.as_ref()
-            .is_some_and(|d| events_so_far(d).contains(r#""event":"peak""#))
-    });
-    assert!(peaked, "the run did not reach its peak");
+    let (mut child, _) = sandbox.start_hold_until_peak(2000, Duration::from_secs(60));
     let during = stats_holders();
     assert!(
         during.contains(&child.id()),

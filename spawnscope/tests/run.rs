@@ -12,28 +12,12 @@ use common::*;
 /// Starts a threads hold run that raises kernel.pid_max and holds its tasks for a minute, and
 /// waits until its tasks are all alive (the `peak` event is on disk).
 fn start_long_hold(sandbox: &Sandbox) -> (std::process::Child, std::path::PathBuf) {
-    let child = sandbox.spawn_run(&[
-        "--runtime",
-        "threads",
-        "--workload",
-        "hold",
-        "--n",
-        "40000",
-        "--hold-for",
-        "60s",
-    ]);
-    let mut dir = None;
-    let peaked = wait_until(Duration::from_secs(90), || {
-        dir = sandbox.results_dirs().into_iter().next();
-        dir.as_ref()
-            .is_some_and(|d| events_so_far(d).contains(r#""event":"peak""#))
-    });
-    assert!(peaked, "the run did not reach its peak");
+    let started = sandbox.start_hold_until_peak(40_000, Duration::from_secs(90));
     assert!(
         sysctls()["kernel/pid_max"] >= 40_000,
         "40,000 threads need kernel.pid_max raised during the run"
     );
-    (child, dir.unwrap())
+    started
 }
 
 fn interrupted_run_restores_everything(signal: i32, name: &str) {

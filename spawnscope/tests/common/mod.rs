@@ -195,6 +195,30 @@ impl Sandbox {
             .unwrap()
     }
 
+    /// Starts `run --runtime threads --workload hold --n N --hold-for 60s` and waits until its
+    /// tasks are all alive (the `peak` event is on disk): the child and its results directory.
+    pub fn start_hold_until_peak(&self, n: u64, limit: Duration) -> (Child, PathBuf) {
+        let n = n.to_string();
+        let child = self.spawn_run(&[
+            "--runtime",
+            "threads",
+            "--workload",
+            "hold",
+            "--n",
+            &n,
+            "--hold-for",
+            "60s",
+        ]);
+        let mut dir = None;
+        let peaked = wait_until(limit, || {
+            dir = self.results_dirs().into_iter().next();
+            dir.as_ref()
+                .is_some_and(|d| events_so_far(d).contains(r#""event":"peak""#))
+        });
+        assert!(peaked, "the run did not reach its peak");
+        (child, dir.unwrap())
+    }
+
     /// The one results directory this sandbox's runs wrote, if any.
     pub fn results_dirs(&self) -> Vec<PathBuf> {
         fs::read_dir(self.out()).map_or(Vec::new(), |d| d.flatten().map(|e| e.path()).collect())
