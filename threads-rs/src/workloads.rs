@@ -5,12 +5,12 @@
 use std::io::BufRead;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use crate::cli::{EventType, PROGRAM};
-use crate::harness::{Harness, Latch, Throughput};
+use crate::harness::{Gate, Harness, Latch, Throughput};
 
 /// sleep: N tasks each sleep, then all are joined — Hansen's experiment with exactly N tasks.
 pub fn sleep(h: &mut Harness) -> Option<Throughput> {
@@ -33,16 +33,15 @@ pub fn sleep(h: &mut Harness) -> Option<Throughput> {
 
 /// hold: N tasks stay alive together until released, proving they coexist.
 pub fn hold(h: &mut Harness) -> Option<Throughput> {
-    // Tasks block reading the gate while main holds it for writing: one futex wake releases all.
-    let gate = RwLock::new(());
-    let closed = gate.write().unwrap_or_else(|e| e.into_inner());
+    // Tasks block at the gate until main opens it: one close releases all.
+    let (gate, opener) = Gate::closed();
     let started = Latch::new(h.target());
     thread::scope(|scope| {
         h.phase("spawn");
         while h.spawned < h.target() && h.may_spawn() {
             h.spawn(scope, || {
                 started.arrive();
-                drop(gate.read());
+                gate.wait();
             });
         }
         started.wait(h.spawned, || h.tick());
@@ -50,7 +49,7 @@ pub fn hold(h: &mut Harness) -> Option<Throughput> {
         h.phase("steady");
         wait_for_release(h.cfg.hold_for_ns, h.spawned);
         h.phase("join");
-        drop(closed);
+        opener.open();
     });
     h.phase("end");
     Some(Throughput {
@@ -99,8 +98,7 @@ pub fn churn(h: &mut Harness) -> Option<Throughput> {
 /// pingpong: --n pairs each bounce --rounds round trips over two channels of one slot.
 pub fn pingpong(h: &mut Harness) -> Option<Throughput> {
     let rounds = h.cfg.rounds;
-    let gate = RwLock::new(());
-    let closed = gate.write().unwrap_or_else(|e| e.into_inner());
+    let (gate, opener) = Gate::closed();
     let finished = Latch::new(h.cfg.n);
     let mut pairs = 0;
     thread::scope(|scope| {
@@ -121,7 +119,7 @@ pub fn pingpong(h: &mut Harness) -> Option<Throughput> {
             }
             let (gate, finished) = (&gate, &finished);
             if h.spawn(scope, move || {
-                drop(gate.read());
+                gate.wait();
                 for round in 0..rounds {
                     if to_pong.send(round).is_err() || ping_inbox.recv().is_err() {
                         break;
@@ -134,7 +132,7 @@ pub fn pingpong(h: &mut Harness) -> Option<Throughput> {
         }
         h.snapshot_peak();
         h.phase("steady");
-        drop(closed);
+        opener.open();
         finished.wait(pairs, || {});
         h.phase("join");
     });
@@ -166,8 +164,7 @@ pub fn chain(h: &mut Harness) -> Option<Throughput> {
 
 fn run_chain<T: Send>(h: &mut Harness, make_event: impl Fn(u64) -> T + Sync) -> Option<Throughput> {
     let (events, queue) = (h.cfg.events, h.cfg.queue as usize);
-    let gate = RwLock::new(());
-    let closed = gate.write().unwrap_or_else(|e| e.into_inner());
+    let (gate, opener) = Gate::closed();
     let drained = Latch::new(h.cfg.n);
     let received = AtomicU64::new(0);
     let mut receivers = 0;
@@ -194,7 +191,7 @@ fn run_chain<T: Send>(h: &mut Harness, make_event: impl Fn(u64) -> T + Sync) -> 
             }
             let (gate, make_event) = (&gate, &make_event);
             h.spawn(scope, move || {
-                drop(gate.read());
+                gate.wait();
                 for i in 0..events {
                     if sender.send(make_event(i)).is_err() {
                         break;
@@ -204,7 +201,7 @@ fn run_chain<T: Send>(h: &mut Harness, make_event: impl Fn(u64) -> T + Sync) -> 
         }
         h.snapshot_peak();
         h.phase("steady");
-        drop(closed);
+        opener.open();
         drained.wait(receivers, || {});
         h.phase("join");
     });
