@@ -3,7 +3,9 @@
 #
 #   sudo ./scripts/trace.sh            the main job: 1,000,000 goroutines and 100,000 OS threads,
 #                                      all alive at once, each in its own cgroup, per-task costs
-#                                      side by side (about a minute on 2 cores)
+#                                      side by side; each run SPAWNSCOPE_REPEATS times [3],
+#                                      alternating, time as median (min … max) with each outlier's
+#                                      cause
 #   sudo ./scripts/trace.sh ARGS...    anything else goes to spawnscope, e.g.
 #                                      check | run --runtime threads --workload sleep --n 100000 |
 #                                      compare (the default sweep: threads and goroutines, hold and
@@ -17,6 +19,11 @@ set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
+
+# Time figures move between identical runs (memory does not): each workload runs REPEATS times,
+# the runtimes alternating so that a slow stretch of the machine does not land on one runtime.
+repeats=${SPAWNSCOPE_REPEATS:-3}
+is_count "$repeats" || { printf 'error: SPAWNSCOPE_REPEATS must be a whole number from 1, not %s\n' "'$repeats'" >&2; exit 2; }
 
 if ! is_root; then
   warn "not root: no sysctl tuning, cgroups, eBPF probes or perf; runs measure what they can read."
@@ -37,12 +44,28 @@ if [ $# -gt 0 ]; then
 fi
 
 out="$REPO_ROOT/results/main-$(date -u +%Y%m%dT%H%M%SZ)"
-say "main job: goroutines hold 1,000,000 and threads hold 100,000 (results in ${out#"$REPO_ROOT"/})"
-"$spawnscope" run --runtime goroutines --workload hold --n 1000000 --out "$out"
-"$spawnscope" run --runtime threads --workload hold --n 100000 --out "$out"
-mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d | sort)
-say "side by side"
-"$spawnscope" report "${runs[@]}" | sed -n '/^| per task/,$p' | tee "$out/side-by-side.md"
+say "main job: goroutines hold 1,000,000 and threads hold 100,000, $repeats times each (results in ${out#"$REPO_ROOT"/})"
+for ((r = 1; r <= repeats; r++)); do
+  say "repeat $r of $repeats"
+  "$spawnscope" run --runtime goroutines --workload hold --n 1000000 --out "$out"
+  "$spawnscope" run --runtime threads --workload hold --n 100000 --out "$out"
+done
+mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)
+# The set's exports (compare.md with the repeats, report.html) go beside the runs.
+"$spawnscope" report "${runs[@]}" --out "$out" >"$out/report.txt"
+first_of_each=()
+for runtime in goroutines threads; do
+  for dir in "${runs[@]}"; do
+    case $dir in *-"$runtime"-hold-*) first_of_each+=("$dir") && break ;; esac
+  done
+done
+say "side by side (the first run of each; memory does not move between repeats)"
+"$spawnscope" report "${first_of_each[@]}" | sed -n '/^| per task/,$p' | tee "$out/side-by-side.md"
+if [ "$repeats" -gt 1 ]; then
+  say "time over the $repeats repeats"
+  sed -n '/^## Time over repeats/,/^## Per task by regression/{/^## Per task by regression/d;p}' "$out/compare.md" |
+    tee -a "$out/side-by-side.md"
+fi
 give_to_invoker "$REPO_ROOT/results"
 echo
-echo "results: ${out#"$REPO_ROOT"/}/ (summary.md in each run; side-by-side.md; re-render with: ./scripts/trace.sh report DIR…)"
+echo "results: ${out#"$REPO_ROOT"/}/ (summary.md in each run; side-by-side.md; compare.md and report.html for the set; re-render with: ./scripts/trace.sh report DIR…)"

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::regression::{self, LineFit, Spread};
+use crate::analyse::repeats::{repeated, Repeated};
 use crate::analyse::reproduce::{reproduce_table, Reproduce};
 pub use crate::analyse::run_point::RunPoint;
 use crate::analyse::summary::{MemoryPerTask, Summary};
@@ -203,6 +204,9 @@ pub struct Comparison {
     pub excluded: Vec<String>,
     /// Runs that stopped at a limit with their tasks alive measured: kept, at N = tasks alive.
     pub stopped_at_limit: Vec<String>,
+    /// Experiments run more than once: their time figures' spread, outliers and causes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<Repeated>,
 }
 
 /// One run as the comparison takes it: its summary, its machine, and what its directory holds.
@@ -300,6 +304,7 @@ pub fn compare_runs(
                 .and_then(|p| p.cost.as_ref())
                 .and_then(|c| c.share_of_cpu),
             has_flame: l.has_flame,
+            verdict: s.verdict.clone(),
         });
     }
     let excluded = runs
@@ -326,6 +331,18 @@ pub fn compare_runs(
         .as_ref()
         .filter(|p| p.reproduce.as_deref() == Some("hansen2023"))
         .map(|_| reproduce_table(&runs));
+    // Repeats are grouped by experiment and machine: the machine is named once there are two.
+    let by_experiment: Vec<(String, Summary)> = summarized
+        .iter()
+        .zip(&runs)
+        .map(|(l, point)| {
+            let mut summary = l.summary.clone();
+            if machines.len() > 1 {
+                summary.label = format!("{} on {}", summary.label, point.machine);
+            }
+            (l.dir.clone(), summary)
+        })
+        .collect();
     Comparison {
         schema: 1,
         rendered_utc,
@@ -337,6 +354,7 @@ pub fn compare_runs(
         reproduce,
         excluded,
         stopped_at_limit,
+        repeats: repeated(&by_experiment),
     }
 }
 

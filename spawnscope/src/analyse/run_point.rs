@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::summary::MemoryPerTask;
+use crate::analyse::verdict::Verdict;
 
 /// One run, as read from its directory.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -39,6 +40,9 @@ pub struct RunPoint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_cost_share: Option<f64>,
     pub has_flame: bool,
+    /// Whether the run's time figures can be trusted (runs recorded with the noise sentinels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
 }
 
 impl RunPoint {

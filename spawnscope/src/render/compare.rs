@@ -8,6 +8,7 @@ use crate::analyse::regression::Spread;
 use crate::analyse::reproduce::Reproduce;
 use crate::record::Fingerprint;
 use crate::render::columns::{figure, label, raw_table, shown_table, Column, Raw};
+use crate::render::repeats;
 use crate::render::table::{self, Table};
 use crate::units::{bytes, count};
 
@@ -303,6 +304,7 @@ pub fn markdown(r: &Comparison) -> String {
     }
     let _ = writeln!(md, "\n## Runs: median (min … max) over repeats\n");
     md.push_str(&runs_table(r).markdown());
+    md.push_str(&repeats::markdown(&r.repeats));
     let _ = writeln!(
         md,
         "\n## Per task by regression over N\n\nslope = what one more task costs; intercept = the fixed cost; memory over tasks alive at the peak, time and counts over tasks spawned; every completed repeat is a point.\n"

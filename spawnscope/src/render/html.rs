@@ -9,7 +9,9 @@ use crate::analyse::compare::{Comparison, RunPoint};
 use crate::record::Fingerprint;
 use crate::render::charts::Chart;
 use crate::render::compare;
+use crate::render::repeats;
 use crate::render::table::{escape, Table};
+use crate::render::verdict;
 use crate::units::{bytes, count};
 
 /// The `<svg …>…</svg>` element of an SVG document (without its XML prolog or doctype).
@@ -138,6 +140,7 @@ const CHECK_COLUMNS: &[CheckColumn] = &[
             .and_then(|m| m.cgroup_kb)
             .map_or("—".into(), kb)
     }),
+    ("time figures", |r| verdict::cell(r.verdict.as_ref())),
     ("probes' own cost", |r| {
         r.probe_cost_share
             .map_or("—".into(), |s| format!("{:.1} % of CPU", s * 100.0))
@@ -208,6 +211,15 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
     }
     h.push_str("<h2 id=\"runs\">Runs: median (min … max) over repeats</h2>\n");
     h.push_str(&compare::runs_table(report).html("cells"));
+    if !report.repeats.is_empty() {
+        h.push_str("<h2 id=\"repeats\">Time over repeats: median (min … max)</h2>\n");
+        h.push_str(&repeats::table(&report.repeats).html("repeats"));
+        h.push_str("<ul>");
+        for line in repeats::causes(&report.repeats) {
+            let _ = write!(h, "<li>{}</li>", escape(&line));
+        }
+        h.push_str("</ul>\n");
+    }
     h.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for c in charts {
         let _ = writeln!(

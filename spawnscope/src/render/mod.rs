@@ -8,5 +8,7 @@ pub mod columns;
 pub mod compare;
 pub mod flame;
 pub mod html;
+pub mod repeats;
 pub mod summary;
 pub mod table;
+pub mod verdict;

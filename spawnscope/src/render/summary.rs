@@ -9,6 +9,7 @@ use crate::analyse::summary::Summary;
 use crate::record::Fingerprint;
 use crate::render::attribution;
 use crate::render::table::{Cell, Table};
+use crate::render::verdict;
 use crate::units::{bytes, count};
 
 fn secs_to_clock(s: f64) -> String {
@@ -159,6 +160,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
             t["unit"].as_str().unwrap_or("")
         );
     }
+    if let Some(v) = &s.verdict {
+        let _ = writeln!(md, "- Time figures: {}", v.line());
+    }
     let _ = writeln!(md, "- Machine: {}", machine.describe());
     if s.sysctls_changed.is_empty() {
         let _ = writeln!(md, "- Sysctls: none needed raising");
@@ -195,6 +199,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
         if let Some(line) = adds_up_line(s) {
             let _ = writeln!(md, "\n{line}");
         }
+    }
+    if let Some(v) = &s.verdict {
+        md.push_str(&verdict::markdown(v));
     }
     if !s.phases.is_empty() {
         let _ = writeln!(md, "\n## Phases\n");
@@ -355,6 +362,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     }
     if let Some(line) = adds_up_line(s) {
         let _ = writeln!(out, "  {line}");
+    }
+    if let Some(v) = &s.verdict {
+        out.push_str(&verdict::terminal(v));
     }
     if let Some(p) = &s.probes {
         let _ = writeln!(out, "  eBPF probes, per task: {}", probe_highlights(p));

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Benchmark: how far the time figures move between identical runs, and whether the tool says why.
+# Runs the main job's workloads — goroutines hold 1,000,000 and threads hold 100,000 — K times
+# each, alternating, with the collector as `trace.sh` runs them, then prints per time figure
+# (spawn, user and system time per task, wall time) the median and the max / min over every run
+# and over the runs whose verdict is "trustworthy", and each flagged run with its cause (the
+# verdict's findings). Goal on the 2-core development VM, K = 10: max / min ≤ 1.3 for the threads'
+# spawn and system time among trustworthy runs; every run outside that flagged with its cause; no
+# run in the futex slow mode (a `futex_walk` finding) now that the threads' gate is a pipe.
+#
+# Usage: sudo ./scripts/bench-repeatability.sh [K]   (K: runs of each workload, default 10)
+# Environment: THREADS_N (100000), GOROUTINES_N (1000000).
+set -euo pipefail
+# shellcheck source=scripts/lib/common.sh
+. "$(dirname "$0")/lib/common.sh"
+cd "$REPO_ROOT"
+
+k=${1:-10}
+is_count "$k" || { printf 'error: K must be a whole number from 1, not %s\n' "'$k'" >&2; exit 2; }
+threads_n=${THREADS_N:-100000}
+goroutines_n=${GOROUTINES_N:-1000000}
+if ! is_count "$threads_n" || ! is_count "$goroutines_n"; then
+  printf 'error: THREADS_N and GOROUTINES_N must be whole numbers from 1\n' >&2
+  exit 2
+fi
+is_root || die "needs root: the runs are traced and tuned as the main job's are"
+[ "$k" -ge 3 ] || warn "K = $k: an outlier needs 3 runs or more to stand out from a median"
+
+need_packages "${BUILD_PACKAGES[@]}" jq || true
+build_all
+spawnscope="$BIN_DIR/spawnscope"
+out="$REPO_ROOT/results/bench-repeatability-$(date -u +%Y%m%dT%H%M%SZ)"
+say "repeatability: goroutines hold $goroutines_n and threads hold $threads_n, $k times each (results in ${out#"$REPO_ROOT"/})"
+started=$(date +%s)
+for ((r = 1; r <= k; r++)); do
+  say "run $r of $k"
+  "$spawnscope" run --runtime goroutines --workload hold --n "$goroutines_n" --out "$out" >/dev/null
+  "$spawnscope" run --runtime threads --workload hold --n "$threads_n" --out "$out" >/dev/null
+done
+mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)
+"$spawnscope" report "${runs[@]}" --out "$out" >"$out/report.txt"
+give_to_invoker "$REPO_ROOT/results"
+
+echo
+echo "# Repeatability: $k runs of each workload in $(($(date +%s) - started)) s ($(nproc) CPUs, kernel $(uname -r))"
+echo
+echo "| experiment | figure | median (all) | max / min (all) | median (trustworthy) | max / min (trustworthy) | trustworthy runs |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+jq -r '.repeats[] | . as $r | .figures[] |
+  [$r.label, .label,
+   (.all.median * 100 | round / 100 | tostring) + " " + .unit,
+   (if .all.min > 0 then (.all.max / .all.min * 100 | round / 100 | tostring) else "—" end),
+   (if .trustworthy then (.trustworthy.median * 100 | round / 100 | tostring) + " " + .unit else "—" end),
+   (if .trustworthy and .trustworthy.min > 0 then (.trustworthy.max / .trustworthy.min * 100 | round / 100 | tostring) else "—" end),
+   "\($r.trustworthy_runs) of \($r.runs)"] | "| " + join(" | ") + " |"' "$out/compare.json"
+echo
+echo "Flagged runs (the verdict's causes) and outliers (≥ 1.25× from the median):"
+jq -r '.repeats[] | .label as $l |
+  ((.suspect[] | "- \($l) \(.[0] | split("/") | last): \(.[1])"),
+   (.outliers[] | "- outlier: \($l) \(.run | split("/") | last) \(.figure) \(.factor * 100 | round / 100)× the median — \(.cause)"))' \
+  "$out/compare.json"
+
+# The goal, judged on the threads' spawn and system time among trustworthy runs.
+echo
+slow=0
+for dir in "${runs[@]}"; do
+  jq -e '[.verdict.findings[]? | select(.rule == "futex_walk")] | length > 0' "$dir/summary.json" \
+    >/dev/null 2>&1 && slow=$((slow + 1))
+done
+jq -r --arg slow "$slow" '
+  [.repeats[] | select(.label | startswith("threads hold")) | .figures[]
+   | select(.key == "spawn_us" or .key == "sys_us")
+   | {label, ratio: (if .trustworthy and .trustworthy.min > 0 then .trustworthy.max / .trustworthy.min else null end)}]
+  | (map("\(.label): max / min among trustworthy runs \(if .ratio then (.ratio * 100 | round / 100 | tostring) else "n/a" end) (goal ≤ 1.3: \(if .ratio and .ratio <= 1.3 then "met" else "not met" end))") | .[]),
+    "runs in the futex slow mode (futex_walk findings): \($slow) (goal: 0)"' "$out/compare.json"
+echo
+echo "results: ${out#"$REPO_ROOT"/}/ (compare.md, report.html, each run's summary.md with its verdict)"

@@ -1,0 +1,275 @@
+//! Repeats of one experiment: every time figure as median (min … max) over the runs, its spread
+//! among the runs the verdict calls trustworthy, and the outliers, each with its cause as the
+//! run's verdict names it. Memory does not move between runs; time does, and this is where a
+//! reader sees by how much and why.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyse::regression::{spread, Spread};
+use crate::analyse::summary::Summary;
+
+/// A run further than this factor from its experiment's median, either way, is an outlier (the
+/// same rule as scripts/lib/stats.sh `is_outlier`).
+pub const OUTLIER_FACTOR: f64 = 1.25;
+
+/// A time figure every run has: its key, its words, its unit, and how to read it from a summary.
+pub struct TimeFigure {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub value: fn(&Summary) -> Option<f64>,
+}
+
+pub const TIME_FIGURES: [TimeFigure; 4] = [
+    TimeFigure {
+        key: "spawn_us",
+        label: "spawn time per task",
+        unit: "µs",
+        value: |s| s.time_per_task.as_ref()?.spawn_us,
+    },
+    TimeFigure {
+        key: "user_us",
+        label: "user time per task",
+        unit: "µs",
+        value: |s| Some(s.time_per_task.as_ref()?.user_us),
+    },
+    TimeFigure {
+        key: "sys_us",
+        label: "system time per task",
+        unit: "µs",
+        value: |s| Some(s.time_per_task.as_ref()?.sys_us),
+    },
+    TimeFigure {
+        key: "wall_s",
+        label: "wall time",
+        unit: "s",
+        value: |s| Some(s.wall_s),
+    },
+];
+
+/// One figure of one experiment over its repeats.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FigureSpread {
+    pub key: String,
+    pub label: String,
+    pub unit: String,
+    /// Over every completed run.
+    pub all: Spread,
+    /// Over the runs the verdict calls trustworthy (None: none was).
+    pub trustworthy: Option<Spread>,
+}
+
+impl FigureSpread {
+    /// max / min among the trustworthy runs.
+    pub fn trustworthy_ratio(&self) -> Option<f64> {
+        self.trustworthy
+            .as_ref()
+            .filter(|s| s.min > 0.0)
+            .map(|s| s.max / s.min)
+    }
+}
+
+/// A run whose figure lies ≥ OUTLIER_FACTOR away from its experiment's median.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Outlier {
+    pub run: String,
+    pub figure: String,
+    pub value: f64,
+    /// value / median.
+    pub factor: f64,
+    /// The run's verdict on its time figures, or why there is none.
+    pub cause: String,
+}
+
+/// One experiment (runtime, workload, N) repeated.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Repeated {
+    pub label: String,
+    pub runs: usize,
+    pub trustworthy_runs: usize,
+    /// Runs without a verdict (recorded before the sentinels existed).
+    pub unjudged_runs: usize,
+    pub figures: Vec<FigureSpread>,
+    pub outliers: Vec<Outlier>,
+    /// Every run flagged suspect by its verdict, outlier or not: (run, verdict line).
+    pub suspect: Vec<(String, String)>,
+}
+
+/// Groups completed runs by experiment; experiments run once are left out (nothing to spread).
+/// `runs`: (run directory as shown, its summary).
+pub fn repeated(runs: &[(String, Summary)]) -> Vec<Repeated> {
+    let mut labels: Vec<&str> = Vec::new();
+    for (_, s) in runs.iter().filter(|(_, s)| s.ok) {
+        if !labels.contains(&s.label.as_str()) {
+            labels.push(&s.label);
+        }
+    }
+    labels
+        .into_iter()
+        .filter_map(|label| {
+            let group: Vec<&(String, Summary)> = runs
+                .iter()
+                .filter(|(_, s)| s.ok && s.label == label)
+                .collect();
+            (group.len() >= 2).then(|| one_experiment(label, &group))
+        })
+        .collect()
+}
+
+fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
+    let trustworthy = |s: &Summary| s.verdict.as_ref().is_some_and(|v| v.trustworthy);
+    let mut figures = Vec::new();
+    let mut outliers = Vec::new();
+    for f in &TIME_FIGURES {
+        let values: Vec<(&str, &Summary, f64)> = group
+            .iter()
+            .filter_map(|(dir, s)| Some((dir.as_str(), s, (f.value)(s)?)))
+            .collect();
+        let all: Vec<f64> = values.iter().map(|v| v.2).collect();
+        let Some(all_spread) = spread(&all) else {
+            continue;
+        };
+        let good: Vec<f64> = values
+            .iter()
+            .filter(|v| trustworthy(v.1))
+            .map(|v| v.2)
+            .collect();
+        for (dir, s, value) in &values {
+            let factor = value / all_spread.median;
+            if all_spread.median > 0.0
+                && (factor >= OUTLIER_FACTOR || factor <= 1.0 / OUTLIER_FACTOR)
+            {
+                outliers.push(Outlier {
+                    run: dir.to_string(),
+                    figure: f.label.into(),
+                    value: *value,
+                    factor,
+                    cause: cause(s),
+                });
+            }
+        }
+        figures.push(FigureSpread {
+            key: f.key.into(),
+            label: f.label.into(),
+            unit: f.unit.into(),
+            all: all_spread,
+            trustworthy: spread(&good),
+        });
+    }
+    Repeated {
+        label: label.into(),
+        runs: group.len(),
+        trustworthy_runs: group.iter().filter(|(_, s)| trustworthy(s)).count(),
+        unjudged_runs: group.iter().filter(|(_, s)| s.verdict.is_none()).count(),
+        figures,
+        outliers,
+        suspect: group
+            .iter()
+            .filter_map(|(dir, s)| {
+                let v = s.verdict.as_ref().filter(|v| !v.trustworthy)?;
+                Some((dir.clone(), v.line()))
+            })
+            .collect(),
+    }
+}
+
+fn cause(s: &Summary) -> String {
+    match &s.verdict {
+        None => "no verdict (recorded without noise sentinels)".into(),
+        Some(v) if v.trustworthy => {
+            "no sentinel explains it: the verdict found the run trustworthy".into()
+        }
+        Some(v) => v.line(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::summary::TimePerTask;
+    use crate::analyse::verdict::{Finding, Verdict};
+
+    fn run(spawn_us: f64, sys_us: f64, verdict: Option<Verdict>) -> Summary {
+        Summary {
+            label: "threads hold --n 100000".into(),
+            ok: true,
+            wall_s: 8.0,
+            time_per_task: Some(TimePerTask {
+                spawn_us: Some(spawn_us),
+                user_us: 6.0,
+                sys_us,
+                ..Default::default()
+            }),
+            verdict,
+            ..Default::default()
+        }
+    }
+
+    fn clean() -> Option<Verdict> {
+        Some(Verdict {
+            trustworthy: true,
+            findings: vec![],
+            not_checked: vec![],
+        })
+    }
+
+    fn stolen() -> Option<Verdict> {
+        Some(Verdict {
+            trustworthy: false,
+            findings: vec![Finding {
+                rule: "steal".into(),
+                phase: "spawn".into(),
+                found: "2.0 s stolen by the hypervisor (25 % of the CPUs)".into(),
+            }],
+            not_checked: vec![],
+        })
+    }
+
+    #[test]
+    fn spreads_over_trustworthy_runs_and_names_each_outliers_cause() {
+        let runs = vec![
+            ("a".to_string(), run(36.0, 90.0, clean())),
+            ("b".to_string(), run(38.0, 95.0, clean())),
+            ("c".to_string(), run(110.0, 220.0, stolen())),
+            ("d".to_string(), run(35.0, 89.0, clean())),
+        ];
+        let r = repeated(&runs);
+        assert_eq!(r.len(), 1);
+        let r = &r[0];
+        assert_eq!((r.runs, r.trustworthy_runs, r.unjudged_runs), (4, 3, 0));
+        let spawn = &r.figures[0];
+        assert_eq!(spawn.all.max, 110.0);
+        assert_eq!(spawn.trustworthy.as_ref().unwrap().max, 38.0);
+        assert!((spawn.trustworthy_ratio().unwrap() - 38.0 / 35.0).abs() < 1e-9);
+        // c is the outlier in spawn and system time, with its verdict as the cause.
+        let outliers: Vec<(&str, &str)> = r
+            .outliers
+            .iter()
+            .map(|o| (o.run.as_str(), o.figure.as_str()))
+            .collect();
+        assert_eq!(
+            outliers,
+            [("c", "spawn time per task"), ("c", "system time per task")]
+        );
+        assert!(r.outliers[0].cause.starts_with("suspect: 2.0 s stolen"));
+        assert_eq!(r.suspect.len(), 1);
+    }
+
+    #[test]
+    fn an_unexplained_outlier_says_so_and_single_runs_are_left_out() {
+        let mut runs = vec![
+            ("a".to_string(), run(36.0, 90.0, clean())),
+            ("b".to_string(), run(36.0, 90.0, clean())),
+            ("c".to_string(), run(80.0, 90.0, clean())),
+        ];
+        let mut other = run(5.0, 5.0, None);
+        other.label = "goroutines hold --n 1000000".into();
+        runs.push(("g".to_string(), other));
+        let r = repeated(&runs);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].outliers.len(), 1);
+        assert!(r[0].outliers[0]
+            .cause
+            .starts_with("no sentinel explains it"));
+    }
+}

@@ -1,0 +1,418 @@
+//! The verdict on a run's time figures: trustworthy, or suspect and why. Memory figures do not
+//! move between runs; time figures do, when something else had the machine (the hypervisor, other
+//! tasks, reclaim, memory handed back to the host) or when the workload hit a kernel slow path
+//! (futex wakes walking thousands of waiters). Each rule is a row of [`RULES`], checked phase by
+//! phase, and every finding carries the rule that made it, in words.
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{bytes, count};
+
+/// What one phase of a run shows about the machine and the workload's waits. `None`: not
+/// available here (the host lacks it, or the run was recorded without it) — never a zero.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PhaseEvidence {
+    pub phase: String,
+    pub wall_ns: u64,
+    /// Time the hypervisor ran something else while a CPU of this VM wanted to run.
+    pub steal_ns: Option<u64>,
+    /// CPU time of everything outside the run (other processes, kernel threads).
+    pub outside_cpu_ns: Option<u64>,
+    /// Free memory the guest handed back to the host (free page reporting).
+    pub reported_to_host_bytes: Option<u64>,
+    /// Change of the balloon's size (positive: the host took memory).
+    pub balloon_change_bytes: Option<i64>,
+    /// Direct reclaim on the whole machine: time (in-kernel tracepoints) and stalls (vmstat).
+    pub direct_reclaim_ns: Option<u64>,
+    pub direct_reclaim_stalls: Option<u64>,
+    /// Compaction stalls on the whole machine: time and count.
+    pub compaction_stall_ns: Option<u64>,
+    pub compaction_stalls: Option<u64>,
+    /// Transparent huge page collapses and splits on the whole machine.
+    pub thp_events: Option<u64>,
+    /// Most tasks runnable outside the run at one sample.
+    pub runnable_outside_max: Option<f64>,
+    /// Lowest and highest CPU frequency seen.
+    pub freq_khz: Option<(u64, u64)>,
+    /// The workload's futex wakes and the waiters they walked (the futex hash slot's chain).
+    pub futex_wakes: Option<u64>,
+    pub futex_waiters_walked: Option<u64>,
+}
+
+/// A run's evidence: its phases and the machine's CPUs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Evidence {
+    pub cpus: u32,
+    pub phases: Vec<PhaseEvidence>,
+}
+
+/// One rule: a sentinel, the threshold past which the phase's time figures are suspect, and the
+/// rule in words as summaries print it.
+pub struct Rule {
+    pub id: &'static str,
+    pub rule: &'static str,
+    check: fn(&PhaseEvidence, cpus: u32) -> Check,
+}
+
+/// What a rule found in one phase.
+enum Check {
+    NotAvailable,
+    Clean,
+    Suspect(String),
+}
+
+fn capacity_ns(p: &PhaseEvidence, cpus: u32) -> f64 {
+    p.wall_ns as f64 * cpus.max(1) as f64
+}
+
+fn seconds(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    if s >= 1.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{:.0} ms", s * 1e3)
+    }
+}
+
+/// Share of the phase's CPU capacity, as "31 %".
+fn share(ns: u64, p: &PhaseEvidence, cpus: u32) -> String {
+    format!("{:.0} %", 100.0 * ns as f64 / capacity_ns(p, cpus).max(1.0))
+}
+
+fn check_opt<T>(value: Option<T>, suspect: impl FnOnce(T) -> Option<String>) -> Check {
+    match value {
+        None => Check::NotAvailable,
+        Some(v) => suspect(v).map_or(Check::Clean, Check::Suspect),
+    }
+}
+
+/// The rules, in the order findings are told. Thresholds are where, on the machines measured
+/// (README, "How to read a verdict"), the figure starts to move a run's time figures by more than
+/// their run-to-run spread.
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "steal",
+        rule: "steal time ≥ 2 % of the phase's CPU capacity (wall × CPUs) and ≥ 20 ms",
+        check: |p, cpus| {
+            check_opt(p.steal_ns, |ns| {
+                (ns as f64 >= 0.02 * capacity_ns(p, cpus) && ns >= 20_000_000).then(|| {
+                    format!("{} stolen by the hypervisor ({} of the CPUs)", seconds(ns), share(ns, p, cpus))
+                })
+            })
+        },
+    },
+    Rule {
+        id: "outside_cpu",
+        rule: "CPU time of tasks outside the run ≥ 10 % of the phase's CPU capacity and ≥ 100 ms",
+        check: |p, cpus| {
+            check_opt(p.outside_cpu_ns, |ns| {
+                (ns as f64 >= 0.10 * capacity_ns(p, cpus) && ns >= 100_000_000).then(|| {
+                    format!(
+                        "{} of CPU used by other tasks ({} of the CPUs)",
+                        seconds(ns),
+                        share(ns, p, cpus)
+                    )
+                })
+            })
+        },
+    },
+    Rule {
+        id: "runnable_outside",
+        rule: "at some sample, more tasks runnable outside the run than the machine has CPUs",
+        check: |p, cpus| {
+            check_opt(p.runnable_outside_max, |most| {
+                (most > cpus.max(1) as f64).then(|| {
+                    format!("up to {most:.0} tasks runnable outside the run on {cpus} CPUs")
+                })
+            })
+        },
+    },
+    Rule {
+        id: "direct_reclaim",
+        rule: "any direct reclaim stall (a task allocating had to free memory first): ≥ 10 ms, or ≥ 1 stall where the time is not measured",
+        check: |p, _| match (p.direct_reclaim_ns, p.direct_reclaim_stalls) {
+            (Some(ns), stalls) if ns >= 10_000_000 => Check::Suspect(format!(
+                "{} in direct reclaim{}",
+                seconds(ns),
+                stalls.map_or(String::new(), |s| format!(" ({} stalls)", count(s)))
+            )),
+            (None, Some(stalls)) if stalls > 0 => {
+                Check::Suspect(format!("{} direct reclaim stalls", count(stalls)))
+            }
+            (None, None) => Check::NotAvailable,
+            _ => Check::Clean,
+        },
+    },
+    Rule {
+        id: "compaction",
+        rule: "compaction stalls: ≥ 10 ms, or ≥ 1 stall where the time is not measured",
+        check: |p, _| match (p.compaction_stall_ns, p.compaction_stalls) {
+            (Some(ns), stalls) if ns >= 10_000_000 => Check::Suspect(format!(
+                "{} in compaction{}",
+                seconds(ns),
+                stalls.map_or(String::new(), |s| format!(" ({} stalls)", count(s)))
+            )),
+            (None, Some(stalls)) if stalls > 0 => {
+                Check::Suspect(format!("{} compaction stalls", count(stalls)))
+            }
+            (None, None) => Check::NotAvailable,
+            _ => Check::Clean,
+        },
+    },
+    Rule {
+        id: "page_reporting",
+        rule: "≥ 64 MiB of free memory handed back to the host (free page reporting): using it again faults it back in from the host",
+        check: |p, _| {
+            check_opt(p.reported_to_host_bytes, |b| {
+                (b >= 64 << 20).then(|| format!("{} handed back to the host", bytes(b as f64)))
+            })
+        },
+    },
+    Rule {
+        id: "balloon",
+        rule: "the balloon changed by ≥ 64 MiB",
+        check: |p, _| {
+            check_opt(p.balloon_change_bytes, |b| {
+                (b.unsigned_abs() >= 64 << 20).then(|| {
+                    let how = if b > 0 { "inflated" } else { "deflated" };
+                    format!("the balloon {how} by {}", bytes(b.unsigned_abs() as f64))
+                })
+            })
+        },
+    },
+    Rule {
+        id: "thp",
+        rule: "≥ 512 transparent huge page collapses or splits on the machine",
+        check: |p, _| {
+            check_opt(p.thp_events, |n| {
+                (n >= 512).then(|| format!("{} huge page collapses or splits", count(n)))
+            })
+        },
+    },
+    Rule {
+        id: "cpu_frequency",
+        rule: "CPU frequency varied by ≥ 10 % (highest / lowest seen)",
+        check: |p, _| {
+            check_opt(p.freq_khz, |(low, high)| {
+                (low > 0 && high as f64 >= 1.10 * low as f64).then(|| {
+                    format!(
+                        "CPU frequency between {:.2} and {:.2} GHz",
+                        low as f64 / 1e6,
+                        high as f64 / 1e6
+                    )
+                })
+            })
+        },
+    },
+    Rule {
+        id: "futex_walk",
+        rule: "the workload's futex wakes walked ≥ 1,000 waiters each on average (≥ 10 wakes): a futex hash slot shared with parked tasks",
+        check: |p, _| match (p.futex_wakes, p.futex_waiters_walked) {
+            (Some(wakes), Some(walked)) => {
+                if wakes >= 10 && walked as f64 / wakes as f64 >= 1000.0 {
+                    Check::Suspect(format!(
+                        "{} futex wakes walked {} waiters each",
+                        count(wakes),
+                        count(walked / wakes)
+                    ))
+                } else {
+                    Check::Clean
+                }
+            }
+            _ => Check::NotAvailable,
+        },
+    },
+];
+
+/// One reason the time figures are suspect.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub rule: String,
+    pub phase: String,
+    /// What was found, in words ("4.1 GiB handed back to the host").
+    pub found: String,
+}
+
+/// The verdict on a run's time figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub trustworthy: bool,
+    pub findings: Vec<Finding>,
+    /// Rules that could not be checked on this host: their sentinel is not available here.
+    pub not_checked: Vec<String>,
+}
+
+impl Verdict {
+    /// One line: "trustworthy" or "suspect: 0.3 s stolen by the hypervisor during spawn; …".
+    pub fn line(&self) -> String {
+        if self.trustworthy {
+            return "trustworthy (no sentinel past its rule)".into();
+        }
+        let causes: Vec<String> = self
+            .findings
+            .iter()
+            .map(|f| format!("{} during {}", f.found, f.phase))
+            .collect();
+        format!("suspect: {}", causes.join("; "))
+    }
+
+    /// The causes, short, for a table cell ("steal, outside_cpu").
+    pub fn cause_ids(&self) -> String {
+        let mut ids: Vec<&str> = self.findings.iter().map(|f| f.rule.as_str()).collect();
+        ids.dedup();
+        ids.join(", ")
+    }
+}
+
+/// A phase shorter than this is too short to move a time figure: not judged.
+const SHORTEST_PHASE_NS: u64 = 10_000_000;
+
+/// Judges a run by every rule, phase by phase.
+pub fn judge(evidence: &Evidence) -> Verdict {
+    let mut findings = Vec::new();
+    let mut not_checked = Vec::new();
+    for rule in RULES {
+        let mut available = false;
+        for p in evidence
+            .phases
+            .iter()
+            .filter(|p| p.wall_ns >= SHORTEST_PHASE_NS)
+        {
+            match (rule.check)(p, evidence.cpus) {
+                Check::NotAvailable => {}
+                Check::Clean => available = true,
+                Check::Suspect(found) => {
+                    available = true;
+                    findings.push(Finding {
+                        rule: rule.id.into(),
+                        phase: p.phase.clone(),
+                        found,
+                    });
+                }
+            }
+        }
+        if !available {
+            not_checked.push(rule.id.into());
+        }
+    }
+    Verdict {
+        trustworthy: findings.is_empty(),
+        findings,
+        not_checked,
+    }
+}
+
+/// A rule's words by its id.
+pub fn rule_text(id: &str) -> Option<&'static str> {
+    RULES.iter().find(|r| r.id == id).map(|r| r.rule)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(name: &str, wall_ms: u64) -> PhaseEvidence {
+        PhaseEvidence {
+            phase: name.into(),
+            wall_ns: wall_ms * 1_000_000,
+            steal_ns: Some(0),
+            outside_cpu_ns: Some(0),
+            reported_to_host_bytes: Some(0),
+            balloon_change_bytes: None,
+            direct_reclaim_ns: Some(0),
+            direct_reclaim_stalls: Some(0),
+            compaction_stall_ns: Some(0),
+            compaction_stalls: Some(0),
+            thp_events: Some(0),
+            runnable_outside_max: Some(0.0),
+            freq_khz: None,
+            futex_wakes: Some(100),
+            futex_waiters_walked: Some(100),
+        }
+    }
+
+    fn evidence(phases: Vec<PhaseEvidence>) -> Evidence {
+        Evidence { cpus: 2, phases }
+    }
+
+    #[test]
+    fn a_quiet_run_is_trustworthy_and_names_what_it_could_not_check() {
+        let v = judge(&evidence(vec![phase("spawn", 4000), phase("join", 500)]));
+        assert!(v.trustworthy, "{v:?}");
+        assert_eq!(v.not_checked, ["balloon", "cpu_frequency"]);
+        assert_eq!(v.line(), "trustworthy (no sentinel past its rule)");
+    }
+
+    #[test]
+    fn each_sentinel_past_its_rule_makes_the_run_suspect_with_its_cause() {
+        let mut p = phase("spawn", 4000); // capacity 8 CPU-s
+        p.steal_ns = Some(300_000_000); // 3.75 %
+        p.outside_cpu_ns = Some(1_200_000_000); // 15 %
+        p.reported_to_host_bytes = Some(4 << 30);
+        p.futex_wakes = Some(412);
+        p.futex_waiters_walked = Some(412 * 51_234);
+        let v = judge(&evidence(vec![p]));
+        assert!(!v.trustworthy);
+        let rules: Vec<&str> = v.findings.iter().map(|f| f.rule.as_str()).collect();
+        assert_eq!(
+            rules,
+            ["steal", "outside_cpu", "page_reporting", "futex_walk"]
+        );
+        assert_eq!(
+            v.line(),
+            "suspect: 300 ms stolen by the hypervisor (4 % of the CPUs) during spawn; \
+             1.2 s of CPU used by other tasks (15 % of the CPUs) during spawn; \
+             4.0 GiB handed back to the host during spawn; \
+             412 futex wakes walked 51,234 waiters each during spawn"
+        );
+        assert_eq!(
+            v.cause_ids(),
+            "steal, outside_cpu, page_reporting, futex_walk"
+        );
+    }
+
+    #[test]
+    fn just_under_each_threshold_is_clean() {
+        let mut p = phase("spawn", 4000);
+        p.steal_ns = Some(150_000_000); // 1.9 %
+        p.outside_cpu_ns = Some(790_000_000); // 9.9 %
+        p.reported_to_host_bytes = Some((64 << 20) - 1);
+        p.runnable_outside_max = Some(2.0);
+        p.direct_reclaim_ns = Some(9_000_000);
+        p.thp_events = Some(511);
+        p.freq_khz = Some((3_000_000, 3_200_000));
+        p.futex_wakes = Some(1000);
+        p.futex_waiters_walked = Some(999_000);
+        assert!(judge(&evidence(vec![p])).trustworthy);
+    }
+
+    #[test]
+    fn reclaim_counts_without_times_still_flag() {
+        let mut p = phase("spawn", 4000);
+        p.direct_reclaim_ns = None;
+        p.direct_reclaim_stalls = Some(3);
+        let v = judge(&evidence(vec![p]));
+        assert_eq!(v.findings[0].found, "3 direct reclaim stalls");
+    }
+
+    #[test]
+    fn a_sentinel_missing_in_every_phase_is_not_checked_never_clean() {
+        let mut p = phase("spawn", 4000);
+        p.steal_ns = None;
+        let v = judge(&evidence(vec![p]));
+        assert!(v.not_checked.contains(&"steal".to_string()));
+        // Present in a phase too short to judge: still not checked.
+        let mut short = phase("startup", 2);
+        short.balloon_change_bytes = Some(1 << 30);
+        let v = judge(&evidence(vec![short, phase("spawn", 4000)]));
+        assert!(v.trustworthy);
+        assert!(v.not_checked.contains(&"balloon".to_string()));
+    }
+
+    #[test]
+    fn every_rule_has_words() {
+        for r in RULES {
+            assert_eq!(rule_text(r.id), Some(r.rule));
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Repeats of one experiment (analyse::repeats) as a table and the list of outliers with their
+//! causes: compare.md's and report.html's "Time over repeats", and the main job's closing view.
+
+use std::fmt::Write;
+
+use crate::analyse::regression::Spread;
+use crate::analyse::repeats::{FigureSpread, Repeated, OUTLIER_FACTOR};
+use crate::render::table::Table;
+
+fn figure(value: f64, unit: &str) -> String {
+    match unit {
+        "s" => format!("{value:.2} s"),
+        _ if value >= 100.0 => format!("{value:.0} {unit}"),
+        _ => format!("{value:.1} {unit}"),
+    }
+}
+
+fn spread_text(s: &Spread, unit: &str) -> String {
+    format!(
+        "{} ({} … {})",
+        figure(s.median, unit),
+        figure(s.min, unit),
+        figure(s.max, unit)
+    )
+}
+
+fn ratio(f: &FigureSpread) -> String {
+    f.trustworthy_ratio()
+        .map_or("—".into(), |r| format!("{r:.2}"))
+}
+
+/// One row per experiment and figure: median (min … max) over every run, the same over the
+/// trustworthy runs, and their max / min.
+pub fn table(repeated: &[Repeated]) -> Table {
+    let mut t = Table::new([
+        "experiment",
+        "figure",
+        "all runs: median (min … max)",
+        "trustworthy runs: median (min … max)",
+        "max / min (trustworthy)",
+        "runs (trustworthy / all)",
+    ])
+    .right_aligned([2, 3, 4, 5]);
+    for r in repeated {
+        for f in &r.figures {
+            t.row([
+                r.label.clone(),
+                f.label.clone(),
+                spread_text(&f.all, &f.unit),
+                f.trustworthy
+                    .as_ref()
+                    .map_or("none trustworthy".into(), |s| spread_text(s, &f.unit)),
+                ratio(f),
+                format!("{} / {}", r.trustworthy_runs, r.runs),
+            ]);
+        }
+    }
+    t
+}
+
+/// Each unjudged set, outlier and suspect run with its cause, one line each.
+pub fn causes(repeated: &[Repeated]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in repeated {
+        if r.unjudged_runs > 0 {
+            lines.push(format!(
+                "{}: {} of {} runs have no verdict (recorded without noise sentinels)",
+                r.label, r.unjudged_runs, r.runs
+            ));
+        }
+        for o in &r.outliers {
+            lines.push(format!(
+                "outlier: {} `{}` {} = {:.2}× the median — {}",
+                r.label, o.run, o.figure, o.factor, o.cause
+            ));
+        }
+        for (run, line) in &r.suspect {
+            if !r.outliers.iter().any(|o| &o.run == run) {
+                lines.push(format!("{} `{run}`: {line}", r.label));
+            }
+        }
+    }
+    lines
+}
+
+/// The section: the table, then each outlier and each suspect run with its cause.
+pub fn markdown(repeated: &[Repeated]) -> String {
+    if repeated.is_empty() {
+        return String::new();
+    }
+    let mut md = String::from("\n## Time over repeats: median (min … max)\n\n");
+    md.push_str(&table(repeated).markdown());
+    let _ = writeln!(
+        md,
+        "\nTrustworthy: the run's verdict found no noise sentinel past its rule. An outlier lies {OUTLIER_FACTOR}× or more from its experiment's median."
+    );
+    for line in causes(repeated) {
+        let _ = writeln!(md, "- {line}");
+    }
+    md
+}
