@@ -11,5 +11,6 @@ pub mod regression;
 pub mod reproduce;
 pub mod rules;
 pub mod run_point;
+pub mod sentinels;
 pub mod summary;
 pub mod timeline;

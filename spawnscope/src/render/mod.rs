@@ -8,5 +8,6 @@ pub mod columns;
 pub mod compare;
 pub mod flame;
 pub mod html;
+pub mod sentinels;
 pub mod summary;
 pub mod table;
