@@ -106,7 +106,7 @@ fn runnable_outside(ticks: &[SentinelTick]) -> Vec<(u64, f64)> {
         let Some(running) = tick.procs_running else {
             continue;
         };
-        // The run's average concurrency since the previous tick (none before the first).
+        // The run's average concurrency since the previous reading (none before the first).
         let run_share = i
             .checked_sub(1)
             .and_then(|p| {
@@ -126,7 +126,19 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
     let gone = |name: &str| record.unavailable.contains_key(name);
     let tick_ns = 1e9 / record.ticks_per_second.max(1) as f64;
     let ticks_ns = |t: u64| (t as f64 * tick_ns).round() as u64;
-    let runnable = runnable_outside(&record.ticks);
+    // The first mark gives the first tick a reading of the run's CPU time to go from.
+    let from_start: Vec<SentinelTick> = record
+        .marks
+        .first()
+        .map(|m| SentinelTick {
+            t_ns: m.t_ns,
+            run_cpu_ns: m.run_cpu_ns,
+            ..Default::default()
+        })
+        .into_iter()
+        .chain(record.ticks.iter().cloned())
+        .collect();
+    let runnable = runnable_outside(&from_start);
     // Without phase marks (any command) the one window is the whole run.
     let whole_run = record.marks.len() == 2;
     let per_phase = record
@@ -272,8 +284,15 @@ mod tests {
                 mark("end", 3, 350, 6, 1),
                 mark("reaped", 4, 360, 6, 1),
             ],
-            // Ticks at 1.0 s, 1.1 s: 3 running, the run used 50 ms in 100 ms (0.5 of a CPU).
-            ticks: vec![tick(1000, 3, 0), tick(1100, 3, 50), tick(3500, 1, 1000)],
+            // At 0.5 s, 4 running while the run used 250 ms since the start mark (0.5 of a CPU).
+            // At 1.0 s, 3 running, the run idle; at 1.1 s, 3 running, the run used 50 ms in
+            // 100 ms (0.5 of a CPU).
+            ticks: vec![
+                tick(500, 4, 250),
+                tick(1000, 3, 250),
+                tick(1100, 3, 300),
+                tick(3500, 1, 1000),
+            ],
         };
         let f = figures(&record);
         let names: Vec<&str> = f.per_phase.iter().map(|p| p.name.as_str()).collect();
@@ -293,6 +312,8 @@ mod tests {
             spawn.thp_fault_alloc, None,
             "a counter never read is absent"
         );
+        // The first tick goes from the start mark: 4 less the sampler less the run's 0.5.
+        assert_eq!(f.per_phase[0].runnable_outside_max, Some(2.5));
         // 3 running less the sampler: 2 at the first tick, 1.5 once the run's half CPU is out.
         assert_eq!(spawn.runnable_outside_max, Some(2.0));
         assert_eq!(spawn.runnable_outside_mean, Some(1.75));
