@@ -131,6 +131,8 @@
             # The clang wrapper's hardening flags are for the host, not the BPF target, which
             # rejects -fzero-call-used-regs (as nixpkgs' own sched-ext build does).
             hardeningDisable = [ "zerocallusedregs" ];
+            # The source has no .git: the commit machine.json names comes from the flake.
+            SPAWNSCOPE_GIT_COMMIT = self.shortRev or self.dirtyShortRev or "unknown";
             meta = meta // {
               description = "spawnscope conductor, without the Nix-built workloads and tools on its path";
               mainProgram = "spawnscope";

@@ -12,6 +12,7 @@ pub mod repeats;
 pub mod reproduce;
 pub mod rules;
 pub mod run_point;
+pub mod sentinels;
 pub mod summary;
 pub mod timeline;
 pub mod verdict;

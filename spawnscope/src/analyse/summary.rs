@@ -12,6 +12,7 @@ use spawnscope_collector::Report as CollectorReport;
 use crate::analyse::attribution::Attribution;
 use crate::analyse::phases::{phase_costs, PhaseCost};
 use crate::analyse::probes::{probe_summary, ProbeSummary};
+use crate::analyse::sentinels::SentinelFigures;
 use crate::analyse::verdict::Verdict;
 use crate::record::{
     CgroupStats, CgroupVersion, MemoryRecord, RunRecord, Snapshot, SysctlRecord, Target,
@@ -88,6 +89,9 @@ pub struct Summary {
     /// Whether the time figures can be trusted (runs recorded with the noise sentinels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// What else the machine did per phase (runs recorded with sentinels.json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sentinels: Option<SentinelFigures>,
 }
 
 fn delta(later: &BTreeMap<String, u64>, earlier: &BTreeMap<String, u64>, key: &str) -> Option<f64> {

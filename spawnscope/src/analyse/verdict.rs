@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyse::sentinels::SentinelFigures;
 use crate::units::{bytes, count};
 
 /// What one phase of a run shows about the machine and the workload's waits. `None`: not
@@ -305,6 +306,67 @@ pub fn judge(evidence: &Evidence) -> Verdict {
 /// A rule's words by its id.
 pub fn rule_text(id: &str) -> Option<&'static str> {
     RULES.iter().find(|r| r.id == id).map(|r| r.rule)
+}
+
+/// Bytes in a page, for the balloon's page counts.
+const PAGE_BYTES: i64 = 4096;
+
+/// A run's evidence from its sentinels (sentinels.json), phase by phase, with the in-kernel
+/// counts of `kernel` where the collector ran: they are exact where the sentinels are samples or
+/// include spawnscope's own work.
+pub fn evidence(sentinels: &SentinelFigures, kernel: &KernelCounts, cpus: u32) -> Evidence {
+    let phases = sentinels
+        .per_phase
+        .iter()
+        .map(|p| {
+            let k = kernel.phase(&p.name);
+            PhaseEvidence {
+                phase: p.name.clone(),
+                wall_ns: p.wall_ns,
+                steal_ns: p.steal_ns,
+                outside_cpu_ns: k.and_then(|k| k.outside_oncpu_ns).or(p.outside_cpu_ns),
+                reported_to_host_bytes: p.reported_bytes,
+                balloon_change_bytes: p.balloon_pages.map(|pages| pages * PAGE_BYTES),
+                direct_reclaim_ns: k.and_then(|k| k.reclaim_ns),
+                direct_reclaim_stalls: p.direct_reclaim_stalls,
+                compaction_stall_ns: None,
+                compaction_stalls: k
+                    .and_then(|k| k.direct_compactions)
+                    .or(p.compaction_stalls),
+                thp_events: k.and_then(|k| k.thp_collapses).or(p.thp_collapse_alloc),
+                runnable_outside_max: p.runnable_outside_max,
+                freq_khz: p.freq_khz_min.zip(p.freq_khz_max),
+                futex_wakes: k.and_then(|k| k.futex_private_wakes),
+                futex_waiters_walked: k.and_then(|k| k.futex_waiters_walked),
+            }
+        })
+        .collect();
+    Evidence { cpus, phases }
+}
+
+/// What the collector counted in the kernel that bears on a verdict, per phase (by the phase's
+/// shown name). A `None` figure was not counted: its probe is not available here.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KernelPhase {
+    pub name: String,
+    pub outside_oncpu_ns: Option<u64>,
+    /// Reclaim on the machine: direct reclaim, and reclaim of cgroups at their limit.
+    pub reclaim_ns: Option<u64>,
+    pub direct_compactions: Option<u64>,
+    pub thp_collapses: Option<u64>,
+    pub futex_private_wakes: Option<u64>,
+    pub futex_waiters_walked: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KernelCounts {
+    pub phases: Vec<KernelPhase>,
+}
+
+impl KernelCounts {
+    fn phase(&self, name: &str) -> Option<&KernelPhase> {
+        self.phases.iter().find(|p| p.name == name)
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use crate::analyse::attribution::{self, Attribution};
 use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
 use crate::analyse::phases::perf_phases;
+use crate::analyse::sentinels;
 use crate::analyse::summary::{summarize, Summary};
 use crate::analyse::timeline;
 use crate::measure;
@@ -105,6 +106,7 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
         &loaded.events,
         loaded.collector.as_ref(),
     );
+    summary.sentinels = loaded.sentinels.as_ref().map(sentinels::figures);
     match attribution_of(dir, &loaded, writes) {
         Ok(attribution) => summary.attribution = attribution,
         Err(err) => summary

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::host::procfs;
+use crate::host::sentinels::RunCpuReader;
 use crate::record::{CgroupStats as Stats, CgroupVersion as Version};
 
 const PARENT: &str = "spawnscope";
@@ -161,6 +162,9 @@ fn prepare_parent(hierarchy: &Hierarchy, controllers: &[&str]) -> Result<PathBuf
 pub struct RunCgroup {
     memory: Option<(Hierarchy, PathBuf)>,
     pids: Option<(Hierarchy, PathBuf)>,
+    /// On v1 hosts with a cpuacct hierarchy: the run's CPU time, for the noise sentinels
+    /// (accounting only, no limit). On v2 the memory directory's cpu.stat gives it.
+    cpuacct: Option<(Hierarchy, PathBuf)>,
     /// Only for `run --perf`: the directory `perf record -G` filters on.
     perf_event: Option<(Hierarchy, PathBuf)>,
     memory_limit: Option<u64>,
@@ -179,6 +183,7 @@ impl RunCgroup {
         let mut group = RunCgroup {
             memory: None,
             pids: None,
+            cpuacct: None,
             perf_event: None,
             memory_limit,
         };
@@ -219,6 +224,16 @@ impl RunCgroup {
         if let Some((_, dir)) = &group.pids {
             write(&dir.join("pids.max"), "max")?;
         }
+        // A separate v1 cpuacct hierarchy: one more directory, so the run's CPU time is counted
+        // apart from everything else. Without it the sentinels fall back to the process's stat.
+        if let Some(h) = find("cpuacct").filter(|h| h.version == Version::V1) {
+            if let Ok(parent) = prepare_parent(&h, &["cpuacct"]) {
+                let dir = parent.join(&name);
+                if dir.exists() || fs::create_dir(&dir).is_ok() {
+                    group.cpuacct = Some((h, dir));
+                }
+            }
+        }
         Ok(group)
     }
 
@@ -250,6 +265,7 @@ impl RunCgroup {
             .memory
             .iter()
             .chain(self.pids.iter())
+            .chain(self.cpuacct.iter())
             .chain(self.perf_event.iter())
             .map(|(_, d)| d)
             .collect();
@@ -266,6 +282,21 @@ impl RunCgroup {
             Version::V2 => read_u64(&dir.join("memory.current")),
             Version::V1 => read_u64(&dir.join("memory.usage_in_bytes")),
         }
+    }
+
+    /// Where the run's CPU time is counted: its v2 directory's cpu.stat, else its v1 cpuacct
+    /// directory. None when the run has neither.
+    pub fn cpu_reader(&self) -> Option<RunCpuReader> {
+        if let Some((_, dir)) = [&self.memory, &self.pids]
+            .into_iter()
+            .flatten()
+            .find(|(h, _)| h.version == Version::V2)
+        {
+            return Some(RunCpuReader::CgroupV2(dir.clone()));
+        }
+        self.cpuacct
+            .as_ref()
+            .map(|(_, dir)| RunCpuReader::CpuacctV1(dir.clone()))
     }
 
     pub fn stats(&self) -> Stats {
@@ -313,6 +344,7 @@ impl RunCgroup {
             .memory
             .iter()
             .chain(self.pids.iter())
+            .chain(self.cpuacct.iter())
             .chain(self.perf_event.iter())
             .map(|(_, d)| d.clone())
             .collect();
@@ -359,7 +391,7 @@ fn remove_dirs(dirs: &[PathBuf]) -> Result<()> {
 /// processes are workloads a spawnscope run started. Returns the cgroups removed.
 pub fn remove_stale() -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    let hierarchies = ["memory", "pids"]
+    let hierarchies = ["memory", "pids", "cpuacct"]
         .iter()
         .map(|c| find(c))
         .chain([perf_event_hierarchy()]);

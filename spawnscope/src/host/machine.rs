@@ -1,11 +1,24 @@
 //! Reads the fingerprint of this machine (record::Fingerprint, machine.json).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::host::{cgroup, procfs, sysctl};
+use crate::host::{binary, cgroup, procfs, sentinels, sysctl};
 use crate::record::Fingerprint;
+
+/// What tells the toolchains that built the workloads, best first: the workloads' own `start`
+/// events (a run of that runtime), then the binaries themselves, then the toolchains on PATH.
+#[derive(Clone, Debug, Default)]
+pub struct Toolchains {
+    pub go_from_event: Option<String>,
+    pub rust_from_event: Option<String>,
+    /// The goroutines binary a run would start.
+    pub goroutines_bin: Option<PathBuf>,
+    /// The threads binary a run would start.
+    pub threads_bin: Option<PathBuf>,
+}
 
 fn first_line(path: &str) -> String {
     fs::read_to_string(path)
@@ -80,9 +93,92 @@ fn transparent_hugepages() -> String {
         .unwrap_or(text)
 }
 
-/// Reads the fingerprint. Go and Rust versions come from the workloads' own `start` events when
-/// known (what built the measured binaries), else from the toolchains on PATH.
-pub fn fingerprint(go: Option<String>, rust: Option<String>) -> Fingerprint {
+/// The first words of a /sys/devices/system/cpu/vulnerabilities file: the state before any `;`
+/// detail, three words at most ("Mitigation: Retpolines", "Vulnerable", "Not affected").
+pub fn mitigation_words(text: &str) -> String {
+    let head = text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("");
+    let words: Vec<&str> = head.split_whitespace().take(3).collect();
+    words
+        .join(" ")
+        .trim_end_matches([',', ':', ';'])
+        .to_string()
+}
+
+fn mitigations() -> BTreeMap<String, String> {
+    let Ok(entries) = fs::read_dir("/sys/devices/system/cpu/vulnerabilities") else {
+        return BTreeMap::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let text = fs::read_to_string(e.path()).ok()?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                mitigation_words(&text),
+            ))
+        })
+        .collect()
+}
+
+/// DAMON's kdamonds from its sysfs admin directory: "no kdamond", "1 kdamond: on",
+/// "2 kdamonds: on, off". None when the directory is absent (no DAMON sysfs in this kernel).
+pub fn damon_in(kdamonds: &Path) -> Option<String> {
+    let count: usize = fs::read_to_string(kdamonds.join("nr_kdamonds"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    if count == 0 {
+        return Some("no kdamond".into());
+    }
+    let states: Vec<String> = (0..count)
+        .map(|i| {
+            fs::read_to_string(kdamonds.join(i.to_string()).join("state"))
+                .map_or("?".into(), |s| s.trim().to_string())
+        })
+        .collect();
+    Some(format!(
+        "{count} kdamond{}: {}",
+        if count == 1 { "" } else { "s" },
+        states.join(", ")
+    ))
+}
+
+fn smt() -> Option<String> {
+    let active = fs::read_to_string("/sys/devices/system/cpu/smt/active").ok();
+    let control = fs::read_to_string("/sys/devices/system/cpu/smt/control").ok();
+    match (active, control) {
+        (None, None) => None,
+        (a, c) => Some(format!(
+            "active {}, control {}",
+            a.as_deref().map_or("?", str::trim),
+            c.as_deref().map_or("?", str::trim)
+        )),
+    }
+}
+
+/// The scaling governors in use over the CPUs; None without cpufreq.
+fn cpufreq_governor() -> Option<String> {
+    let governors: BTreeSet<String> = fs::read_dir("/sys/devices/system/cpu")
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            fs::read_to_string(e.path().join("cpufreq/scaling_governor"))
+                .ok()
+                .map(|g| g.trim().to_string())
+        })
+        .collect();
+    (!governors.is_empty()).then(|| governors.into_iter().collect::<Vec<_>>().join(", "))
+}
+
+/// Reads the fingerprint. Go and Rust versions: see `Toolchains`.
+pub fn fingerprint(toolchains: &Toolchains) -> Fingerprint {
     let (hostname, kernel, arch) = uname();
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
@@ -110,6 +206,93 @@ pub fn fingerprint(go: Option<String>, rust: Option<String>) -> Fingerprint {
             sysctls.insert(key.to_string(), value.trim().to_string());
         }
     }
+    let mut sources = BTreeMap::new();
+    let mut not_available = BTreeMap::new();
+    let path_of = |p: &Path| p.display().to_string();
+    let go = if let Some(v) = toolchains.go_from_event.clone() {
+        sources.insert("go".to_string(), "goroutines start event".to_string());
+        Some(v)
+    } else if let Some((bin, v)) = toolchains
+        .goroutines_bin
+        .as_ref()
+        .and_then(|b| Some((b, binary::go_version(b)?)))
+    {
+        sources.insert(
+            "go".to_string(),
+            format!("goroutines binary build info ({})", path_of(bin)),
+        );
+        Some(v)
+    } else {
+        let v = tool_version("go", "version");
+        if v.is_some() {
+            sources.insert("go".to_string(), "go toolchain on PATH".to_string());
+        }
+        v
+    };
+    let rust = if let Some(v) = toolchains.rust_from_event.clone() {
+        sources.insert("rust".to_string(), "threads start event".to_string());
+        Some(v)
+    } else if let Some((bin, v)) = toolchains
+        .threads_bin
+        .as_ref()
+        .and_then(|b| Some((b, binary::rust_version(b)?)))
+    {
+        sources.insert(
+            "rust".to_string(),
+            format!("threads binary .comment ({})", path_of(bin)),
+        );
+        Some(v)
+    } else {
+        let v = tool_version("rustc", "--version");
+        if v.is_some() {
+            sources.insert("rust".to_string(), "rustc on PATH".to_string());
+        }
+        v
+    };
+    let free_page_reporting = sentinels::page_reporting_parameters();
+    if free_page_reporting.is_none() {
+        not_available.insert(
+            "free_page_reporting".to_string(),
+            "no /sys/module/page_reporting: the kernel has no free page reporting".to_string(),
+        );
+    }
+    let balloon = Path::new("/sys/bus/virtio/drivers/virtio_balloon")
+        .is_dir()
+        .then(sentinels::balloon_devices);
+    if balloon.is_none() {
+        not_available.insert(
+            "balloon_devices".to_string(),
+            "no virtio_balloon driver in /sys/bus/virtio/drivers".to_string(),
+        );
+    }
+    let damon = damon_in(Path::new("/sys/kernel/mm/damon/admin/kdamonds"));
+    if damon.is_none() {
+        not_available.insert(
+            "damon".to_string(),
+            "no /sys/kernel/mm/damon/admin: the kernel has no DAMON sysfs".to_string(),
+        );
+    }
+    let smt = smt();
+    if smt.is_none() {
+        not_available.insert(
+            "smt".to_string(),
+            "no /sys/devices/system/cpu/smt".to_string(),
+        );
+    }
+    let cpufreq_governor = cpufreq_governor();
+    if cpufreq_governor.is_none() {
+        not_available.insert(
+            "cpufreq_governor".to_string(),
+            "no cpufreq in /sys/devices/system/cpu/cpu*/ (usual in a VM)".to_string(),
+        );
+    }
+    let mitigations = mitigations();
+    if mitigations.is_empty() {
+        not_available.insert(
+            "mitigations".to_string(),
+            "no /sys/devices/system/cpu/vulnerabilities".to_string(),
+        );
+    }
     Fingerprint {
         hostname,
         kernel,
@@ -124,10 +307,23 @@ pub fn fingerprint(go: Option<String>, rust: Option<String>) -> Fingerprint {
         virtualization: virtualization(),
         transparent_hugepages: transparent_hugepages(),
         glibc: glibc_version(),
-        go: go.or_else(|| tool_version("go", "version")),
-        rust: rust.or_else(|| tool_version("rustc", "--version")),
+        go,
+        rust,
         cgroup: cgroup::describe_host(),
         sysctls,
+        free_page_reporting,
+        balloon_devices: balloon,
+        damon,
+        mitigations,
+        smt,
+        cpufreq_governor,
+        kernel_cmdline: fs::read_to_string("/proc/cmdline")
+            .ok()
+            .map(|c| c.trim().to_string()),
+        spawnscope_version: Some(env!("CARGO_PKG_VERSION").to_string()),
+        spawnscope_commit: Some(env!("SPAWNSCOPE_GIT_COMMIT").to_string()),
+        toolchain_sources: sources,
+        not_available,
     }
 }
 
@@ -136,8 +332,65 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mitigations_in_a_few_words() {
+        // This dev VM's /sys/devices/system/cpu/vulnerabilities.
+        for (text, words) in [
+            ("Not affected\n", "Not affected"),
+            ("Vulnerable\n", "Vulnerable"),
+            (
+                "Vulnerable: Safe RET, no microcode\n",
+                "Vulnerable: Safe RET",
+            ),
+            (
+                "Mitigation: Retpolines; STIBP: disabled; RSB filling; PBRSB-eIBRS: Not affected\n",
+                "Mitigation: Retpolines",
+            ),
+            (
+                "Mitigation: usercopy/swapgs barriers and __user pointer sanitization\n",
+                "Mitigation: usercopy/swapgs barriers",
+            ),
+        ] {
+            assert_eq!(mitigation_words(text), words);
+        }
+    }
+
+    #[test]
+    fn damon_from_its_sysfs() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(damon_in(&dir.path().join("absent")), None, "no DAMON sysfs");
+        // DAMON sysfs with no kdamond configured.
+        fs::write(dir.path().join("nr_kdamonds"), "0\n").unwrap();
+        assert_eq!(damon_in(dir.path()).as_deref(), Some("no kdamond"));
+        fs::write(dir.path().join("nr_kdamonds"), "2\n").unwrap();
+        for (i, state) in ["on\n", "off\n"].iter().enumerate() {
+            fs::create_dir(dir.path().join(i.to_string())).unwrap();
+            fs::write(dir.path().join(i.to_string()).join("state"), state).unwrap();
+        }
+        assert_eq!(damon_in(dir.path()).as_deref(), Some("2 kdamonds: on, off"));
+        // Live: the dev VM runs one ("1 kdamond: on"); a host without DAMON gives None.
+        let here = damon_in(Path::new("/sys/kernel/mm/damon/admin/kdamonds"));
+        assert_eq!(
+            here.is_some(),
+            Path::new("/sys/kernel/mm/damon/admin/kdamonds").is_dir()
+        );
+    }
+
+    #[test]
     fn reads_this_machine() {
-        let f = fingerprint(Some("go1.0".into()), None);
+        let f = fingerprint(&Toolchains {
+            go_from_event: Some("go1.0".into()),
+            threads_bin: std::env::current_exe().ok(),
+            ..Default::default()
+        });
+        assert!(f.rust.as_deref().is_some_and(|r| r.starts_with("rustc 1.")));
+        assert!(f.toolchain_sources["rust"].starts_with("threads binary .comment"));
+        assert!(f.kernel_cmdline.is_some() && f.spawnscope_commit.is_some());
+        assert!(f.describe_details().is_some());
+        // Every fingerprint field the host lacks is said so, not left empty.
+        assert_eq!(
+            f.free_page_reporting.is_none(),
+            f.not_available.contains_key("free_page_reporting")
+        );
         assert!(!f.kernel.is_empty() && f.cores >= 1 && f.memory_total_bytes > 0);
         assert!(f.glibc.starts_with("2."), "{}", f.glibc);
         assert_eq!(

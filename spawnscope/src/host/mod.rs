@@ -2,11 +2,13 @@
 //! (and puts back), the machine's fingerprint, privileges, clocks, tracefs and signals. Nothing
 //! here knows about runtimes, workloads or figures.
 
+pub mod binary;
 pub mod cgroup;
 pub mod clock;
 pub mod machine;
 pub mod privileges;
 pub mod procfs;
+pub mod sentinels;
 pub mod signals;
 pub mod sysctl;
 pub mod tracefs;

@@ -12,6 +12,7 @@ use spawnscope_collector::Collector;
 
 use crate::host::cgroup::RunCgroup;
 use crate::measure::sampler::snapshot;
+use crate::measure::sentinels::SentinelWatch;
 use crate::record::{PhaseSample, Snapshot};
 use crate::runtime::{Contract, Event, WorkloadKind};
 
@@ -70,6 +71,7 @@ pub fn follow_events(
     collector: Option<&Collector>,
     workload: WorkloadKind,
     bar: &ProgressBar,
+    mut sentinels: Option<&mut SentinelWatch>,
 ) -> Result<Followed> {
     let contract = Contract::new()?;
     let mut raw =
@@ -87,6 +89,10 @@ pub fn follow_events(
             Ok(Event::Phase { name, t_ns }) => {
                 if let Some(c) = collector {
                     c.set_phase(followed.phases.len() as u32, t_ns);
+                }
+                // Sentinels first: they are cheap and their edge should sit near the mark.
+                if let Some(watch) = sentinels.as_deref_mut() {
+                    watch.mark(&name);
                 }
                 let at_peak = followed.peak.is_none()
                     && !matches!(workload, WorkloadKind::Hold | WorkloadKind::Churn)

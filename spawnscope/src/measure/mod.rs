@@ -10,4 +10,5 @@ pub mod preflight;
 pub mod probes;
 pub mod run;
 pub mod sampler;
+pub mod sentinels;
 pub mod sweep;

@@ -18,13 +18,15 @@ use crate::host::{machine, procfs};
 use crate::measure::follow::{follow_events, progress_bar, tee_stderr, Followed};
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use crate::measure::probes::{self, ProbeDetail};
-use crate::measure::sampler::{settle, snapshot, Sampler};
+use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
+use crate::measure::sentinels::SentinelWatch;
 use crate::measure::{perf, preflight};
 use crate::record::process::signal_name;
 use crate::record::{
     self, Calibration, Estimate, Exit, MemoryRecord, ResultsDir, RunRecord, Rusage, SysctlRecord,
     Target,
 };
+use crate::runtime::Runtime;
 
 pub struct RunOptions {
     pub target: Target,
@@ -314,7 +316,10 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     dir.write_json(record::MEMORY, &measured.memory)?;
     dir.write_json(record::RUN, &record)?;
     if !dir.file(record::MACHINE).exists() {
-        dir.write_json(record::MACHINE, &machine::fingerprint(None, None))?;
+        dir.write_json(
+            record::MACHINE,
+            &machine::fingerprint(&workload_toolchains(None)),
+        )?;
     }
     if let Some(err) = sysctl_record.restore_error {
         return Err(RunError::Failed(anyhow!(
@@ -327,6 +332,23 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         interrupted_by,
         made_out_root: !root_existed,
     })
+}
+
+/// Where the fingerprint reads the Go and Rust versions: the workload's own `start` event, and
+/// the binaries a run of each runtime would start (read, not run).
+fn workload_toolchains(runtime_version: Option<&str>) -> machine::Toolchains {
+    let from_event = |prefix: &str| {
+        runtime_version
+            .filter(|v| v.starts_with(prefix))
+            .map(str::to_string)
+    };
+    let binary = |r: Runtime| r.binary().ok().filter(|p| p.is_file());
+    machine::Toolchains {
+        go_from_event: from_event("go"),
+        rust_from_event: from_event("rustc"),
+        goroutines_bin: binary(Runtime::Goroutines),
+        threads_bin: binary(Runtime::Threads),
+    }
 }
 
 /// What `measure` brings back.
@@ -434,6 +456,9 @@ fn measure(
     });
     let bar = progress_bar(target_tasks);
     bar.set_prefix("start");
+    // The sentinels' first mark: just before the release, with the workload held at its gate.
+    let mut sentinels = SentinelWatch::new(cgroup, pid);
+    sentinels.mark("start");
     let start = Instant::now();
     let released_t_ns = monotonic_ns();
     if let Err(err) = child.release() {
@@ -441,7 +466,13 @@ fn measure(
         interrupts.unwatch(pid);
         return Err(err);
     }
-    let sampler = Sampler::start(pid, cgroup.cloned(), workload.is_none(), bar.clone());
+    let sampler = Sampler::start(
+        pid,
+        cgroup.cloned(),
+        workload.is_none(),
+        bar.clone(),
+        Some(sentinels.reader()),
+    );
     let stderr = child
         .stderr
         .take()
@@ -456,6 +487,7 @@ fn measure(
             collector.as_ref(),
             kind,
             &bar,
+            Some(&mut sentinels),
         ),
         _ => Ok(Followed::default()),
     };
@@ -471,23 +503,27 @@ fn measure(
             left_out.push(format!("perf: {err:#}"));
         }
     }
-    let (timeline, sampled_peak) = sampler.finish();
+    let Sampled {
+        timeline,
+        peak: sampled_peak,
+        sentinel_ticks,
+    } = sampler.finish();
+    let reaped_cpu_ns = waited
+        .as_ref()
+        .ok()
+        .map(|(_, ru)| (ru.user_us + ru.sys_us) * 1000);
+    // Raw, before anything is analysed.
+    dir.write_json(
+        record::SENTINELS,
+        &sentinels.finish(sentinel_ticks, reaped_cpu_ns),
+    )?;
     if let Some(handle) = stderr {
         let _ = handle.join();
     }
     bar.finish_and_clear();
     let followed = followed?;
     let (exit, rusage) = waited?;
-    let machine = machine::fingerprint(
-        followed
-            .runtime_version
-            .clone()
-            .filter(|v| v.starts_with("go")),
-        followed
-            .runtime_version
-            .clone()
-            .filter(|v| v.starts_with("rustc")),
-    );
+    let machine = machine::fingerprint(&workload_toolchains(followed.runtime_version.as_deref()));
     dir.write_json(record::MACHINE, &machine)?;
     settle();
     memory.after = Some(snapshot(None, cgroup, false));

@@ -1,5 +1,6 @@
 //! Readings of the machine, the process and its cgroup: a snapshot at one moment, the timeline
-//! every 100 ms while the workload runs, and the one rule for how much memory a run holds.
+//! every 100 ms while the workload runs (with the noise sentinels' tick), and the one rule for how
+//! much memory a run holds.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,7 +12,9 @@ use indicatif::ProgressBar;
 use crate::host::cgroup::RunCgroup;
 use crate::host::clock::monotonic_ns;
 use crate::host::procfs;
-use crate::record::{Snapshot, TimelineSample};
+use crate::host::sentinels::RunCpuReader;
+use crate::measure::sentinels;
+use crate::record::{SentinelTick, Snapshot, TimelineSample};
 use crate::units::bytes;
 
 /// Readings of the machine (and the process, when there is one) at one moment.
@@ -37,21 +40,42 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
     }
 }
 
+/// What the sampler brings back.
+#[derive(Default)]
+pub struct Sampled {
+    pub timeline: Vec<TimelineSample>,
+    /// For a command: the snapshot with the most memory in use.
+    pub peak: Option<Snapshot>,
+    /// The noise sentinels' ticks (when a reader of the run's CPU time was given).
+    pub sentinel_ticks: Vec<SentinelTick>,
+}
+
 /// Samples memory every 100 ms while the workload runs; for a command (no events) it also keeps
 /// the snapshot with the least MemAvailable as the peak.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<(Vec<TimelineSample>, Option<Snapshot>)>,
+    handle: JoinHandle<Sampled>,
 }
 
 impl Sampler {
-    pub fn start(pid: u32, cgroup: Option<RunCgroup>, track_peak: bool, bar: ProgressBar) -> Self {
+    /// `run_cpu`: where the run's CPU time is read for the sentinels' ticks (None: no ticks).
+    pub fn start(
+        pid: u32,
+        cgroup: Option<RunCgroup>,
+        track_peak: bool,
+        bar: ProgressBar,
+        run_cpu: Option<RunCpuReader>,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
             let mut timeline = Vec::new();
             let mut peak: Option<Snapshot> = None;
+            let mut sentinel_ticks = Vec::new();
             while !flag.load(Ordering::Relaxed) {
+                if let Some(reader) = &run_cpu {
+                    sentinel_ticks.push(sentinels::tick(reader));
+                }
                 let meminfo = procfs::meminfo().unwrap_or_default();
                 let status =
                     procfs::read_key_values(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -75,12 +99,16 @@ impl Sampler {
                 timeline.push(sample);
                 std::thread::sleep(Duration::from_millis(100));
             }
-            (timeline, peak)
+            Sampled {
+                timeline,
+                peak,
+                sentinel_ticks,
+            }
         });
         Sampler { stop, handle }
     }
 
-    pub fn finish(self) -> (Vec<TimelineSample>, Option<Snapshot>) {
+    pub fn finish(self) -> Sampled {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }
@@ -192,9 +220,20 @@ mod tests {
             .spawn()
             .unwrap();
         let bar = ProgressBar::hidden();
-        let sampler = Sampler::start(child.id(), None, true, bar);
+        let sampler = Sampler::start(
+            child.id(),
+            None,
+            true,
+            bar,
+            Some(RunCpuReader::Process(child.id())),
+        );
         std::thread::sleep(Duration::from_millis(450));
-        let (timeline, peak) = sampler.finish();
+        let Sampled {
+            timeline,
+            peak,
+            sentinel_ticks,
+        } = sampler.finish();
+        assert_eq!(sentinel_ticks.len(), timeline.len(), "one tick per sample");
         let _ = child.wait();
         assert!(timeline.len() >= 3, "{} samples in 450 ms", timeline.len());
         assert!(timeline.windows(2).all(|w| w[1].t_ns > w[0].t_ns));

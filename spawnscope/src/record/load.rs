@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::record::{
-    read_json, Fingerprint, MemoryRecord, Plan, RunRecord, SysctlRecord, COLLECTOR, EVENTS, FLAME,
-    MACHINE, MEMORY, PLAN, RUN, SYSCTL,
+    read_json, Fingerprint, MemoryRecord, Plan, RunRecord, SentinelsRecord, SysctlRecord,
+    COLLECTOR, EVENTS, FLAME, MACHINE, MEMORY, PLAN, RUN, SENTINELS, SYSCTL,
 };
 
 /// A results directory read back from disk.
@@ -18,6 +18,8 @@ pub struct LoadedRun {
     pub memory: MemoryRecord,
     pub sysctl: SysctlRecord,
     pub machine: Fingerprint,
+    /// sentinels.json; None for runs recorded before the sentinels existed.
+    pub sentinels: Option<SentinelsRecord>,
     pub events: Vec<Value>,
     /// collector.json, when the eBPF collector ran.
     pub collector: Option<spawnscope_collector::Report>,
@@ -40,6 +42,7 @@ pub fn load(dir: &Path) -> Result<LoadedRun> {
         memory: read_json(dir, MEMORY)?,
         sysctl: read_json(dir, SYSCTL).unwrap_or_default(),
         machine: read_json(dir, MACHINE).unwrap_or_default(),
+        sentinels: read_json(dir, SENTINELS).ok(),
         events,
         collector: read_json(dir, COLLECTOR).ok(),
         series: read_collector_series(dir),

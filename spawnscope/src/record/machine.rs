@@ -23,6 +23,42 @@ pub struct Fingerprint {
     pub rust: Option<String>,
     pub cgroup: String,
     pub sysctls: BTreeMap<String, String>,
+    // Added with the noise sentinels; absent from older machine.json files (and then not
+    // written back, so a comparison of old runs keeps its bytes).
+    /// Free page reporting (the guest hands free memory back to the host): the module's
+    /// parameters, page_reporting_order first among them. None: the kernel has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_page_reporting: Option<BTreeMap<String, String>>,
+    /// Virtio balloon devices (virtio0…); empty with none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balloon_devices: Option<Vec<String>>,
+    /// DAMON's kdamonds and their states ("2 kdamonds: on, off"); None without DAMON sysfs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damon: Option<String>,
+    /// /sys/devices/system/cpu/vulnerabilities: name -> the first words of its state.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mitigations: BTreeMap<String, String>,
+    /// /sys/devices/system/cpu/smt: "active 0, control notsupported".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt: Option<String>,
+    /// cpufreq scaling governors in use (one, or several joined by ", ").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpufreq_governor: Option<String>,
+    /// /proc/cmdline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_cmdline: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawnscope_version: Option<String>,
+    /// The git commit spawnscope was built from ("abc1234", "abc1234-dirty", "unknown").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawnscope_commit: Option<String>,
+    /// Where `go` and `rust` were read: "workload start event", "goroutines binary build info
+    /// (PATH)", "threads binary .comment (PATH)", "toolchain on PATH".
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub toolchain_sources: BTreeMap<String, String>,
+    /// Fingerprint fields this host cannot give, with why (never an empty value as if read).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_available: BTreeMap<String, String>,
 }
 
 impl Fingerprint {
@@ -41,5 +77,48 @@ impl Fingerprint {
             self.rust.as_deref().unwrap_or("rust ?"),
             self.go.as_deref().unwrap_or("go ?")
         )
+    }
+
+    /// One more line for fingerprints that have the sentinel-era fields (None for older ones):
+    /// the conductor, the host's memory give-back, DAMON, SMT, governor and mitigations, briefly.
+    pub fn describe_details(&self) -> Option<String> {
+        let version = self.spawnscope_version.as_ref()?;
+        let absent = |field: &str| {
+            if self.not_available.contains_key(field) {
+                "not available here".to_string()
+            } else {
+                "?".to_string()
+            }
+        };
+        let reporting = match &self.free_page_reporting {
+            Some(p) => format!(
+                "order {}",
+                p.get("page_reporting_order").map_or("?", String::as_str)
+            ),
+            None => absent("free_page_reporting"),
+        };
+        let balloon = match &self.balloon_devices {
+            Some(d) if !d.is_empty() => d.join(", "),
+            Some(_) => "none".into(),
+            None => absent("balloon_devices"),
+        };
+        let vulnerable = self
+            .mitigations
+            .values()
+            .filter(|v| v.starts_with("Vulnerable"))
+            .count();
+        let mitigated = self
+            .mitigations
+            .values()
+            .filter(|v| v.starts_with("Mitigation"))
+            .count();
+        let field = |v: &Option<String>, name: &str| v.clone().unwrap_or_else(|| absent(name));
+        Some(format!(
+            "spawnscope {version} ({}); free page reporting: {reporting}; balloon: {balloon}; DAMON: {}; SMT: {}; governor: {}; CPU vulnerabilities: {mitigated} mitigated, {vulnerable} vulnerable (machine.json)",
+            self.spawnscope_commit.as_deref().unwrap_or("?"),
+            field(&self.damon, "damon"),
+            field(&self.smt, "smt"),
+            field(&self.cpufreq_governor, "cpufreq_governor"),
+        ))
     }
 }

@@ -10,6 +10,7 @@ pub mod perf;
 pub mod plan;
 pub mod process;
 pub mod run;
+pub mod sentinels;
 pub mod sysctl;
 
 use std::fs;
@@ -27,6 +28,7 @@ pub use memory::{
 pub use plan::{Plan, PlannedCell};
 pub use process::{Exit, Rusage};
 pub use run::{Calibration, Estimate, RunRecord, Target};
+pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};
 
 // A run directory's files, written by `run`.
@@ -34,6 +36,8 @@ pub const RUN: &str = "run.json";
 pub const MEMORY: &str = "memory.json";
 pub const SYSCTL: &str = "sysctl.json";
 pub const MACHINE: &str = "machine.json";
+/// What else the machine did during the run (noise sentinels), per phase.
+pub const SENTINELS: &str = "sentinels.json";
 pub const EVENTS: &str = "workload.jsonl";
 pub const STDERR: &str = "workload.stderr";
 pub const COLLECTOR: &str = "collector.json";

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod flame;
 pub mod html;
 pub mod repeats;
+pub mod sentinels;
 pub mod summary;
 pub mod table;
 pub mod verdict;

@@ -7,9 +7,9 @@ use std::path::Path;
 use crate::analyse::probes::{ProbeCost, ProbeSummary};
 use crate::analyse::summary::Summary;
 use crate::record::Fingerprint;
-use crate::render::attribution;
 use crate::render::table::{Cell, Table};
 use crate::render::verdict;
+use crate::render::{attribution, sentinels};
 use crate::units::{bytes, count};
 
 fn secs_to_clock(s: f64) -> String {
@@ -164,6 +164,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
         let _ = writeln!(md, "- Time figures: {}", v.line());
     }
     let _ = writeln!(md, "- Machine: {}", machine.describe());
+    if let Some(details) = machine.describe_details() {
+        let _ = writeln!(md, "- Fingerprint: {details}");
+    }
     if s.sysctls_changed.is_empty() {
         let _ = writeln!(md, "- Sysctls: none needed raising");
     } else {
@@ -206,6 +209,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if !s.phases.is_empty() {
         let _ = writeln!(md, "\n## Phases\n");
         md.push_str(&phases_table(s).markdown());
+    }
+    if let Some(f) = &s.sentinels {
+        md.push_str(&sentinels::markdown(f));
     }
     if let Some(p) = &s.probes {
         probes_markdown(&mut md, p);

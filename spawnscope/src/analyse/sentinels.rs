@@ -1,0 +1,358 @@
+//! The noise sentinels per phase, from sentinels.json: how much else the machine did while each
+//! phase was measured. Figures only, no verdict: a time figure is trustworthy when these are
+//! small next to the phase's wall time (another rule, elsewhere, may judge that).
+//!
+//! Definitions:
+//! - steal: /proc/stat's steal column, the vCPUs' time taken by the hypervisor for others.
+//! - CPU outside the run: the machine's busy time (user + nice + system + irq + softirq of
+//!   /proc/stat; idle, iowait and steal excluded) less the run's own CPU time (its cgroup's
+//!   counter, else its process's utime+stime). /proc/stat counts in USER_HZ ticks: a few ticks per
+//!   phase are rounding, not noise. Floored at 0.
+//! - memory handed back: the page_reporting module's reported_kib counter (kernels that publish
+//!   one), the balloon's inflate less deflate (pages), and /proc/vmstat deltas for direct reclaim,
+//!   compaction and THP work.
+//! - runnable outside the run, per ~100 ms tick: procs_running less the sampler itself (running
+//!   while it reads) less the run's average CPU concurrency over the tick (its CPU time over the
+//!   tick's wall). An estimate: procs_running is an instant, the run's share an average.
+//! - frequency: the lowest and highest scaling_cur_freq over the CPUs and the phase's ticks.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyse::phases::shown_name;
+use crate::record::sentinels::{
+    BALLOON, FREQUENCY, OUTSIDE_CPU, PAGE_REPORTING, RUNNABLE, STEAL, VMSTAT,
+};
+use crate::record::{SentinelMark, SentinelTick, SentinelsRecord};
+
+/// One phase's sentinels. None: not available here (see `SentinelFigures::unavailable`) or not
+/// read at one of the phase's edges.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PhaseSentinels {
+    pub name: String,
+    /// Between the two sentinel marks (what the deltas cover).
+    pub wall_ns: u64,
+    pub steal_ns: Option<u64>,
+    /// The machine's busy CPU time and the run's, and their difference.
+    pub machine_busy_ns: Option<u64>,
+    pub run_cpu_ns: Option<u64>,
+    pub outside_cpu_ns: Option<u64>,
+    /// Free memory reported to the host (page_reporting reported_kib), bytes.
+    pub reported_bytes: Option<u64>,
+    /// Balloon inflated less deflated, pages (negative: memory given back to the guest).
+    pub balloon_pages: Option<i64>,
+    /// allocstall_* summed: allocations that entered direct reclaim.
+    pub direct_reclaim_stalls: Option<u64>,
+    pub direct_reclaim_scanned: Option<u64>,
+    pub direct_reclaim_stolen: Option<u64>,
+    pub compaction_stalls: Option<u64>,
+    pub compaction_failures: Option<u64>,
+    pub thp_fault_alloc: Option<u64>,
+    pub thp_fault_fallback: Option<u64>,
+    pub thp_collapse_alloc: Option<u64>,
+    /// pgfault: page faults on the whole machine.
+    pub page_faults: Option<u64>,
+    pub runnable_outside_max: Option<f64>,
+    pub runnable_outside_mean: Option<f64>,
+    pub freq_khz_min: Option<u64>,
+    pub freq_khz_max: Option<u64>,
+}
+
+/// A sentinel this host cannot give, and why.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Unavailable {
+    pub sentinel: String,
+    pub reason: String,
+}
+
+/// A run's sentinels, per phase (startup, the workload's phases, exit).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SentinelFigures {
+    /// Where the run's own CPU time was read.
+    pub run_cpu_source: Option<String>,
+    pub per_phase: Vec<PhaseSentinels>,
+    pub unavailable: Vec<Unavailable>,
+}
+
+/// The name of the phase a mark opens: `start` opens `startup`, `end` opens `exit`.
+fn phase_opened_by(mark: &str) -> &str {
+    if mark == "start" {
+        "startup"
+    } else {
+        shown_name(mark)
+    }
+}
+
+fn counter(m0: &SentinelMark, m1: &SentinelMark, key: &str) -> Option<u64> {
+    Some(m1.vmstat.get(key)?.saturating_sub(*m0.vmstat.get(key)?))
+}
+
+/// The allocstall_* counters summed (one per zone type).
+fn stalls(m0: &SentinelMark, m1: &SentinelMark) -> Option<u64> {
+    let keys: Vec<&String> = m1
+        .vmstat
+        .keys()
+        .filter(|k| k.starts_with("allocstall_"))
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    keys.iter().map(|k| counter(m0, m1, k)).sum()
+}
+
+/// Runnable tasks outside the run at each tick, in order (see the module's definition).
+fn runnable_outside(ticks: &[SentinelTick]) -> Vec<(u64, f64)> {
+    let mut out = Vec::new();
+    for (i, tick) in ticks.iter().enumerate() {
+        let Some(running) = tick.procs_running else {
+            continue;
+        };
+        // The run's average concurrency since the previous reading (none before the first).
+        let run_share = i
+            .checked_sub(1)
+            .and_then(|p| {
+                let prev = &ticks[p];
+                let cpu = tick.run_cpu_ns?.checked_sub(prev.run_cpu_ns?)?;
+                let wall = tick.t_ns.checked_sub(prev.t_ns).filter(|&w| w > 0)?;
+                Some(cpu as f64 / wall as f64)
+            })
+            .unwrap_or(0.0);
+        let sampler = 1.0;
+        out.push((tick.t_ns, (running as f64 - sampler - run_share).max(0.0)));
+    }
+    out
+}
+
+pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
+    let gone = |name: &str| record.unavailable.contains_key(name);
+    let tick_ns = 1e9 / record.ticks_per_second.max(1) as f64;
+    let ticks_ns = |t: u64| (t as f64 * tick_ns).round() as u64;
+    // The first mark gives the first tick a reading of the run's CPU time to go from.
+    let from_start: Vec<SentinelTick> = record
+        .marks
+        .first()
+        .map(|m| SentinelTick {
+            t_ns: m.t_ns,
+            run_cpu_ns: m.run_cpu_ns,
+            ..Default::default()
+        })
+        .into_iter()
+        .chain(record.ticks.iter().cloned())
+        .collect();
+    let runnable = runnable_outside(&from_start);
+    // Without phase marks (any command) the one window is the whole run.
+    let whole_run = record.marks.len() == 2;
+    let per_phase = record
+        .marks
+        .windows(2)
+        .map(|w| {
+            let (m0, m1) = (&w[0], &w[1]);
+            let cpu = m0.machine_cpu.zip(m1.machine_cpu);
+            let machine_busy_ns = cpu
+                .filter(|_| !gone(OUTSIDE_CPU))
+                .map(|(a, b)| ticks_ns(b.busy().saturating_sub(a.busy())));
+            let run_cpu_ns = m0
+                .run_cpu_ns
+                .zip(m1.run_cpu_ns)
+                .map(|(a, b)| b.saturating_sub(a));
+            let vm = |key: &str| counter(m0, m1, key).filter(|_| !gone(VMSTAT));
+            let in_phase = |t: u64| t >= m0.t_ns && t < m1.t_ns;
+            let runnable: Vec<f64> = runnable
+                .iter()
+                .filter(|(t, _)| in_phase(*t))
+                .map(|(_, r)| *r)
+                .collect();
+            let phase_ticks: Vec<&SentinelTick> =
+                record.ticks.iter().filter(|t| in_phase(t.t_ns)).collect();
+            let freq_min = phase_ticks.iter().filter_map(|t| t.freq_khz_min).min();
+            let freq_max = phase_ticks.iter().filter_map(|t| t.freq_khz_max).max();
+            PhaseSentinels {
+                name: if whole_run {
+                    "run".to_string()
+                } else {
+                    phase_opened_by(&m0.name).to_string()
+                },
+                wall_ns: m1.t_ns.saturating_sub(m0.t_ns),
+                steal_ns: cpu
+                    .filter(|_| !gone(STEAL))
+                    .map(|(a, b)| ticks_ns(b.steal.saturating_sub(a.steal))),
+                machine_busy_ns,
+                run_cpu_ns,
+                outside_cpu_ns: machine_busy_ns
+                    .zip(run_cpu_ns)
+                    .map(|(busy, run)| busy.saturating_sub(run)),
+                reported_bytes: m0
+                    .page_reporting
+                    .as_ref()
+                    .zip(m1.page_reporting.as_ref())
+                    .filter(|_| !gone(PAGE_REPORTING))
+                    .and_then(|(a, b)| {
+                        let key = "reported_kib";
+                        Some(b.get(key)?.saturating_sub(*a.get(key)?) * 1024)
+                    }),
+                balloon_pages: (!gone(BALLOON))
+                    .then(|| {
+                        let inflated = counter(m0, m1, "balloon_inflate")?;
+                        let deflated = counter(m0, m1, "balloon_deflate")?;
+                        Some(inflated as i64 - deflated as i64)
+                    })
+                    .flatten(),
+                direct_reclaim_stalls: stalls(m0, m1).filter(|_| !gone(VMSTAT)),
+                direct_reclaim_scanned: vm("pgscan_direct"),
+                direct_reclaim_stolen: vm("pgsteal_direct"),
+                compaction_stalls: vm("compact_stall"),
+                compaction_failures: vm("compact_fail"),
+                thp_fault_alloc: vm("thp_fault_alloc"),
+                thp_fault_fallback: vm("thp_fault_fallback"),
+                thp_collapse_alloc: vm("thp_collapse_alloc"),
+                page_faults: vm("pgfault"),
+                runnable_outside_max: (!gone(RUNNABLE))
+                    .then(|| runnable.iter().copied().reduce(f64::max))
+                    .flatten(),
+                runnable_outside_mean: (!gone(RUNNABLE) && !runnable.is_empty())
+                    .then(|| runnable.iter().sum::<f64>() / runnable.len() as f64),
+                freq_khz_min: freq_min.filter(|_| !gone(FREQUENCY)),
+                freq_khz_max: freq_max.filter(|_| !gone(FREQUENCY)),
+            }
+        })
+        .collect();
+    SentinelFigures {
+        run_cpu_source: record.run_cpu_source.map(|s| s.describe().to_string()),
+        per_phase,
+        unavailable: record
+            .unavailable
+            .iter()
+            .map(|(sentinel, reason)| Unavailable {
+                sentinel: sentinel.clone(),
+                reason: reason.clone(),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{MachineCpu, RunCpuSource};
+    use std::collections::BTreeMap;
+
+    fn mark(name: &str, t_s: u64, busy_ticks: u64, steal: u64, run_s: u64) -> SentinelMark {
+        SentinelMark {
+            name: name.into(),
+            t_ns: t_s * 1_000_000_000,
+            machine_cpu: Some(MachineCpu {
+                user: busy_ticks,
+                steal,
+                ..Default::default()
+            }),
+            run_cpu_ns: Some(run_s * 1_000_000_000),
+            vmstat: [
+                ("allocstall_normal", t_s),
+                ("allocstall_movable", 2 * t_s),
+                ("compact_stall", 0),
+                ("balloon_inflate", 10 * t_s),
+                ("balloon_deflate", 0),
+                ("pgfault", 1000 * t_s),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+            page_reporting: Some([("reported_kib".to_string(), 4 * t_s)].into()),
+        }
+    }
+
+    fn tick(t_ms: u64, running: u64, run_ms: u64) -> SentinelTick {
+        SentinelTick {
+            t_ns: t_ms * 1_000_000,
+            procs_running: Some(running),
+            run_cpu_ns: Some(run_ms * 1_000_000),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn per_phase_deltas_between_marks() {
+        // 100 Hz ticks. startup 0–1 s; spawn 1–3 s, where the machine was busy 300 ticks (3 s)
+        // and the run used 1 s: 2 s ran outside it. The `end` mark opens `exit`.
+        let record = SentinelsRecord {
+            schema: 1,
+            ticks_per_second: 100,
+            run_cpu_source: Some(RunCpuSource::CgroupV1Cpuacct),
+            unavailable: [(FREQUENCY.to_string(), "no cpufreq".to_string())].into(),
+            marks: vec![
+                mark("start", 0, 0, 0, 0),
+                mark("spawn", 1, 50, 1, 0),
+                mark("end", 3, 350, 6, 1),
+                mark("reaped", 4, 360, 6, 1),
+            ],
+            // At 0.5 s, 4 running while the run used 250 ms since the start mark (0.5 of a CPU).
+            // At 1.0 s, 3 running, the run idle; at 1.1 s, 3 running, the run used 50 ms in
+            // 100 ms (0.5 of a CPU).
+            ticks: vec![
+                tick(500, 4, 250),
+                tick(1000, 3, 250),
+                tick(1100, 3, 300),
+                tick(3500, 1, 1000),
+            ],
+        };
+        let f = figures(&record);
+        let names: Vec<&str> = f.per_phase.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["startup", "spawn", "exit"]);
+        let spawn = &f.per_phase[1];
+        assert_eq!(spawn.wall_ns, 2_000_000_000);
+        assert_eq!(spawn.steal_ns, Some(50_000_000));
+        assert_eq!(spawn.machine_busy_ns, Some(3_000_000_000));
+        assert_eq!(spawn.run_cpu_ns, Some(1_000_000_000));
+        assert_eq!(spawn.outside_cpu_ns, Some(2_000_000_000));
+        assert_eq!(spawn.reported_bytes, Some(8 * 1024));
+        assert_eq!(spawn.balloon_pages, Some(20));
+        assert_eq!(spawn.direct_reclaim_stalls, Some(6), "both zones' stalls");
+        assert_eq!(spawn.compaction_stalls, Some(0));
+        assert_eq!(spawn.page_faults, Some(2000));
+        assert_eq!(
+            spawn.thp_fault_alloc, None,
+            "a counter never read is absent"
+        );
+        // The first tick goes from the start mark: 4 less the sampler less the run's 0.5.
+        assert_eq!(f.per_phase[0].runnable_outside_max, Some(2.5));
+        // 3 running less the sampler: 2 at the first tick, 1.5 once the run's half CPU is out.
+        assert_eq!(spawn.runnable_outside_max, Some(2.0));
+        assert_eq!(spawn.runnable_outside_mean, Some(1.75));
+        assert_eq!(spawn.freq_khz_max, None);
+        assert_eq!(
+            f.unavailable,
+            [Unavailable {
+                sentinel: FREQUENCY.into(),
+                reason: "no cpufreq".into()
+            }]
+        );
+        assert_eq!(f.run_cpu_source.as_deref(), Some("cgroup v1 cpuacct.usage"));
+    }
+
+    #[test]
+    fn unavailable_sentinels_are_none_not_zero() {
+        let mut a = mark("start", 0, 0, 0, 0);
+        let mut b = mark("reaped", 1, 100, 0, 1);
+        a.page_reporting = None;
+        b.page_reporting = None;
+        a.vmstat = BTreeMap::new();
+        b.vmstat = BTreeMap::new();
+        let record = SentinelsRecord {
+            ticks_per_second: 100,
+            unavailable: [
+                (PAGE_REPORTING.to_string(), "no page reporting".to_string()),
+                (BALLOON.to_string(), "no balloon".to_string()),
+                (RUNNABLE.to_string(), "no procs_running".to_string()),
+            ]
+            .into(),
+            marks: vec![a, b],
+            ..Default::default()
+        };
+        let p = &figures(&record).per_phase[0];
+        assert_eq!(p.name, "run", "no phase marks: the whole run");
+        assert_eq!(p.reported_bytes, None);
+        assert_eq!(p.balloon_pages, None);
+        assert_eq!(p.direct_reclaim_stalls, None);
+        assert_eq!(p.runnable_outside_max, None);
+        assert_eq!(p.outside_cpu_ns, Some(0), "busy 1 s, all the run's");
+    }
+}

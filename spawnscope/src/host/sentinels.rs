@@ -1,0 +1,321 @@
+//! Readers for the noise sentinels: what else the machine did while a run was measured. All of
+//! them only read (/proc/stat, /proc/loadavg, /proc/vmstat, a cgroup's CPU counter, the page
+//! reporting module's parameters, cpufreq); nothing on the machine is changed to get them. Each
+//! parser takes the file's text so it is tested on contents recorded on real machines.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::host::procfs;
+use crate::record::{MachineCpu, RunCpuSource};
+
+/// The `cpu ` line of /proc/stat (all CPUs), in USER_HZ ticks, and `procs_running`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcStat {
+    pub cpu: MachineCpu,
+    pub procs_running: Option<u64>,
+}
+
+/// Parses /proc/stat. Columns the kernel does not print (old kernels stop before steal) read 0.
+pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
+    let mut stat = ProcStat::default();
+    let mut found_cpu = false;
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("cpu") => {
+                let v: Vec<u64> = words.map(|w| w.parse().unwrap_or(0)).collect();
+                let at = |i: usize| v.get(i).copied().unwrap_or(0);
+                stat.cpu = MachineCpu {
+                    user: at(0),
+                    nice: at(1),
+                    system: at(2),
+                    idle: at(3),
+                    iowait: at(4),
+                    irq: at(5),
+                    softirq: at(6),
+                    steal: at(7),
+                    guest: at(8),
+                    guest_nice: at(9),
+                };
+                found_cpu = true;
+            }
+            Some("procs_running") => stat.procs_running = words.next().and_then(|w| w.parse().ok()),
+            _ => {}
+        }
+    }
+    found_cpu.then_some(stat)
+}
+
+pub fn proc_stat() -> Option<ProcStat> {
+    parse_proc_stat(&fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// /proc/loadavg: the 1-minute load and the running-tasks field ("2/86": 2 runnable).
+pub fn parse_loadavg(text: &str) -> Option<(f64, u64)> {
+    let mut words = text.split_whitespace();
+    let load1 = words.next()?.parse().ok()?;
+    let running = words.nth(2)?.split('/').next()?.parse().ok()?;
+    Some((load1, running))
+}
+
+pub fn loadavg() -> Option<(f64, u64)> {
+    parse_loadavg(&fs::read_to_string("/proc/loadavg").ok()?)
+}
+
+/// The /proc/vmstat counters that reveal the kernel working for memory: direct reclaim,
+/// compaction, transparent huge pages, the balloon, page faults. (Exact per-event counts come
+/// from the collector's tracepoints; these deltas are the cheap read-only companion.)
+pub const VMSTAT_PREFIXES: [&str; 9] = [
+    "allocstall_",
+    "pgscan_direct",
+    "pgsteal_direct",
+    "compact_",
+    "thp_",
+    "balloon_",
+    "nr_balloon_pages",
+    "pgfault",
+    "pgmajfault",
+];
+
+/// `name value` lines of /proc/vmstat, only the counters named by `VMSTAT_PREFIXES`.
+pub fn parse_vmstat(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, value) = line.split_once(' ')?;
+            VMSTAT_PREFIXES
+                .iter()
+                .any(|p| name.starts_with(p))
+                .then_some(())?;
+            Some((name.to_string(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+pub fn vmstat() -> BTreeMap<String, u64> {
+    parse_vmstat(&fs::read_to_string("/proc/vmstat").unwrap_or_default())
+}
+
+/// cgroup v2 `cpu.stat`: `usage_usec` (every v2 cgroup has it, cpu controller enabled or not),
+/// in ns.
+pub fn parse_cpu_stat_usage_ns(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let v = l.strip_prefix("usage_usec ")?;
+        Some(v.trim().parse::<u64>().ok()? * 1000)
+    })
+}
+
+/// cgroup v1 `cpuacct.usage`: one number, ns.
+pub fn parse_cpuacct_usage_ns(text: &str) -> Option<u64> {
+    text.trim().parse().ok()
+}
+
+/// Where the run's own CPU time is read.
+#[derive(Clone, Debug)]
+pub enum RunCpuReader {
+    /// A v2 cgroup directory (cpu.stat).
+    CgroupV2(PathBuf),
+    /// A v1 cpuacct cgroup directory (cpuacct.usage).
+    CpuacctV1(PathBuf),
+    /// No CPU-accounting cgroup: the workload process's utime+stime (/proc/PID/stat sums its
+    /// live and exited threads); tick-grained, and gone once the process is reaped.
+    Process(u32),
+}
+
+impl RunCpuReader {
+    pub fn source(&self) -> RunCpuSource {
+        match self {
+            RunCpuReader::CgroupV2(_) => RunCpuSource::CgroupV2CpuStat,
+            RunCpuReader::CpuacctV1(_) => RunCpuSource::CgroupV1Cpuacct,
+            RunCpuReader::Process(_) => RunCpuSource::ProcessStat,
+        }
+    }
+
+    /// The run's CPU time so far, ns.
+    pub fn read_ns(&self) -> Option<u64> {
+        match self {
+            RunCpuReader::CgroupV2(dir) => {
+                parse_cpu_stat_usage_ns(&fs::read_to_string(dir.join("cpu.stat")).ok()?)
+            }
+            RunCpuReader::CpuacctV1(dir) => {
+                parse_cpuacct_usage_ns(&fs::read_to_string(dir.join("cpuacct.usage")).ok()?)
+            }
+            RunCpuReader::Process(pid) => {
+                let cpu = procfs::process_cpu(*pid)?;
+                Some((cpu.user_us + cpu.sys_us) * 1000)
+            }
+        }
+    }
+}
+
+const PAGE_REPORTING: &str = "/sys/module/page_reporting/parameters";
+
+/// The page_reporting module's parameters as name -> text (page_reporting_order on every kernel
+/// with free page reporting; some kernels add counters such as reported_kib, passes, walked).
+/// None when the kernel has no free page reporting.
+pub fn read_parameters(dir: &Path) -> Option<BTreeMap<String, String>> {
+    let entries = fs::read_dir(dir).ok()?;
+    Some(
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let value = fs::read_to_string(e.path()).ok()?;
+                Some((
+                    e.file_name().to_string_lossy().into_owned(),
+                    value.trim().to_string(),
+                ))
+            })
+            .collect(),
+    )
+}
+
+pub fn page_reporting_parameters() -> Option<BTreeMap<String, String>> {
+    read_parameters(Path::new(PAGE_REPORTING))
+}
+
+/// The numeric parameters only (counters and the order), for deltas.
+pub fn numeric(parameters: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
+    parameters
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.parse().ok()?)))
+        .collect()
+}
+
+/// The counter of memory reported free to the host, kB, when this kernel publishes one.
+pub const REPORTED_KIB: &str = "reported_kib";
+
+/// Virtio balloon devices bound to the driver (virtio0…); empty when there is none.
+pub fn balloon_devices() -> Vec<String> {
+    let Ok(entries) = fs::read_dir("/sys/bus/virtio/drivers/virtio_balloon") else {
+        return Vec::new();
+    };
+    let mut devices: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("virtio"))
+        .collect();
+    devices.sort();
+    devices
+}
+
+/// Every CPU's scaling_cur_freq, kHz; empty when cpufreq is not exposed (most VMs).
+pub fn cpu_frequencies_khz() -> Vec<u64> {
+    let Ok(entries) = fs::read_dir("/sys/devices/system/cpu") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.strip_prefix("cpu")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| {
+            let text = fs::read_to_string(e.path().join("cpufreq/scaling_cur_freq")).ok()?;
+            text.trim().parse().ok()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// /proc/stat of the project's dev VM (2 vCPUs, kernel 6.18), intr and softirq lines cut.
+    const PROC_STAT_DEV_VM: &str = "cpu  610872 205 213211 741967 5012 0 1305 541 0 0
+cpu0 290482 93 103260 390889 1067 0 437 270 0 0
+cpu1 320390 111 109951 351078 3945 0 867 270 0 0
+ctxt 31989512
+btime 1795409905
+processes 5692826
+procs_running 10
+procs_blocked 0
+";
+
+    #[test]
+    fn proc_stat_gives_the_all_cpu_line_and_runnable_tasks() {
+        let s = parse_proc_stat(PROC_STAT_DEV_VM).unwrap();
+        assert_eq!(s.cpu.user, 610_872);
+        assert_eq!(s.cpu.steal, 541);
+        assert_eq!(s.cpu.idle, 741_967);
+        assert_eq!(s.cpu.busy(), 610_872 + 205 + 213_211 + 1305);
+        assert_eq!(s.procs_running, Some(10));
+        // A kernel that prints no steal column (before 2.6.11) reads it as 0, not garbage.
+        let old = parse_proc_stat("cpu  1 2 3 4\nprocs_running 1\n").unwrap();
+        assert_eq!((old.cpu.system, old.cpu.steal), (3, 0));
+        assert!(parse_proc_stat("not /proc/stat").is_none());
+        assert!(proc_stat().is_some(), "this machine's /proc/stat");
+    }
+
+    #[test]
+    fn loadavg_gives_load_and_running() {
+        assert_eq!(
+            parse_loadavg("0.43 50.26 168.74 2/86 29080\n"),
+            Some((0.43, 2))
+        );
+        assert!(parse_loadavg("garbage").is_none());
+        assert!(loadavg().is_some());
+    }
+
+    #[test]
+    fn vmstat_keeps_the_reclaim_compaction_thp_and_balloon_counters() {
+        // From the dev VM's /proc/vmstat (kernel 6.18, balloon compiled in).
+        let text = "nr_free_pages 5757135\nnr_balloon_pages 0\nallocstall_normal 3\n\
+                    allocstall_movable 0\npgfault 183081159\npgmajfault 46804\n\
+                    pgsteal_direct 17\npgscan_direct 40\npgscan_direct_throttle 0\n\
+                    compact_stall 2\ncompact_fail 1\nthp_fault_alloc 5\n\
+                    thp_collapse_alloc 0\nballoon_inflate 0\nballoon_deflate 0\n\
+                    balloon_migrate 0\nworkingset_refault_anon 9\n";
+        let v = parse_vmstat(text);
+        assert_eq!(v["allocstall_normal"], 3);
+        assert_eq!(v["pgscan_direct"], 40);
+        assert_eq!(v["compact_stall"], 2);
+        assert_eq!(v["thp_fault_alloc"], 5);
+        assert_eq!(v["balloon_inflate"], 0);
+        assert_eq!(v["pgfault"], 183_081_159);
+        assert!(!v.contains_key("nr_free_pages") && !v.contains_key("workingset_refault_anon"));
+        assert!(vmstat().contains_key("pgfault"));
+    }
+
+    #[test]
+    fn cgroup_cpu_counters_in_ns() {
+        // cgroup v2 cpu.stat with the cpu controller enabled (a systemd host's user slice).
+        let v2 = "usage_usec 8152787433\nuser_usec 6032189312\nsystem_usec 2120598120\n\
+                  nice_usec 2058363\ncore_sched.force_idle_usec 0\nnr_periods 0\n\
+                  nr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n";
+        assert_eq!(parse_cpu_stat_usage_ns(v2), Some(8_152_787_433_000));
+        assert_eq!(parse_cpu_stat_usage_ns("nr_periods 0\n"), None);
+        // cgroup v1 cpuacct.usage on the dev VM.
+        assert_eq!(
+            parse_cpuacct_usage_ns("8293502144301\n"),
+            Some(8_293_502_144_301)
+        );
+        let me = RunCpuReader::Process(std::process::id());
+        assert_eq!(me.source(), RunCpuSource::ProcessStat);
+        assert!(me.read_ns().is_some());
+    }
+
+    #[test]
+    fn page_reporting_parameters_as_found_or_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        // The dev VM's kernel: the order plus its reported-pages counters.
+        for (name, value) in [
+            ("page_reporting_order", "9\n"),
+            ("reported_kib", "23659260\n"),
+            ("passes", "774\n"),
+            ("free_bitmap_enable", "Y\n"),
+        ] {
+            fs::write(dir.path().join(name), value).unwrap();
+        }
+        let p = read_parameters(dir.path()).unwrap();
+        assert_eq!(p["free_bitmap_enable"], "Y");
+        let n = numeric(&p);
+        assert_eq!(n[REPORTED_KIB], 23_659_260);
+        assert_eq!(n["page_reporting_order"], 9);
+        assert!(!n.contains_key("free_bitmap_enable"));
+        // A host without free page reporting has no module directory: None, not zeros.
+        assert!(read_parameters(&dir.path().join("absent")).is_none());
+    }
+}

@@ -1,0 +1,108 @@
+//! sentinels.json: what else the machine did while the run was measured, read only (nothing is
+//! changed to get it). Raw readings: a mark at the run's release, at each `phase` event and after
+//! the reap, and a tick with every memory sample (~100 ms). analyse::sentinels turns them into
+//! per-phase figures.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The `cpu ` line of /proc/stat, USER_HZ ticks since boot (all CPUs together). guest and
+/// guest_nice are already inside user and nice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineCpu {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+    pub guest: u64,
+    pub guest_nice: u64,
+}
+
+impl MachineCpu {
+    /// Time this guest's CPUs ran something: user + nice + system + irq + softirq. Idle and
+    /// iowait are not work; steal is the hypervisor running someone else (its own sentinel).
+    pub fn busy(&self) -> u64 {
+        self.user + self.nice + self.system + self.irq + self.softirq
+    }
+}
+
+/// Where the run's own CPU time was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunCpuSource {
+    /// cgroup v2 cpu.stat usage_usec of the run's cgroup.
+    CgroupV2CpuStat,
+    /// cgroup v1 cpuacct.usage of the run's cpuacct cgroup.
+    CgroupV1Cpuacct,
+    /// The workload process's utime+stime (/proc/PID/stat; the rusage of wait4 after the reap).
+    ProcessStat,
+}
+
+impl RunCpuSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            RunCpuSource::CgroupV2CpuStat => "cgroup v2 cpu.stat usage_usec",
+            RunCpuSource::CgroupV1Cpuacct => "cgroup v1 cpuacct.usage",
+            RunCpuSource::ProcessStat => "the workload's utime+stime (/proc/PID/stat, rusage)",
+        }
+    }
+}
+
+/// Readings at one edge between phases.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SentinelMark {
+    /// `start` (the release), a workload phase mark (`spawn`, `steady`, `end`…), `reaped`.
+    pub name: String,
+    /// CLOCK_MONOTONIC when read.
+    pub t_ns: u64,
+    /// /proc/stat's `cpu ` line, ticks. None when unreadable.
+    pub machine_cpu: Option<MachineCpu>,
+    /// The run's CPU time, ns (source in `SentinelsRecord::run_cpu_source`).
+    pub run_cpu_ns: Option<u64>,
+    /// /proc/vmstat: reclaim, compaction, THP, balloon and fault counters.
+    pub vmstat: BTreeMap<String, u64>,
+    /// The page_reporting module's numeric parameters (counters and order); None without it.
+    pub page_reporting: Option<BTreeMap<String, u64>>,
+}
+
+/// One sampler tick.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SentinelTick {
+    pub t_ns: u64,
+    /// /proc/stat procs_running: runnable tasks on the whole machine, the reader included.
+    pub procs_running: Option<u64>,
+    /// /proc/loadavg's 1-minute load.
+    pub load1: Option<f64>,
+    /// The run's CPU time, ns, to estimate how many of the runnable tasks were the run's.
+    pub run_cpu_ns: Option<u64>,
+    /// Lowest and highest scaling_cur_freq over the CPUs, kHz; None without cpufreq.
+    pub freq_khz_min: Option<u64>,
+    pub freq_khz_max: Option<u64>,
+}
+
+/// sentinels.json.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SentinelsRecord {
+    pub schema: u32,
+    /// USER_HZ: /proc/stat's ticks per second.
+    pub ticks_per_second: u64,
+    pub run_cpu_source: Option<RunCpuSource>,
+    /// Sentinels this host cannot give, with why: they are absent, never zeros.
+    pub unavailable: BTreeMap<String, String>,
+    pub marks: Vec<SentinelMark>,
+    pub ticks: Vec<SentinelTick>,
+}
+
+// Names of the sentinels, the keys of `unavailable`.
+pub const STEAL: &str = "steal";
+pub const OUTSIDE_CPU: &str = "cpu_outside_run";
+pub const PAGE_REPORTING: &str = "page_reporting";
+pub const BALLOON: &str = "balloon";
+pub const VMSTAT: &str = "vmstat";
+pub const RUNNABLE: &str = "runnable_outside_run";
+pub const FREQUENCY: &str = "cpu_frequency";

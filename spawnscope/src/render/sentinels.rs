@@ -1,0 +1,182 @@
+//! The noise sentinels as summary.md's "Noise sentinels" section: one row per phase, one column
+//! per sentinel this host gives; what it cannot give is listed as "not available here", with why.
+
+use std::fmt::Write;
+
+use crate::analyse::sentinels::{PhaseSentinels, SentinelFigures};
+use crate::render::table::Table;
+use crate::units::{bytes, count};
+
+fn ms(ns: u64) -> String {
+    format!("{:.0} ms", ns as f64 / 1e6)
+}
+
+/// One column: its header, and the cell of a phase (None where the phase has no figure).
+struct Column {
+    header: &'static str,
+    cell: fn(&PhaseSentinels) -> Option<String>,
+}
+
+fn pair(a: Option<u64>, a_name: &str, b: Option<u64>, b_name: &str) -> Option<String> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(format!(
+            "{} {a_name}, {} {b_name}",
+            a.map_or("?".into(), count),
+            b.map_or("?".into(), count)
+        )),
+    }
+}
+
+const COLUMNS: [Column; 9] = [
+    Column {
+        header: "steal",
+        cell: |p| p.steal_ns.map(ms),
+    },
+    Column {
+        header: "CPU outside the run",
+        cell: |p| {
+            let outside = p.outside_cpu_ns?;
+            let cpus = if p.wall_ns > 0 {
+                outside as f64 / p.wall_ns as f64
+            } else {
+                0.0
+            };
+            Some(format!("{} ({cpus:.2} CPUs)", ms(outside)))
+        },
+    },
+    Column {
+        header: "reported free to host",
+        cell: |p| p.reported_bytes.map(|b| bytes(b as f64)),
+    },
+    Column {
+        header: "balloon",
+        cell: |p| p.balloon_pages.map(|n| format!("{n:+} pages")),
+    },
+    Column {
+        header: "direct reclaim",
+        cell: |p| {
+            pair(
+                p.direct_reclaim_stalls,
+                "stalls",
+                p.direct_reclaim_scanned,
+                "scanned",
+            )
+        },
+    },
+    Column {
+        header: "compaction",
+        cell: |p| {
+            pair(
+                p.compaction_stalls,
+                "stalls",
+                p.compaction_failures,
+                "failed",
+            )
+        },
+    },
+    Column {
+        header: "THP",
+        cell: |p| {
+            pair(
+                p.thp_fault_alloc,
+                "faults",
+                p.thp_collapse_alloc,
+                "collapses",
+            )
+        },
+    },
+    Column {
+        header: "runnable outside (max, mean)",
+        cell: |p| {
+            Some(format!(
+                "{:.0}, {:.1}",
+                p.runnable_outside_max?, p.runnable_outside_mean?
+            ))
+        },
+    },
+    Column {
+        header: "CPU MHz",
+        cell: |p| match (p.freq_khz_min, p.freq_khz_max) {
+            (Some(lo), Some(hi)) if lo == hi => Some(format!("{}", lo / 1000)),
+            (Some(lo), Some(hi)) => Some(format!("{}–{}", lo / 1000, hi / 1000)),
+            _ => None,
+        },
+    },
+];
+
+/// Per phase: wall, then every sentinel column some phase has a figure for.
+pub fn table(f: &SentinelFigures) -> Table {
+    let shown: Vec<&Column> = COLUMNS
+        .iter()
+        .filter(|c| f.per_phase.iter().any(|p| (c.cell)(p).is_some()))
+        .collect();
+    let header = ["phase", "wall"]
+        .into_iter()
+        .chain(shown.iter().map(|c| c.header));
+    let mut t = Table::new(header).right_aligned(1..2 + shown.len());
+    for p in &f.per_phase {
+        let cells = [p.name.clone(), ms(p.wall_ns)]
+            .into_iter()
+            .chain(shown.iter().map(|c| (c.cell)(p).unwrap_or("—".into())));
+        t.row(cells);
+    }
+    t
+}
+
+/// The section, from its heading on.
+pub fn markdown(f: &SentinelFigures) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "\n## Noise sentinels\n");
+    let _ = writeln!(
+        md,
+        "What else the machine did in each phase (read only). CPU outside the run: the machine's busy time (user, nice, system, irq, softirq; /proc/stat, in 1/100 s ticks, coarse for short phases) less the run's ({}). Runnable outside: procs_running at each 100 ms tick less the sampler and the run's average concurrency, an estimate; — where no tick fell in the phase.\n",
+        f.run_cpu_source.as_deref().unwrap_or("?")
+    );
+    md.push_str(&table(f).markdown());
+    if !f.unavailable.is_empty() {
+        md.push('\n');
+        for u in &f.unavailable {
+            let _ = writeln!(md, "- {}: not available here ({})", u.sentinel, u.reason);
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::sentinels::Unavailable;
+
+    #[test]
+    fn columns_for_what_was_measured_and_a_line_for_what_was_not() {
+        let f = SentinelFigures {
+            run_cpu_source: Some("cgroup v1 cpuacct.usage".into()),
+            per_phase: vec![PhaseSentinels {
+                name: "spawn".into(),
+                wall_ns: 2_000_000_000,
+                steal_ns: Some(30_000_000),
+                outside_cpu_ns: Some(1_000_000_000),
+                balloon_pages: Some(0),
+                direct_reclaim_stalls: Some(0),
+                direct_reclaim_scanned: Some(0),
+                runnable_outside_max: Some(2.0),
+                runnable_outside_mean: Some(0.5),
+                ..Default::default()
+            }],
+            unavailable: vec![Unavailable {
+                sentinel: "cpu_frequency".into(),
+                reason: "no cpufreq".into(),
+            }],
+        };
+        let md = markdown(&f);
+        assert!(md.contains(
+            "| phase | wall | steal | CPU outside the run | balloon | direct reclaim | runnable outside (max, mean) |"
+        ), "{md}");
+        assert!(md.contains(
+            "| spawn | 2000 ms | 30 ms | 1000 ms (0.50 CPUs) | +0 pages | 0 stalls, 0 scanned | 2, 0.5 |"
+        ), "{md}");
+        assert!(md.contains("- cpu_frequency: not available here (no cpufreq)"));
+        assert!(md.contains("(cgroup v1 cpuacct.usage)"));
+    }
+}
