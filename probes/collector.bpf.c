@@ -1681,21 +1681,51 @@ static __always_inline __u64 popcount64(__u64 x)
 	return (x * 0x0101010101010101ULL) >> 56;
 }
 
-static __always_inline void ipi_sent(__u64 targets, void *callback)
+/* The callback ipi_send_* report is the IPI's handler (generic_smp_call_function_*, NULL for a
+ * reschedule), not the function it runs: which function each CPU is asked to run is
+ * csd:csd_queue_cpu's. */
+static __always_inline void ipi_sent(__u64 targets)
 {
 	count_at(SC_IPI_SENDS, 1);
 	count_at(SC_IPI_TARGETS, targets);
-	if (cfg[SC_CFG_TLB_FUNC] && (__u64)callback == cfg[SC_CFG_TLB_FUNC]) {
-		count_at(SC_IPI_TLB_SENDS, 1);
-		count_at(SC_IPI_TLB_TARGETS, targets);
-	}
+}
+
+static __always_inline void csd_queued(__u64 func)
+{
+	count_at(SC_CSD_QUEUED, 1);
+	if (cfg[SC_CFG_TLB_FUNC] && func == cfg[SC_CFG_TLB_FUNC])
+		count_at(SC_CSD_TLB_QUEUED, 1);
+}
+
+SEC("tp_btf/csd_queue_cpu")
+int BPF_PROG(btf_csd_queue_cpu, unsigned int cpu, unsigned long callsite, void *func)
+{
+	if (current_is_target())
+		csd_queued((__u64)func);
+	return 0;
+}
+
+struct tp_csd_queue_cpu {
+	__u64 common;
+	unsigned int cpu;
+	unsigned int pad;
+	__u64 callsite;
+	__u64 func;
+};
+
+SEC("tracepoint/csd/csd_queue_cpu")
+int tp_csd_queue_cpu(struct tp_csd_queue_cpu *ctx)
+{
+	if (current_is_target())
+		csd_queued(ctx->func);
+	return 0;
 }
 
 SEC("tp_btf/ipi_send_cpu")
 int BPF_PROG(btf_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *callback)
 {
 	if (current_is_target())
-		ipi_sent(1, callback);
+		ipi_sent(1);
 	return 0;
 }
 
@@ -1715,7 +1745,7 @@ int BPF_PROG(btf_ipi_send_cpumask, void *mask, unsigned long callsite, void *cal
 			break;
 		targets += popcount64(bits);
 	}
-	ipi_sent(targets, callback);
+	ipi_sent(targets);
 	return 0;
 }
 

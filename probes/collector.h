@@ -109,8 +109,8 @@ enum sc_counter {
 	SC_TLB_REMOTE_WRONG_CPU,
 	SC_IPI_SENDS,            /* ipi:ipi_send_cpu + ipi:ipi_send_cpumask by target tasks */
 	SC_IPI_TARGETS,          /* CPUs they were sent to */
-	SC_IPI_TLB_SENDS,        /* ... of them calling flush_tlb_func (TLB shootdowns) */
-	SC_IPI_TLB_TARGETS,
+	SC_CSD_QUEUED,           /* csd:csd_queue_cpu: function calls queued to another CPU (one a CPU) */
+	SC_CSD_TLB_QUEUED,       /* ... of them flush_tlb_func: TLB shootdowns asked of another CPU */
 	/* -- the whole machine while the run is armed, not filtered to the workload -- */
 	SC_MACHINE_DIRECT_RECLAIMS,
 	SC_MACHINE_DIRECT_RECLAIM_NS,

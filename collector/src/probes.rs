@@ -146,6 +146,7 @@ pub(crate) const PROBES: &[Probe] = &[
     btf("tlb:tlb_flush", &[("reason", 8)]),
     btf_only("ipi:ipi_send_cpu"),
     btf_only("ipi:ipi_send_cpumask"),
+    btf("csd:csd_queue_cpu", &[("func", 24)]),
     // The whole machine while the run is armed.
     btf_only("vmscan:mm_vmscan_direct_reclaim_begin"),
     btf_only("vmscan:mm_vmscan_direct_reclaim_end"),

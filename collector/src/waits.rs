@@ -100,9 +100,15 @@ const FIGURES: &[Figure] = &[
         needs: Needs::Nothing,
     },
     Figure {
-        figure: "TLB-shootdown IPIs sent",
-        metrics: &["ipi_tlb_sends", "ipi_tlb_targets"],
-        probes: &["ipi:ipi_send_cpu", "ipi:ipi_send_cpumask"],
+        figure: "function calls queued to other CPUs",
+        metrics: &["csd_queued"],
+        probes: &["csd:csd_queue_cpu"],
+        needs: Needs::Nothing,
+    },
+    Figure {
+        figure: "TLB shootdowns asked of other CPUs",
+        metrics: &["csd_tlb_queued"],
+        probes: &["csd:csd_queue_cpu"],
         needs: Needs::TlbFunc,
     },
     Figure {
