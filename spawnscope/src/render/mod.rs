@@ -10,3 +10,4 @@ pub mod flame;
 pub mod html;
 pub mod summary;
 pub mod table;
+pub mod waits;
