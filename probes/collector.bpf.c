@@ -1646,12 +1646,28 @@ int BPF_PROG(btf_contention_end, void *lock, int ret)
 /* tlb:tlb_flush reasons (include/linux/mm_types.h enum tlb_flush_reason): 0 on task switch,
  * 1 remote shootdown (received), 2 local shootdown, 3 local mm shootdown, 4 remote IPI send,
  * 5 remote wrong CPU. Counted while a target task is current. */
+static __always_inline void tlb_flushed(int reason)
+{
+	__u32 idx;
+
+	/* A constant index per reason: the verifier cannot bound one computed from an int. */
+	switch (reason) {
+	case 0: idx = SC_TLB_FLUSH_TASK_SWITCH; break;
+	case 1: idx = SC_TLB_REMOTE_SHOOTDOWN; break;
+	case 2: idx = SC_TLB_LOCAL_SHOOTDOWN; break;
+	case 3: idx = SC_TLB_LOCAL_MM_SHOOTDOWN; break;
+	case 4: idx = SC_TLB_REMOTE_SEND_IPI; break;
+	case 5: idx = SC_TLB_REMOTE_WRONG_CPU; break;
+	default: return;
+	}
+	count_at(idx, 1);
+}
+
 SEC("tp_btf/tlb_flush")
 int BPF_PROG(btf_tlb_flush, int reason, unsigned long pages)
 {
-	if (!current_is_target() || reason < 0 || reason > 5)
-		return 0;
-	count_at(SC_TLB_FLUSH_TASK_SWITCH + reason, 1);
+	if (current_is_target())
+		tlb_flushed(reason);
 	return 0;
 }
 
@@ -1665,11 +1681,8 @@ struct tp_tlb_flush {
 SEC("tracepoint/tlb/tlb_flush")
 int tp_tlb_flush(struct tp_tlb_flush *ctx)
 {
-	int reason = ctx->reason;
-
-	if (!current_is_target() || reason < 0 || reason > 5)
-		return 0;
-	count_at(SC_TLB_FLUSH_TASK_SWITCH + reason, 1);
+	if (current_is_target())
+		tlb_flushed(ctx->reason);
 	return 0;
 }
 
@@ -1683,7 +1696,8 @@ static __always_inline __u64 popcount64(__u64 x)
 
 /* The callback ipi_send_* report is the IPI's handler (generic_smp_call_function_*, NULL for a
  * reschedule), not the function it runs: which function each CPU is asked to run is
- * csd:csd_queue_cpu's. */
+ * csd:csd_queue_cpu's. That one is classic only: tp_btf refuses to read its argument `func`, a
+ * function pointer (smp_call_func_t). */
 static __always_inline void ipi_sent(__u64 targets)
 {
 	count_at(SC_IPI_SENDS, 1);
@@ -1695,14 +1709,6 @@ static __always_inline void csd_queued(__u64 func)
 	count_at(SC_CSD_QUEUED, 1);
 	if (cfg[SC_CFG_TLB_FUNC] && func == cfg[SC_CFG_TLB_FUNC])
 		count_at(SC_CSD_TLB_QUEUED, 1);
-}
-
-SEC("tp_btf/csd_queue_cpu")
-int BPF_PROG(btf_csd_queue_cpu, unsigned int cpu, unsigned long callsite, void *func)
-{
-	if (current_is_target())
-		csd_queued((__u64)func);
-	return 0;
 }
 
 struct tp_csd_queue_cpu {

@@ -73,7 +73,8 @@ const fn btf_only(tracepoint: &'static str) -> Probe {
     }
 }
 
-/// A syscall probe: classic tracepoint only (raw_syscalls would fire for every process).
+/// A syscall probe: classic tracepoint only (raw_syscalls would fire for every process). Also any
+/// other probe without a tp_btf program.
 const fn syscall(tracepoint: &'static str, fields: &'static [(&'static str, u32)]) -> Probe {
     Probe {
         tracepoint,
@@ -146,7 +147,8 @@ pub(crate) const PROBES: &[Probe] = &[
     btf("tlb:tlb_flush", &[("reason", 8)]),
     btf_only("ipi:ipi_send_cpu"),
     btf_only("ipi:ipi_send_cpumask"),
-    btf("csd:csd_queue_cpu", &[("func", 24)]),
+    // tp_btf cannot read its function-pointer argument: the classic record only.
+    syscall("csd:csd_queue_cpu", &[("func", 24)]),
     // The whole machine while the run is armed.
     btf_only("vmscan:mm_vmscan_direct_reclaim_begin"),
     btf_only("vmscan:mm_vmscan_direct_reclaim_end"),

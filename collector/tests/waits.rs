@@ -315,10 +315,14 @@ fn mmap_lock_waits_grow_with_threads_that_map_concurrently() {
         ns_4 >= 10 * ns_1,
         "four threads waited {ns_4} ns for mmap_lock, one thread {ns_1} ns"
     );
-    // Unmapping memory other CPUs may cache asks them to flush: never with one thread.
+    // Unmapping memory other CPUs may cache asks them to flush: hardly ever with one thread
+    // (the sleeping main thread's CPU, seldom), all the time with four.
     if unavailable(&four.report, "TLB shootdowns asked of other CPUs").is_none() {
-        assert_eq!(one.report.total("csd_tlb_queued"), 0);
-        assert!(four.report.total("csd_tlb_queued") > 0);
+        let (tlb_1, tlb_4) = (
+            one.report.total("csd_tlb_queued"),
+            four.report.total("csd_tlb_queued"),
+        );
+        assert!(tlb_4 >= 100 && tlb_1 * 10 <= tlb_4, "{tlb_1} vs {tlb_4}");
     }
 }
 
@@ -424,6 +428,13 @@ fn a_missing_wait_probe_makes_its_figure_not_available_not_zero() {
         return;
     };
     let r = &run.report;
+    // Every other program loads as written: none refused by the verifier.
+    for p in &r.probes {
+        if p.probe != "vmscan:mm_vmscan_direct_reclaim_end" {
+            let note = p.note.as_deref().unwrap_or("");
+            assert!(!note.contains("verifier"), "{p:?}");
+        }
+    }
     let status = r
         .probes
         .iter()
