@@ -4,11 +4,11 @@
 use crate::layout::{counter, cut, hist, rss, series, state, sys};
 use crate::layout::{CUT_EPOCHS, ERRNO_SLOTS, PHASE_SLOTS};
 use crate::maps::Raw;
-use crate::waits::{self, Support};
 use crate::model::{
     CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram, Metric,
     PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, REPORT_SCHEMA,
 };
+use crate::waits::{self, Support};
 
 /// What the report is assembled from besides the maps.
 pub(crate) struct Meta {

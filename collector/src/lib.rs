@@ -62,9 +62,9 @@ pub use config::Config;
 pub use cross_checks::{CrossCheck, Verdict};
 pub use launch::Rusage;
 pub use model::{
-    Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram,
-    FutexAddress, FutexBucket, FutexHash, Metric, PhaseMark, PreExec, ProbeStatus, ProgramCost,
-    Report, RusageBasis, Series, Unavailable, Waits, REPORT_SCHEMA,
+    Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, FutexAddress, FutexBucket,
+    FutexHash, HistBucket, Histogram, Metric, PhaseMark, PreExec, ProbeStatus, ProgramCost, Report,
+    RusageBasis, Series, Unavailable, Waits, REPORT_SCHEMA,
 };
 pub use probes::{tracefs_root, tracepoints};
 pub use summary::{metric_label, SummaryRow};

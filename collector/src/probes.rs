@@ -127,11 +127,17 @@ pub(crate) const PROBES: &[Probe] = &[
     // state (a kernel with BTF), and the waiters each bucket of the futex hash holds.
     syscall("syscalls:sys_enter_futex", &[("uaddr", 16), ("op", 24)]),
     syscall("syscalls:sys_exit_futex", RET),
-    syscall("syscalls:sys_enter_futex_wait", &[("uaddr", 16), ("flags", 40)]),
+    syscall(
+        "syscalls:sys_enter_futex_wait",
+        &[("uaddr", 16), ("flags", 40)],
+    ),
     syscall("syscalls:sys_exit_futex_wait", RET),
     syscall("syscalls:sys_enter_futex_waitv", &[]),
     syscall("syscalls:sys_exit_futex_waitv", RET),
-    syscall("syscalls:sys_enter_futex_wake", &[("uaddr", 16), ("flags", 40)]),
+    syscall(
+        "syscalls:sys_enter_futex_wake",
+        &[("uaddr", 16), ("flags", 40)],
+    ),
     syscall("syscalls:sys_exit_futex_wake", RET),
     syscall("syscalls:sys_enter_getrusage", &[("who", 16)]),
     syscall("syscalls:sys_exit_getrusage", RET),

@@ -4,9 +4,7 @@
 
 use crate::layout::{faddr, fbucket, state, FUTEX_ADDRS};
 use crate::maps::Raw;
-use crate::model::{
-    Attach, FutexAddress, FutexBucket, FutexHash, ProbeStatus, Unavailable, Waits,
-};
+use crate::model::{Attach, FutexAddress, FutexBucket, FutexHash, ProbeStatus, Unavailable, Waits};
 
 /// What the kernel offers the wait figures (found by attach before loading).
 #[derive(Clone, Copy, Debug, Default)]
@@ -178,11 +176,7 @@ const FIGURES: &[Figure] = &[
 
 /// The figures this host cannot give, each with why.
 pub(crate) fn unavailable(probes: &[ProbeStatus], support: Support) -> Vec<Unavailable> {
-    let attached = |id: &str| {
-        probes
-            .iter()
-            .any(|p| p.probe == id && p.attach.is_some())
-    };
+    let attached = |id: &str| probes.iter().any(|p| p.probe == id && p.attach.is_some());
     FIGURES
         .iter()
         .filter_map(|f| {
@@ -232,7 +226,8 @@ pub(crate) fn waits(raw: &Raw, probes: &[ProbeStatus], support: Support) -> Wait
     ];
     let attach_of = |id: &str| probes.iter().find(|p| p.probe == id).and_then(|p| p.attach);
     if attach_of("huge_memory:mm_khugepaged_collapse_file").is_none() {
-        notes.push("THP collapses of files are not counted (no mm_khugepaged_collapse_file)".into());
+        notes
+            .push("THP collapses of files are not counted (no mm_khugepaged_collapse_file)".into());
     }
     if attach_of("sched:sched_switch") == Some(Attach::Tracepoint) {
         notes.push("outside_oncpu_ns from the classic sched_switch (prev is current)".into());
@@ -243,7 +238,10 @@ pub(crate) fn waits(raw: &Raw, probes: &[ProbeStatus], support: Support) -> Wait
             .into(),
     );
     let futex_hash = hash_known.then(|| futex_hash(raw));
-    if futex_hash.as_ref().is_some_and(|h| h.addresses_untracked > 0) {
+    if futex_hash
+        .as_ref()
+        .is_some_and(|h| h.addresses_untracked > 0)
+    {
         notes.push(format!(
             "the table of {FUTEX_ADDRS} futex addresses was full: later addresses are not named"
         ));
@@ -322,7 +320,9 @@ mod tests {
             .map(|p| ProbeStatus {
                 probe: p.to_string(),
                 attach: (!except.contains(&p)).then_some(Attach::TpBtf),
-                note: except.contains(&p).then(|| "no tracepoint here".to_string()),
+                note: except
+                    .contains(&p)
+                    .then(|| "no tracepoint here".to_string()),
             })
             .collect()
     }
@@ -353,8 +353,13 @@ mod tests {
         let gone = unavailable(&attached(&["vmscan:mm_vmscan_direct_reclaim_end"]), ALL);
         assert_eq!(gone.len(), 1);
         assert_eq!(gone[0].figure, "direct reclaim (machine)");
-        assert!(gone[0].why.contains("mm_vmscan_direct_reclaim_end"), "{gone:?}");
-        assert!(gone[0].metrics.contains(&"machine_direct_reclaim_ns".to_string()));
+        assert!(
+            gone[0].why.contains("mm_vmscan_direct_reclaim_end"),
+            "{gone:?}"
+        );
+        assert!(gone[0]
+            .metrics
+            .contains(&"machine_direct_reclaim_ns".to_string()));
 
         let no_storage = Support {
             task_storage: false,
@@ -374,7 +379,9 @@ mod tests {
             assert!(figures.iter().any(|g| g == f), "{f} in {figures:?}");
         }
         // Counters that need no start time stay.
-        assert!(!figures.iter().any(|g| g == "TLB flushes" || g.starts_with("CPU time")));
+        assert!(!figures
+            .iter()
+            .any(|g| g == "TLB flushes" || g.starts_with("CPU time")));
         // Per-thread state times futex ops without task storage.
         let per_thread = Support {
             per_thread: true,

@@ -134,7 +134,7 @@ fn child_futex_buckets() {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::sleep(Duration::from_millis(500)); // each one from its count into its wait
-    // SAFETY: prctl with integer arguments.
+                                                    // SAFETY: prctl with integer arguments.
     let slots = unsafe { libc::prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS, 0, 0, 0) };
     let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
     let words: Vec<AtomicU32> = (0..4096).map(|_| AtomicU32::new(0)).collect();
@@ -205,9 +205,16 @@ fn run_child(test: &str, child: &str, config: impl FnOnce(&mut Config)) -> Optio
         return None;
     }
     let exe = std::env::current_exe().unwrap();
-    let args: Vec<String> = ["--ignored", "--exact", child, "--nocapture", "--test-threads=1", "-q"]
-        .map(String::from)
-        .to_vec();
+    let args: Vec<String> = [
+        "--ignored",
+        "--exact",
+        child,
+        "--nocapture",
+        "--test-threads=1",
+        "-q",
+    ]
+    .map(String::from)
+    .to_vec();
     let setup = ChildSetup {
         gated: true,
         stdin: Stdio::Null,
@@ -309,8 +316,14 @@ fn mmap_lock_waits_grow_with_threads_that_map_concurrently() {
     assert!(waits_1 >= 2 * CHURN_ROUNDS as u64, "{waits_1}");
     assert!(waits_4 >= 2 * CHURN_ROUNDS as u64, "{waits_4}");
     // Alone, nobody holds it when a thread asks: only the tracing's own nanoseconds.
-    assert!(contended_1 <= 10, "{contended_1} contended waits with one thread");
-    assert!(contended_4 >= 20, "{contended_4} contended waits with four threads");
+    assert!(
+        contended_1 <= 10,
+        "{contended_1} contended waits with one thread"
+    );
+    assert!(
+        contended_4 >= 20,
+        "{contended_4} contended waits with four threads"
+    );
     assert!(
         ns_4 >= 10 * ns_1,
         "four threads waited {ns_4} ns for mmap_lock, one thread {ns_1} ns"
@@ -387,10 +400,23 @@ fn futex_wakes_walk_every_waiter_of_their_bucket() {
         ns_c as f64 / wakes_c.max(1) as f64 / 1e3,
         hash.walk_max
     );
-    println!("{test}: top futexes {:?}", &hash.top_futexes[..hash.top_futexes.len().min(3)]);
-    println!("{test}: busiest buckets {:?}", &hash.busiest_buckets[..hash.busiest_buckets.len().min(3)]);
-    assert_eq!(hash.slots, Some(slots), "the kernel side read the same size");
-    assert!(!hash.resized, "the hash kept its size (2,000 threads on this machine)");
+    println!(
+        "{test}: top futexes {:?}",
+        &hash.top_futexes[..hash.top_futexes.len().min(3)]
+    );
+    println!(
+        "{test}: busiest buckets {:?}",
+        &hash.busiest_buckets[..hash.busiest_buckets.len().min(3)]
+    );
+    assert_eq!(
+        hash.slots,
+        Some(slots),
+        "the kernel side read the same size"
+    );
+    assert!(
+        !hash.resized,
+        "the hash kept its size (2,000 threads on this machine)"
+    );
     assert_eq!((wakes_b, wakes_c), (WAKES as u64, WAKES as u64));
     // Every wake on B finds the PARKED waiters of A in its bucket (a few more: the harness's
     // own threads may wait there too); C's bucket holds next to none.
@@ -446,13 +472,19 @@ fn a_missing_wait_probe_makes_its_figure_not_available_not_zero() {
         "machine_direct_reclaim_ns",
         "machine_direct_reclaimed_pages",
     ] {
-        assert!(r.metric(metric).is_none(), "{metric} shown without its probe");
+        assert!(
+            r.metric(metric).is_none(),
+            "{metric} shown without its probe"
+        );
     }
     let why = unavailable(r, "direct reclaim (machine)").expect("said unavailable");
     assert!(why.contains("mm_vmscan_direct_reclaim_end"), "{why}");
     // The other machine-wide figures stay.
     assert!(r.metric("outside_oncpu_ns").is_some());
-    assert!(r.metric("machine_thp_collapses").is_some() || unavailable(r, "THP collapses (machine)").is_some());
+    assert!(
+        r.metric("machine_thp_collapses").is_some()
+            || unavailable(r, "THP collapses (machine)").is_some()
+    );
     println!(
         "{test}: outside the run {:.1} ms on-CPU; unavailable: {:?}",
         r.total("outside_oncpu_ns") as f64 / 1e6,

@@ -138,14 +138,16 @@ fn the_lean_collector_keeps_counters_and_cross_checks_and_says_what_it_cost() {
         r.metric("futex_wait_ns").is_some(),
         r.diagnostics.task_storage
     );
-    for probe in ["kmem:rss_stat"] {
-        let status = r.probes.iter().find(|p| p.probe == probe).unwrap();
-        assert_eq!(status.attach, None, "{status:?}");
-        assert_eq!(
-            status.note.as_deref(),
-            Some(spawnscope_collector::PER_THREAD_ONLY)
-        );
-    }
+    let status = r
+        .probes
+        .iter()
+        .find(|p| p.probe == "kmem:rss_stat")
+        .unwrap();
+    assert_eq!(status.attach, None, "{status:?}");
+    assert_eq!(
+        status.note.as_deref(),
+        Some(spawnscope_collector::PER_THREAD_ONLY)
+    );
     assert_eq!(r.histogram("clone3_ns").map_or(0, |h| h.count), 0);
     // The kernel timed every program that ran.
     let switch = r

@@ -105,16 +105,52 @@ pub struct Waits {
 
 /// (counter of the waits, words, kind). The `_ns` counter is the same name less `s` plus `_ns`.
 const WAIT_ROWS: &[(&str, &str, WaitKind)] = &[
-    ("mmap_lock_read_waits", "waiting for mmap_lock (read)", WaitKind::Sleeping),
-    ("mmap_lock_write_waits", "waiting for mmap_lock (write)", WaitKind::Sleeping),
+    (
+        "mmap_lock_read_waits",
+        "waiting for mmap_lock (read)",
+        WaitKind::Sleeping,
+    ),
+    (
+        "mmap_lock_write_waits",
+        "waiting for mmap_lock (write)",
+        WaitKind::Sleeping,
+    ),
     ("lock_spin_waits", "contended spinlocks", WaitKind::Spinning),
-    ("lock_rwlock_waits", "contended rwlocks (spinning)", WaitKind::Spinning),
-    ("lock_rwsem_read_waits", "contended rw_semaphores, read (mmap_lock among them)", WaitKind::Sleeping),
-    ("lock_rwsem_write_waits", "contended rw_semaphores, write (mmap_lock among them)", WaitKind::Sleeping),
-    ("lock_mutex_waits", "contended mutexes (spin, then sleep)", WaitKind::Sleeping),
-    ("lock_rtmutex_waits", "contended rt-mutexes", WaitKind::Sleeping),
-    ("lock_percpu_rwsem_waits", "contended per-CPU rw_semaphores", WaitKind::Sleeping),
-    ("lock_other_waits", "other contended locks (semaphores)", WaitKind::Sleeping),
+    (
+        "lock_rwlock_waits",
+        "contended rwlocks (spinning)",
+        WaitKind::Spinning,
+    ),
+    (
+        "lock_rwsem_read_waits",
+        "contended rw_semaphores, read (mmap_lock among them)",
+        WaitKind::Sleeping,
+    ),
+    (
+        "lock_rwsem_write_waits",
+        "contended rw_semaphores, write (mmap_lock among them)",
+        WaitKind::Sleeping,
+    ),
+    (
+        "lock_mutex_waits",
+        "contended mutexes (spin, then sleep)",
+        WaitKind::Sleeping,
+    ),
+    (
+        "lock_rtmutex_waits",
+        "contended rt-mutexes",
+        WaitKind::Sleeping,
+    ),
+    (
+        "lock_percpu_rwsem_waits",
+        "contended per-CPU rw_semaphores",
+        WaitKind::Sleeping,
+    ),
+    (
+        "lock_other_waits",
+        "other contended locks (semaphores)",
+        WaitKind::Sleeping,
+    ),
 ];
 
 fn ns_metric(waits_metric: &str) -> String {
@@ -334,7 +370,11 @@ mod tests {
         // Kinds that never happened are left out, mmap_lock is not.
         assert_eq!(
             labels,
-            ["mmap_lock_read_waits", "mmap_lock_write_waits", "lock_spin_waits"]
+            [
+                "mmap_lock_read_waits",
+                "mmap_lock_write_waits",
+                "lock_spin_waits"
+            ]
         );
         assert_eq!(w.rows[0].share_of_system, None);
         assert_eq!(w.rows[0].ns_per_task, Some(2e8));
@@ -348,6 +388,9 @@ mod tests {
         // Not available is None with a reason, never 0.
         assert_eq!(w.machine.direct_reclaims, None);
         assert_eq!(w.machine.outside_oncpu_ns, Some(7));
-        assert_eq!(w.not_available, ["direct reclaim (machine): probes not attached: vmscan:x"]);
+        assert_eq!(
+            w.not_available,
+            ["direct reclaim (machine): probes not attached: vmscan:x"]
+        );
     }
 }

@@ -7,8 +7,8 @@ use std::path::Path;
 use crate::analyse::probes::{ProbeCost, ProbeSummary};
 use crate::analyse::summary::Summary;
 use crate::record::Fingerprint;
-use crate::render::{attribution, waits};
 use crate::render::table::{Cell, Table};
+use crate::render::{attribution, waits};
 use crate::units::{bytes, count};
 
 fn secs_to_clock(s: f64) -> String {

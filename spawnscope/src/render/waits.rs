@@ -20,10 +20,17 @@ fn opt(v: Option<u64>) -> String {
 /// the CPU, and the time per phase.
 pub fn waits_table(w: &Waits) -> Table {
     let mut t = Table::new(
-        ["wait", "count", "waited (all tasks)", "per wait", "per task", "CPU"]
-            .map(String::from)
-            .into_iter()
-            .chain(w.phases.iter().cloned()),
+        [
+            "wait",
+            "count",
+            "waited (all tasks)",
+            "per wait",
+            "per task",
+            "CPU",
+        ]
+        .map(String::from)
+        .into_iter()
+        .chain(w.phases.iter().cloned()),
     );
     for r in &w.rows {
         let cpu = match (r.kind, r.share_of_system) {
@@ -172,7 +179,7 @@ pub fn markdown(md: &mut String, w: &Waits) {
 /// The terminal's lines: the biggest waits in one line, the futex walk, the machine.
 pub fn terminal(out: &mut String, w: &Waits) {
     let mut top: Vec<_> = w.rows.iter().filter(|r| r.total_ns > 0).collect();
-    top.sort_by(|a, b| b.total_ns.cmp(&a.total_ns));
+    top.sort_by_key(|r| std::cmp::Reverse(r.total_ns));
     let waits: Vec<String> = top
         .iter()
         .take(3)
