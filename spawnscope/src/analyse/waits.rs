@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use spawnscope_collector::Report as CollectorReport;
 
+use crate::record::perf::Profile;
+
 /// Whether a wait burns CPU while it lasts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -101,6 +103,78 @@ pub struct Waits {
     /// "figure: why", for each figure this host could not give.
     pub not_available: Vec<String>,
     pub notes: Vec<String>,
+    /// perf's sampled view of the same spinning, when the run was recorded with --perf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf: Option<PerfBeside>,
+}
+
+/// perf's kernel samples inside a spin-lock slow path, set beside the spinning counted exactly.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PerfBeside {
+    pub kernel_samples: u64,
+    /// Kernel samples with a spin-lock or rwlock slow path on their stack.
+    pub spin_samples: u64,
+    /// Their share of the kernel samples scaled to the run's system time.
+    pub spin_s: f64,
+    /// Spinning counted exactly: contended spinlocks and rwlocks, from contention_begin to end.
+    pub exact_spin_s: f64,
+    /// The samples perf should have caught if the exact figure is right, and the binomial
+    /// standard error of that count (sqrt(n p (1 - p)), p = exact spin / system time).
+    pub expected_samples: f64,
+    pub expected_se: f64,
+    /// The samples lie within two standard errors of the expected count (and 2 samples, for runs
+    /// with few).
+    pub agree: bool,
+}
+
+/// The slow paths a contended spinlock or rwlock spins in (native and paravirt).
+const SPIN_FRAMES: &[&str] = &[
+    "queued_spin_lock_slowpath",
+    "queued_read_lock_slowpath",
+    "queued_write_lock_slowpath",
+];
+
+/// perf's share of kernel samples spinning on locks, beside the exact spin time; None without
+/// kernel samples or without the exact figures.
+pub fn perf_beside(w: &Waits, profile: &Profile) -> Option<PerfBeside> {
+    let exact_ns: u64 = w
+        .rows
+        .iter()
+        .filter(|r| r.kind == Some(WaitKind::Spinning))
+        .map(|r| r.total_ns)
+        .sum();
+    let exact_known = w
+        .not_available
+        .iter()
+        .all(|n| !n.starts_with("kernel lock contention"));
+    let kernel: Vec<_> = profile.stacks.iter().filter(|s| s.kernel_mode()).collect();
+    let kernel_samples: u64 = kernel.iter().map(|s| s.count).sum();
+    if !exact_known || kernel_samples == 0 || w.system_s <= 0.0 {
+        return None;
+    }
+    let spin_samples: u64 = kernel
+        .iter()
+        .filter(|s| {
+            s.frames
+                .iter()
+                .any(|f| SPIN_FRAMES.iter().any(|spin| f.contains(spin)))
+        })
+        .map(|s| s.count)
+        .sum();
+    let n = kernel_samples as f64;
+    let exact_spin_s = exact_ns as f64 / 1e9;
+    let p_exact = (exact_spin_s / w.system_s).clamp(0.0, 1.0);
+    let expected_samples = p_exact * n;
+    let expected_se = (n * p_exact * (1.0 - p_exact)).sqrt();
+    Some(PerfBeside {
+        kernel_samples,
+        spin_samples,
+        spin_s: spin_samples as f64 / n * w.system_s,
+        exact_spin_s,
+        expected_samples,
+        expected_se,
+        agree: (spin_samples as f64 - expected_samples).abs() <= 2.0 * expected_se + 2.0,
+    })
 }
 
 /// (counter of the waits, words, kind). The `_ns` counter is the same name less `s` plus `_ns`.
@@ -277,6 +351,7 @@ pub fn waits(
             .map(|u| format!("{}: {}", u.figure, u.why))
             .collect(),
         notes: section.notes.clone(),
+        perf: None,
     })
 }
 

@@ -18,6 +18,7 @@ use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
 use crate::analyse::phases::perf_phases;
 use crate::analyse::summary::{summarize, Summary};
 use crate::analyse::timeline;
+use crate::analyse::waits::{self, Waits};
 use crate::measure;
 use crate::record::perf::{read_samples, write_folded, PerfRecord, Profile, Samples};
 use crate::record::{self, LoadedRun, Plan};
@@ -72,10 +73,19 @@ pub struct RunProfile {
 }
 
 /// Where the run's CPU time went, and its flame graph (drawn where `writes` says).
-fn attribution_of(dir: &Path, loaded: &LoadedRun, writes: Writes) -> Result<Option<Attribution>> {
+/// The exact waits, when counted, get perf's sampled view of the same spinning beside them.
+fn attribution_of(
+    dir: &Path,
+    loaded: &LoadedRun,
+    writes: Writes,
+    waits: Option<&mut Waits>,
+) -> Result<Option<Attribution>> {
     let Some(p) = profile(dir, loaded, writes)? else {
         return Ok(None);
     };
+    if let Some(w) = waits {
+        w.perf = waits::perf_beside(w, &p.profile);
+    }
     let perf_record: Option<PerfRecord> = record::read_json(dir, record::PERF_RECORD).ok();
     let mut a = attribution::of_run(
         &p.profile,
@@ -105,7 +115,7 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
         &loaded.events,
         loaded.collector.as_ref(),
     );
-    match attribution_of(dir, &loaded, writes) {
+    match attribution_of(dir, &loaded, writes, summary.waits.as_mut()) {
         Ok(attribution) => summary.attribution = attribution,
         Err(err) => summary
             .left_out

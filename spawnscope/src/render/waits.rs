@@ -169,11 +169,35 @@ pub fn markdown(md: &mut String, w: &Waits) {
     for note in &w.notes {
         let _ = writeln!(md, "- {note}");
     }
-    let _ = writeln!(
-        md,
-        "- perf's sampled share of lock slow paths is not set beside these: its attribution keeps \
-         each sample's deciding frame, not the lock slow path below it"
-    );
+    if let Some(line) = perf_line(w) {
+        let _ = writeln!(md, "- {line}");
+    }
+}
+
+/// perf's sampled spinning beside the exact one, and whether they agree.
+pub fn perf_line(w: &Waits) -> Option<String> {
+    let p = w.perf.as_ref()?;
+    let verdict = if p.agree {
+        "they agree within sampling error".to_string()
+    } else {
+        "they differ by more than sampling error: cpu-clock cannot sample while interrupts are \
+         off (a spin_lock_irqsave wait is charged to where they are re-enabled), a paravirt \
+         spinlock halts its vCPU instead of spinning, and the exact figure also holds the \
+         tracing's own nanoseconds"
+            .to_string()
+    };
+    Some(format!(
+        "perf, sampling the same run: {} of {} kernel samples ({:.1} %) in a spin-lock or rwlock \
+         slow path, {} of system time, against {} of spinning counted exactly (which perf would \
+         catch in {:.1} ± {:.1} samples); {verdict}",
+        count(p.spin_samples),
+        count(p.kernel_samples),
+        p.spin_samples as f64 * 100.0 / p.kernel_samples.max(1) as f64,
+        in_unit(p.spin_s * 1e9, "ns"),
+        in_unit(p.exact_spin_s * 1e9, "ns"),
+        p.expected_samples,
+        p.expected_se,
+    ))
 }
 
 /// The terminal's lines: the biggest waits in one line, the futex walk, the machine.
@@ -199,4 +223,7 @@ pub fn terminal(out: &mut String, w: &Waits) {
     }
     let _ = writeln!(out, "\t{}", tlb_line(w));
     let _ = writeln!(out, "\t{}", machine_line(w));
+    if let Some(line) = perf_line(w) {
+        let _ = writeln!(out, "\t{line}");
+    }
 }
