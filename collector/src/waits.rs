@@ -229,6 +229,7 @@ pub(crate) fn waits(raw: &Raw, probes: &[ProbeStatus], support: Support) -> Wait
         notes
             .push("THP collapses of files are not counted (no mm_khugepaged_collapse_file)".into());
     }
+    notes.push("THP splits are not counted: no tracepoint reports them".into());
     if attach_of("sched:sched_switch") == Some(Attach::Tracepoint) {
         notes.push("outside_oncpu_ns from the classic sched_switch (prev is current)".into());
     }

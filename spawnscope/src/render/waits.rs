@@ -227,3 +227,59 @@ pub fn terminal(out: &mut String, w: &Waits) {
         let _ = writeln!(out, "\t{line}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::waits::{FutexFigures, WaitRow};
+
+    #[test]
+    fn spinning_is_cpu_time_sleeping_is_not_and_missing_is_said() {
+        let row = |metric: &str, kind, share| WaitRow {
+            metric: metric.into(),
+            label: metric.into(),
+            kind: Some(kind),
+            count: 4,
+            total_ns: 4_000_000,
+            ns_per_task: Some(400_000.0),
+            share_of_system: share,
+            per_phase_ns: vec![0, 4_000_000],
+        };
+        let w = Waits {
+            phases: vec!["startup".into(), "spawn".into()],
+            system_s: 0.016,
+            rows: vec![
+                row("lock_spin_waits", WaitKind::Spinning, Some(0.25)),
+                row("mmap_lock_write_waits", WaitKind::Sleeping, None),
+            ],
+            futex: Some(FutexFigures {
+                wakes: 200,
+                hashed_wakes: Some(200),
+                walked: Some(400_000),
+                walked_per_wake: Some(2000.0),
+                walk_max: Some(2000),
+                wakes_walking_1000: Some(200),
+                hash_slots: Some(16),
+                ..FutexFigures::default()
+            }),
+            ..Waits::default()
+        };
+        let mut md = String::new();
+        markdown(&mut md, &w);
+        assert!(
+            md.contains("## Where the system time goes (exact, from the kernel's tracepoints)\n")
+        );
+        assert!(md.contains(
+            "| lock_spin_waits | 4 | 4.0 ms | 1.0 ms | 400.0 µs | spinning: 25.0 % of system time | 0 ns | 4.0 ms |"
+        ), "{md}");
+        assert!(md.contains("| asleep, not CPU time |"), "{md}");
+        assert!(md.contains("walking 2000.0 waiters per wake"), "{md}");
+        assert!(md.contains("; hash of 16 slots"), "{md}");
+        // Figures this host could not give are said so, not shown as 0.
+        assert!(
+            md.contains("TLB shootdowns asked of other CPUs: not available here"),
+            "{md}"
+        );
+        assert!(md.contains("direct reclaim not available here"), "{md}");
+    }
+}
