@@ -145,6 +145,58 @@ struct {
 	__type(value, __u64);
 } nv_by_tid SEC(".maps");
 
+/* The start of each kind of wait a task may be inside, for the wait figures without a per-thread
+ * hash: task local storage (one struct per task, freed with the task; a lookup is a pointer
+ * from task_struct, no hashing). Created only on kernels with BTF (cfg SC_CFG_TASK_STORAGE);
+ * every use sits behind that constant, so the verifier drops it where the map is not created. */
+struct sc_waits {
+	__u64 mmap_ts;           /* mmap_lock_start_locking, else 0 */
+	__u64 lock_ts[2];        /* contention_begin, two levels (a mutex's wait_lock inside it) */
+	__u64 lock_addr[2];
+	__u32 lock_kind[2];
+	__u32 lock_depth;
+	__u32 futex_kind;        /* enum sc_sys: FUTEX_WAIT, FUTEX_WAKE, SC_NR_SYS = none */
+	__u64 futex_ts;
+	__s64 futex_bucket;      /* bucket this wait was counted in, -1 none */
+	__u64 reclaim_ts;        /* machine-wide: any task in direct reclaim / compaction */
+	__u64 compact_ts;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sc_waits);
+} waits_by_task SEC(".maps");
+
+struct vec_fbucket { __u64 v[SC_NR_FB]; };
+struct vec_faddr { __u64 v[SC_NR_FA]; };
+
+/* Waiters per bucket of the target's private futex hash: what each wake walks. Shared by all
+ * CPUs, so atomic adds. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SC_FUTEX_BUCKETS);
+	__type(key, __u32);
+	__type(value, struct vec_fbucket);
+} futex_buckets SEC(".maps");
+
+/* Per futex address (private ops only), for naming the futexes whose wakes walk the most. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SC_FUTEX_ADDRS);
+	__type(key, __u64);
+	__type(value, struct vec_faddr);
+} futex_addrs SEC(".maps");
+
+/* When this CPU's current task got it (sched_switch): on-CPU time of tasks outside the run. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} cpu_since SEC(".maps");
+
 /* ---- small helpers ------------------------------------------------------------------------ */
 
 static __always_inline bool armed(void)
@@ -165,6 +217,14 @@ static __always_inline struct vec_counters *phase_vec(void)
 	if (slot >= SC_PHASE_SLOTS)
 		slot = SC_PHASE_SLOTS - 1;
 	return bpf_map_lookup_elem(&phase_counters, &slot);
+}
+
+static __always_inline void count_at(__u32 idx, __u64 n)
+{
+	struct vec_counters *c = phase_vec();
+
+	if (c && idx < SC_NR_COUNTERS)
+		c->v[idx] += n;
 }
 
 static __always_inline struct vec_cut *cut_vec(void)
@@ -239,6 +299,30 @@ static __always_inline struct sc_task *task_get(__u32 tid, bool create)
 		return t;
 	}
 	return bpf_map_lookup_elem(&tasks, &tid);
+}
+
+/* The current task's wait starts; with create, made when missing. NULL without task storage. */
+static __always_inline struct sc_waits *waits_get(bool create)
+{
+	if (!cfg[SC_CFG_TASK_STORAGE])
+		return NULL;
+	return bpf_task_storage_get(&waits_by_task, bpf_get_current_task_btf(), 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* On-CPU time of the task leaving this CPU when it is outside the run: not the target's, not the
+ * collector's own process, not the idle task. */
+static __always_inline void outside_switch(__u32 prev_pid, __u32 prev_tgid, __u64 now)
+{
+	__u32 zero = 0;
+	__u64 *since = bpf_map_lookup_elem(&cpu_since, &zero);
+
+	if (!since)
+		return;
+	if (*since && now > *since && prev_pid != 0 && prev_tgid != TGID &&
+	    prev_tgid != (__u32)cfg[SC_CFG_SELF_TGID])
+		count_at(SC_OUTSIDE_ONCPU_NS, now - *since);
+	*since = now;
 }
 
 /* ---- exec: arms the counting -------------------------------------------------------------- */
@@ -486,6 +570,7 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 	if (!armed())
 		return 0;
 	now = bpf_ktime_get_ns();
+	outside_switch(prev->pid, prev->tgid, now);
 	if ((__u32)prev->tgid == TGID) {
 		__u32 tid = prev->pid;
 		__u64 nvcsw = prev->nvcsw;
@@ -560,6 +645,8 @@ int tp_sched_switch(struct tp_sched_switch *ctx)
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
+	/* prev is current: its tgid is ours to read. */
+	outside_switch(ctx->prev_pid, (__u32)(bpf_get_current_pid_tgid() >> 32), now);
 	if (current_target) {
 		bool last = st & (REPORT_EXIT_DEAD | REPORT_EXIT_ZOMBIE);
 		__u32 tid = ctx->prev_pid;
@@ -921,10 +1008,7 @@ static __always_inline __u64 syscall_exit(__u32 kind)
 
 static __always_inline void count(__u32 idx, __u64 n)
 {
-	struct vec_counters *c = phase_vec();
-
-	if (c && idx < SC_NR_COUNTERS)
-		c->v[idx] += n;
+	count_at(idx, n);
 }
 
 static __always_inline void clone_enter(__u32 kind)
@@ -1030,8 +1114,157 @@ int tp_sys_enter_madvise(struct tp_sys_enter *ctx)
 	return 0;
 }
 
+/*
+ * The futex hash a private futex lands in. Since 6.16 a process has its own hash
+ * (mm->futex_phash, kernel/futex/core.c): bucket = jhash2({address low, high}, 2, offset) &
+ * hash_mask, where address is uaddr's page and offset uaddr's place in it. futex_wake() walks
+ * that bucket's whole chain -- every waiter queued on any address hashing there -- under the
+ * bucket's spinlock, until it has woken nr_wake matching waiters. Counting each bucket's waiters
+ * (+1 at a wait op's entry, -1 at its exit) tells, at each wake, how many it may walk.
+ */
+struct futex_private_hash___x {
+	unsigned int hash_mask;
+} __attribute__((preserve_access_index));
+
+struct mm_struct___x {
+	struct futex_private_hash___x *futex_phash;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 rol32(__u32 word, __u32 shift)
+{
+	return (word << shift) | (word >> ((-shift) & 31));
+}
+
+/* include/linux/jhash.h, jhash2() for two words: Bob Jenkins' lookup3 final mix. */
+static __always_inline __u32 jhash2_2(__u32 k0, __u32 k1, __u32 initval)
+{
+	__u32 a, b, c;
+
+	a = b = c = 0xdeadbeef + (2 << 2) + initval;
+	b += k1;
+	a += k0;
+	c ^= b; c -= rol32(b, 14);
+	a ^= c; a -= rol32(c, 11);
+	b ^= a; b -= rol32(a, 25);
+	c ^= b; c -= rol32(b, 16);
+	a ^= c; a -= rol32(c, 4);
+	b ^= a; b -= rol32(a, 14);
+	c ^= b; c -= rol32(b, 24);
+	return c;
+}
+
+/* The bucket of private futex uaddr in the current process's own hash, -1 when not known (no
+ * private hash: the process uses the global one; a kernel before 6.16; a hash too big). */
+static __always_inline __s64 futex_bucket_of(__u64 uaddr)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct___x *mm;
+	struct futex_private_hash___x *fph;
+	__u64 page = cfg[SC_CFG_PAGE_SIZE] ? cfg[SC_CFG_PAGE_SIZE] : 4096;
+	__u64 offset = uaddr & (page - 1), address = uaddr - offset, slots, seen;
+	__u32 mask;
+
+	if (!bpf_core_field_exists(struct mm_struct___x, futex_phash))
+		return -1;
+	mm = (struct mm_struct___x *)BPF_CORE_READ(task, mm);
+	fph = BPF_CORE_READ(mm, futex_phash);
+	mask = fph ? BPF_CORE_READ(fph, hash_mask) : 0;
+	if (!mask) {
+		__sync_fetch_and_add(&state[SC_ST_FUTEX_GLOBAL_HASH], 1);
+		return -1;
+	}
+	slots = (__u64)mask + 1;
+	seen = state[SC_ST_FUTEX_HASH_SLOTS];
+	if (seen != slots) {
+		if (seen)
+			__sync_fetch_and_add(&state[SC_ST_FUTEX_HASH_RESIZES], 1);
+		state[SC_ST_FUTEX_HASH_SLOTS] = slots;
+	}
+	if (slots > SC_FUTEX_BUCKETS) {
+		__sync_fetch_and_add(&state[SC_ST_FUTEX_HASH_TOO_BIG], 1);
+		return -1;
+	}
+	return jhash2_2((__u32)address, (__u32)(address >> 32), (__u32)offset) & mask;
+}
+
+static __always_inline struct vec_faddr *futex_addr(__u64 uaddr, __s64 bucket)
+{
+	struct vec_faddr fresh = {}, *fa = bpf_map_lookup_elem(&futex_addrs, &uaddr);
+
+	if (fa)
+		return fa;
+	fresh.v[SC_FA_BUCKET] = bucket;
+	if (bpf_map_update_elem(&futex_addrs, &uaddr, &fresh, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&futex_addrs, &uaddr))
+		__sync_fetch_and_add(&state[SC_ST_FUTEX_ADDRS_FULL], 1);
+	return bpf_map_lookup_elem(&futex_addrs, &uaddr);
+}
+
+static __always_inline void atomic_max(__u64 *at, __u64 v)
+{
+	/* A lost race leaves a slightly lower maximum: good enough for a high-water mark. */
+	if (v > *at)
+		*at = v;
+}
+
+/* A futex op's entry, in task storage: its start, and for a wait the bucket it joins; for a wake,
+ * the waiters queued in its bucket now. */
+static __always_inline void futex_hash_enter(__u32 kind, __u64 uaddr, bool private_op, bool hashed)
+{
+	struct sc_waits *w = waits_get(true);
+	struct vec_fbucket *fb;
+	struct vec_faddr *fa;
+	__s64 bucket, queued;
+	__u32 key;
+
+	if (!w)
+		return;
+	w->futex_kind = kind;
+	w->futex_ts = bpf_ktime_get_ns();
+	w->futex_bucket = -1;
+	if (kind == SC_NR_SYS || !hashed)
+		return;
+	if (!private_op) {
+		count_at(SC_FUTEX_SHARED_OPS, 1);
+		return;
+	}
+	bucket = futex_bucket_of(uaddr);
+	if (bucket < 0 || bucket >= SC_FUTEX_BUCKETS)
+		return;
+	key = bucket;
+	fb = bpf_map_lookup_elem(&futex_buckets, &key);
+	if (!fb)
+		return;
+	fa = futex_addr(uaddr, bucket);
+	if (kind == SC_SYS_FUTEX_WAIT) {
+		queued = __sync_fetch_and_add((__s64 *)&fb->v[SC_FB_WAITERS], 1) + 1;
+		if (queued > 0)
+			atomic_max(&fb->v[SC_FB_PEAK], queued);
+		w->futex_bucket = bucket;
+		count_at(SC_FUTEX_PRIVATE_WAITS, 1);
+		if (fa)
+			__sync_fetch_and_add(&fa->v[SC_FA_WAITS], 1);
+		return;
+	}
+	queued = (__s64)fb->v[SC_FB_WAITERS];
+	if (queued < 0)
+		queued = 0;
+	count_at(SC_FUTEX_PRIVATE_WAKES, 1);
+	count_at(SC_FUTEX_WAKE_WALKED, queued);
+	if (queued >= 1000)
+		count_at(SC_FUTEX_WAKE_WALKS_1000, 1);
+	atomic_max(&state[SC_ST_FUTEX_WALK_MAX], queued);
+	__sync_fetch_and_add(&fb->v[SC_FB_WAKES], 1);
+	__sync_fetch_and_add(&fb->v[SC_FB_WALKED], queued);
+	if (fa) {
+		__sync_fetch_and_add(&fa->v[SC_FA_WAKES], 1);
+		__sync_fetch_and_add(&fa->v[SC_FA_WALKED], queued);
+		atomic_max(&fa->v[SC_FA_MAX_WALK], queued);
+	}
+}
+
 /* futex(2): op & FUTEX_CMD_MASK says whether the call may sleep or wakes others. */
-static __always_inline void futex_enter(__u32 kind)
+static __always_inline void futex_enter(__u32 kind, __u64 uaddr, bool private_op, bool hashed)
 {
 	if (!current_is_target())
 		return;
@@ -1041,32 +1274,64 @@ static __always_inline void futex_enter(__u32 kind)
 	else if (kind == SC_SYS_FUTEX_WAKE)
 		count(SC_FUTEX_WAKES, 1);
 	syscall_enter(kind);
+	if (cfg[SC_CFG_TASK_STORAGE])
+		futex_hash_enter(kind, uaddr, private_op, hashed);
 }
 
+/* The op's exit: its time from the per-thread entry when there is one, else from task storage;
+ * a wait leaves its bucket. */
 static __always_inline void futex_exit(long ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct sc_task *t;
+	struct sc_waits *w = NULL;
 	struct vec_series *s;
-	__u64 took;
+	struct vec_fbucket *fb;
+	__u64 now, took = 0;
+	__u32 kind = SC_NR_SYS, key;
 
 	if (!current_is_target())
 		return;
+	now = bpf_ktime_get_ns();
 	t = task_get(tid, false);
-	if (!t)
-		return;
-	if (t->sys_kind == SC_SYS_FUTEX_WAKE) {
-		t->sys_kind = SC_NR_SYS;
+	if (t) {
+		kind = t->sys_kind;
+		if (kind == SC_SYS_FUTEX_WAIT || kind == SC_SYS_FUTEX_WAKE) {
+			if (t->sys_ts && now >= t->sys_ts)
+				took = now - t->sys_ts;
+			t->sys_kind = SC_NR_SYS;
+		}
+	}
+	if (cfg[SC_CFG_TASK_STORAGE]) {
+		w = waits_get(false);
+		if (w) {
+			if (!t) {
+				kind = w->futex_kind;
+				if (w->futex_ts && now >= w->futex_ts)
+					took = now - w->futex_ts;
+			}
+			if (w->futex_bucket >= 0 && w->futex_bucket < SC_FUTEX_BUCKETS) {
+				key = w->futex_bucket;
+				fb = bpf_map_lookup_elem(&futex_buckets, &key);
+				if (fb)
+					__sync_fetch_and_add((__s64 *)&fb->v[SC_FB_WAITERS], -1);
+			}
+			w->futex_kind = SC_NR_SYS;
+			w->futex_ts = 0;
+			w->futex_bucket = -1;
+		}
+	}
+	if (kind == SC_SYS_FUTEX_WAKE) {
 		if (ret > 0)
 			count(SC_FUTEX_WOKEN, ret);
+		count(SC_FUTEX_WAKE_NS, took);
 		return;
 	}
-	if (t->sys_kind != SC_SYS_FUTEX_WAIT)
+	if (kind != SC_SYS_FUTEX_WAIT)
 		return;
-	took = syscall_exit(SC_SYS_FUTEX_WAIT);
 	hist_add(SC_H_FUTEX_WAIT_NS, took);
 	count(SC_FUTEX_WAIT_NS, took);
-	s = series_vec(bpf_ktime_get_ns());
+	s = series_vec(now);
 	if (s)
 		s->v[SC_S_FUTEX_WAITS] += 1;
 	if (ret == -EAGAIN)
@@ -1074,6 +1339,9 @@ static __always_inline void futex_exit(long ret)
 	else if (ret == -ETIMEDOUT)
 		count(SC_FUTEX_TIMEOUTS, 1);
 }
+
+#define FUTEX_PRIVATE_FLAG 128
+#define FUTEX2_PRIVATE 128
 
 SEC("tracepoint/syscalls/sys_enter_futex")
 int tp_sys_enter_futex(struct tp_sys_enter *ctx)
@@ -1099,7 +1367,7 @@ int tp_sys_enter_futex(struct tp_sys_enter *ctx)
 		kind = SC_SYS_FUTEX_WAKE;
 		break;
 	}
-	futex_enter(kind);
+	futex_enter(kind, ctx->args[0], ctx->args[1] & FUTEX_PRIVATE_FLAG, true);
 	return 0;
 }
 
@@ -1114,7 +1382,7 @@ int tp_sys_exit_futex(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_futex_wait")
 int tp_sys_enter_futex_wait(struct tp_sys_enter *ctx)
 {
-	futex_enter(SC_SYS_FUTEX_WAIT);
+	futex_enter(SC_SYS_FUTEX_WAIT, ctx->args[0], ctx->args[3] & FUTEX2_PRIVATE, true);
 	return 0;
 }
 
@@ -1128,7 +1396,8 @@ int tp_sys_exit_futex_wait(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_futex_waitv")
 int tp_sys_enter_futex_waitv(struct tp_sys_enter *ctx)
 {
-	futex_enter(SC_SYS_FUTEX_WAIT);
+	/* Several futexes at once: its time counts, its buckets are not followed. */
+	futex_enter(SC_SYS_FUTEX_WAIT, 0, false, false);
 	return 0;
 }
 
@@ -1142,7 +1411,7 @@ int tp_sys_exit_futex_waitv(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_enter_futex_wake")
 int tp_sys_enter_futex_wake(struct tp_sys_enter *ctx)
 {
-	futex_enter(SC_SYS_FUTEX_WAKE);
+	futex_enter(SC_SYS_FUTEX_WAKE, ctx->args[0], ctx->args[3] & FUTEX2_PRIVATE, true);
 	return 0;
 }
 
@@ -1229,5 +1498,373 @@ int tp_sys_exit_getrusage(struct tp_sys_exit *ctx)
 	}
 	state[SC_ST_GETRUSAGE_TID] = 0;
 	__sync_fetch_and_add(&state[SC_ST_GETRUSAGE_RETURNS], 1);
+	return 0;
+}
+
+/* ---- the kernel's waits: tp_btf only (task storage holds each wait's start) --------------- */
+
+/* mmap_lock: every acquisition that may sleep is bracketed by these two (mmap_read_lock,
+ * mmap_write_lock and their killable forms; trylocks only report their return, so they are not
+ * counted). The time between is the wait, plus a few hundred ns of tracing when uncontended. */
+SEC("tp_btf/mmap_lock_start_locking")
+int BPF_PROG(btf_mmap_lock_start_locking, struct mm_struct *mm, bool write)
+{
+	struct sc_waits *w;
+
+	if (!current_is_target())
+		return 0;
+	w = waits_get(true);
+	if (w)
+		w->mmap_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/mmap_lock_acquire_returned")
+int BPF_PROG(btf_mmap_lock_acquire_returned, struct mm_struct *mm, bool write, bool success)
+{
+	struct sc_waits *w;
+	__u64 now, took;
+
+	if (!current_is_target())
+		return 0;
+	w = waits_get(false);
+	if (!w || !w->mmap_ts)
+		return 0;
+	now = bpf_ktime_get_ns();
+	took = now > w->mmap_ts ? now - w->mmap_ts : 0;
+	w->mmap_ts = 0;
+	count_at(write ? SC_MMAP_LOCK_WRITE_WAITS : SC_MMAP_LOCK_READ_WAITS, 1);
+	count_at(write ? SC_MMAP_LOCK_WRITE_WAIT_NS : SC_MMAP_LOCK_READ_WAIT_NS, took);
+	if (!success)
+		count_at(SC_MMAP_LOCK_FAILED, 1);
+	return 0;
+}
+
+/* include/trace/events/lock.h: the flags say which kind of lock is contended. */
+#define LCB_F_SPIN 1
+#define LCB_F_READ 2
+#define LCB_F_WRITE 4
+#define LCB_F_RT 8
+#define LCB_F_PERCPU 16
+#define LCB_F_MUTEX 32
+
+/* In the order of the SC_LOCK_*_WAITS / _WAIT_NS pairs of enum sc_counter. */
+enum lock_kind {
+	LK_SPIN,          /* raw/spin locks (queued spinlock slow path) */
+	LK_RWLOCK,        /* spinning rwlock_t, read or write */
+	LK_RWSEM_READ,    /* rw_semaphore, readers (mmap_lock among them) */
+	LK_RWSEM_WRITE,
+	LK_MUTEX,         /* optimistic spinning and sleeping alike */
+	LK_RTMUTEX,       /* rt_mutex and PREEMPT_RT's rwbase */
+	LK_PERCPU_RWSEM,
+	LK_OTHER,         /* flags 0: semaphores */
+	LK_NR
+};
+
+static __always_inline __u32 lock_kind(__u32 flags)
+{
+	if (flags & LCB_F_PERCPU)
+		return LK_PERCPU_RWSEM;
+	if (flags & LCB_F_RT)
+		return LK_RTMUTEX;
+	if (flags & LCB_F_MUTEX)
+		return LK_MUTEX;
+	if (flags & LCB_F_SPIN)
+		return flags & (LCB_F_READ | LCB_F_WRITE) ? LK_RWLOCK : LK_SPIN;
+	if (flags & LCB_F_READ)
+		return LK_RWSEM_READ;
+	if (flags & LCB_F_WRITE)
+		return LK_RWSEM_WRITE;
+	return LK_OTHER;
+}
+
+/* Two levels: a mutex's slow path may contend on its wait_lock inside its own contention. A
+ * second begin on the lock already waited for (a mutex going from spinning to sleeping) continues
+ * the same wait. */
+SEC("tp_btf/contention_begin")
+int BPF_PROG(btf_contention_begin, void *lock, unsigned int flags)
+{
+	struct sc_waits *w;
+	__u32 d;
+
+	if (!current_is_target())
+		return 0;
+	w = waits_get(true);
+	if (!w)
+		return 0;
+	d = w->lock_depth;
+	if (d == 1 && w->lock_addr[0] == (__u64)lock) {
+		w->lock_kind[0] = lock_kind(flags);
+		return 0;
+	}
+	if (d == 2 && w->lock_addr[1] == (__u64)lock) {
+		w->lock_kind[1] = lock_kind(flags);
+		return 0;
+	}
+	if (d >= 2) {
+		__sync_fetch_and_add(&state[SC_ST_LOCK_NESTING_LOST], 1);
+		return 0;
+	}
+	d &= 1;
+	w->lock_addr[d] = (__u64)lock;
+	w->lock_kind[d] = lock_kind(flags);
+	w->lock_ts[d] = bpf_ktime_get_ns();
+	w->lock_depth = d + 1;
+	return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(btf_contention_end, void *lock, int ret)
+{
+	struct sc_waits *w;
+	__u64 now, took;
+	__u32 top, kind;
+
+	if (!current_is_target())
+		return 0;
+	w = waits_get(false);
+	if (!w || !w->lock_depth)
+		return 0;
+	top = (w->lock_depth - 1) & 1;
+	if (w->lock_addr[top] != (__u64)lock) {
+		/* The inner end was missed: close the outer one if it is this lock. */
+		if (top != 1 || w->lock_addr[0] != (__u64)lock)
+			return 0;
+		top = 0;
+	}
+	now = bpf_ktime_get_ns();
+	took = now > w->lock_ts[top] ? now - w->lock_ts[top] : 0;
+	kind = w->lock_kind[top];
+	w->lock_depth = top;
+	if (kind >= LK_NR)
+		kind = LK_OTHER;
+	count_at(SC_LOCK_SPIN_WAITS + 2 * kind, 1);
+	count_at(SC_LOCK_SPIN_WAIT_NS + 2 * kind, took);
+	return 0;
+}
+
+/* tlb:tlb_flush reasons (include/linux/mm_types.h enum tlb_flush_reason): 0 on task switch,
+ * 1 remote shootdown (received), 2 local shootdown, 3 local mm shootdown, 4 remote IPI send,
+ * 5 remote wrong CPU. Counted while a target task is current. */
+static __always_inline void tlb_flushed(int reason)
+{
+	__u32 idx;
+
+	/* A constant index per reason: the verifier cannot bound one computed from an int. */
+	switch (reason) {
+	case 0: idx = SC_TLB_FLUSH_TASK_SWITCH; break;
+	case 1: idx = SC_TLB_REMOTE_SHOOTDOWN; break;
+	case 2: idx = SC_TLB_LOCAL_SHOOTDOWN; break;
+	case 3: idx = SC_TLB_LOCAL_MM_SHOOTDOWN; break;
+	case 4: idx = SC_TLB_REMOTE_SEND_IPI; break;
+	case 5: idx = SC_TLB_REMOTE_WRONG_CPU; break;
+	default: return;
+	}
+	count_at(idx, 1);
+}
+
+SEC("tp_btf/tlb_flush")
+int BPF_PROG(btf_tlb_flush, int reason, unsigned long pages)
+{
+	if (current_is_target())
+		tlb_flushed(reason);
+	return 0;
+}
+
+struct tp_tlb_flush {
+	__u64 common;
+	int reason;
+	int pad;
+	unsigned long pages;
+};
+
+SEC("tracepoint/tlb/tlb_flush")
+int tp_tlb_flush(struct tp_tlb_flush *ctx)
+{
+	if (current_is_target())
+		tlb_flushed(ctx->reason);
+	return 0;
+}
+
+static __always_inline __u64 popcount64(__u64 x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ULL);
+	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (x * 0x0101010101010101ULL) >> 56;
+}
+
+/* The callback ipi_send_* report is the IPI's handler (generic_smp_call_function_*, NULL for a
+ * reschedule), not the function it runs: which function each CPU is asked to run is
+ * csd:csd_queue_cpu's. That one is classic only: tp_btf refuses to read its argument `func`, a
+ * function pointer (smp_call_func_t). */
+static __always_inline void ipi_sent(__u64 targets)
+{
+	count_at(SC_IPI_SENDS, 1);
+	count_at(SC_IPI_TARGETS, targets);
+}
+
+static __always_inline void csd_queued(__u64 func)
+{
+	count_at(SC_CSD_QUEUED, 1);
+	if (cfg[SC_CFG_TLB_FUNC] && func == cfg[SC_CFG_TLB_FUNC])
+		count_at(SC_CSD_TLB_QUEUED, 1);
+}
+
+struct tp_csd_queue_cpu {
+	__u64 common;
+	unsigned int cpu;
+	unsigned int pad;
+	__u64 callsite;
+	__u64 func;
+};
+
+SEC("tracepoint/csd/csd_queue_cpu")
+int tp_csd_queue_cpu(struct tp_csd_queue_cpu *ctx)
+{
+	if (current_is_target())
+		csd_queued(ctx->func);
+	return 0;
+}
+
+SEC("tp_btf/ipi_send_cpu")
+int BPF_PROG(btf_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *callback)
+{
+	if (current_is_target())
+		ipi_sent(1);
+	return 0;
+}
+
+/* The mask's bits, read word by word up to nr_cpu_ids (16 words: 1024 CPUs at most). */
+#define IPI_MASK_WORDS 16
+
+SEC("tp_btf/ipi_send_cpumask")
+int BPF_PROG(btf_ipi_send_cpumask, void *mask, unsigned long callsite, void *callback)
+{
+	__u64 words = cfg[SC_CFG_CPU_WORDS], bits, targets = 0;
+	__u32 i;
+
+	if (!current_is_target())
+		return 0;
+	for (i = 0; i < IPI_MASK_WORDS && i < words; i++) {
+		if (bpf_probe_read_kernel(&bits, sizeof(bits), (__u64 *)mask + i))
+			break;
+		targets += popcount64(bits);
+	}
+	ipi_sent(targets);
+	return 0;
+}
+
+/* ---- the whole machine while the run is armed (not filtered to the workload) --------------- */
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(btf_mm_vmscan_direct_reclaim_begin)
+{
+	struct sc_waits *w;
+
+	if (!armed())
+		return 0;
+	w = waits_get(true);
+	if (w)
+		w->reclaim_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_end")
+int BPF_PROG(btf_mm_vmscan_direct_reclaim_end, unsigned long nr_reclaimed)
+{
+	struct sc_waits *w;
+	__u64 now;
+
+	if (!armed())
+		return 0;
+	w = waits_get(false);
+	if (!w || !w->reclaim_ts)
+		return 0;
+	now = bpf_ktime_get_ns();
+	count_at(SC_MACHINE_DIRECT_RECLAIMS, 1);
+	count_at(SC_MACHINE_DIRECT_RECLAIM_NS, now > w->reclaim_ts ? now - w->reclaim_ts : 0);
+	count_at(SC_MACHINE_DIRECT_RECLAIMED_PAGES, nr_reclaimed);
+	w->reclaim_ts = 0;
+	return 0;
+}
+
+SEC("tp_btf/mm_compaction_begin")
+int BPF_PROG(btf_mm_compaction_begin)
+{
+	struct sc_waits *w;
+
+	if (!armed())
+		return 0;
+	w = waits_get(true);
+	if (w)
+		w->compact_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/mm_compaction_end")
+int BPF_PROG(btf_mm_compaction_end)
+{
+	struct sc_waits *w;
+	__u64 now;
+
+	if (!armed())
+		return 0;
+	w = waits_get(false);
+	if (!w || !w->compact_ts)
+		return 0;
+	now = bpf_ktime_get_ns();
+	count_at(SC_MACHINE_COMPACTIONS, 1);
+	count_at(SC_MACHINE_COMPACTION_NS, now > w->compact_ts ? now - w->compact_ts : 0);
+	w->compact_ts = 0;
+	return 0;
+}
+
+/* Counters only: no start to keep, so classic twins too. */
+static __always_inline void machine_count(__u32 idx)
+{
+	if (armed())
+		count_at(idx, 1);
+}
+
+SEC("tp_btf/mm_compaction_try_to_compact_pages")
+int BPF_PROG(btf_mm_compaction_try_to_compact_pages)
+{
+	machine_count(SC_MACHINE_DIRECT_COMPACTIONS);
+	return 0;
+}
+
+SEC("tracepoint/compaction/mm_compaction_try_to_compact_pages")
+int tp_mm_compaction_try_to_compact_pages(void *ctx)
+{
+	machine_count(SC_MACHINE_DIRECT_COMPACTIONS);
+	return 0;
+}
+
+SEC("tp_btf/mm_collapse_huge_page")
+int BPF_PROG(btf_mm_collapse_huge_page)
+{
+	machine_count(SC_MACHINE_THP_COLLAPSES);
+	return 0;
+}
+
+SEC("tracepoint/huge_memory/mm_collapse_huge_page")
+int tp_mm_collapse_huge_page(void *ctx)
+{
+	machine_count(SC_MACHINE_THP_COLLAPSES);
+	return 0;
+}
+
+SEC("tp_btf/mm_khugepaged_collapse_file")
+int BPF_PROG(btf_mm_khugepaged_collapse_file)
+{
+	machine_count(SC_MACHINE_THP_COLLAPSES);
+	return 0;
+}
+
+SEC("tracepoint/huge_memory/mm_khugepaged_collapse_file")
+int tp_mm_khugepaged_collapse_file(void *ctx)
+{
+	machine_count(SC_MACHINE_THP_COLLAPSES);
 	return 0;
 }

@@ -20,6 +20,11 @@
 #define SC_HIST_SLOTS 64
 /* clone/clone3 failures by errno: errno >= SC_ERRNO_SLOTS - 1 lands in the last slot. */
 #define SC_ERRNO_SLOTS 160
+/* Buckets of the target's private futex hash tracked (map futex_buckets); a bigger hash is
+ * counted in SC_ST_FUTEX_HASH_TOO_BIG and its wakes' walks are not known. */
+#define SC_FUTEX_BUCKETS 4096
+/* Futex addresses tracked (map futex_addrs); later ones are counted in SC_ST_FUTEX_ADDRS_FULL. */
+#define SC_FUTEX_ADDRS 4096
 
 /* Counters kept per phase slot (map phase_counters, per CPU). */
 enum sc_counter {
@@ -68,6 +73,53 @@ enum sc_counter {
 	SC_FUTEX_WOKEN,
 	SC_FUTEX_EAGAIN,
 	SC_FUTEX_TIMEOUTS,
+	/* -- the kernel's waits (task storage: tp_btf kernels only) -- */
+	SC_FUTEX_WAKE_NS,        /* futex wake ops, enter -> exit */
+	SC_FUTEX_SHARED_OPS,     /* wait/wake ops without FUTEX_PRIVATE_FLAG: global hash, walk unknown */
+	SC_FUTEX_PRIVATE_WAITS,  /* wait ops hashed into the process's own futex hash */
+	SC_FUTEX_PRIVATE_WAKES,  /* wake ops hashed into it */
+	SC_FUTEX_WAKE_WALKED,    /* waiters queued in the woken futex's bucket at each wake, summed */
+	SC_FUTEX_WAKE_WALKS_1000,/* wakes that found 1000 or more waiters in their bucket */
+	SC_MMAP_LOCK_READ_WAITS, /* mmap_lock_start_locking -> mmap_lock_acquire_returned, read */
+	SC_MMAP_LOCK_READ_WAIT_NS,
+	SC_MMAP_LOCK_WRITE_WAITS,
+	SC_MMAP_LOCK_WRITE_WAIT_NS,
+	SC_MMAP_LOCK_FAILED,     /* ... that returned without the lock (killable, interrupted) */
+	SC_LOCK_SPIN_WAITS,      /* lock:contention_begin -> contention_end by kind: pairs, in */
+	SC_LOCK_SPIN_WAIT_NS,    /* the order of enum lock_kind in collector.bpf.c */
+	SC_LOCK_RWLOCK_WAITS,
+	SC_LOCK_RWLOCK_WAIT_NS,
+	SC_LOCK_RWSEM_READ_WAITS,
+	SC_LOCK_RWSEM_READ_WAIT_NS,
+	SC_LOCK_RWSEM_WRITE_WAITS,
+	SC_LOCK_RWSEM_WRITE_WAIT_NS,
+	SC_LOCK_MUTEX_WAITS,
+	SC_LOCK_MUTEX_WAIT_NS,
+	SC_LOCK_RTMUTEX_WAITS,
+	SC_LOCK_RTMUTEX_WAIT_NS,
+	SC_LOCK_PERCPU_RWSEM_WAITS,
+	SC_LOCK_PERCPU_RWSEM_WAIT_NS,
+	SC_LOCK_OTHER_WAITS,
+	SC_LOCK_OTHER_WAIT_NS,
+	SC_TLB_FLUSH_TASK_SWITCH,   /* tlb:tlb_flush by reason (0..5), while a target task is current */
+	SC_TLB_REMOTE_SHOOTDOWN,
+	SC_TLB_LOCAL_SHOOTDOWN,
+	SC_TLB_LOCAL_MM_SHOOTDOWN,
+	SC_TLB_REMOTE_SEND_IPI,
+	SC_TLB_REMOTE_WRONG_CPU,
+	SC_IPI_SENDS,            /* ipi:ipi_send_cpu + ipi:ipi_send_cpumask by target tasks */
+	SC_IPI_TARGETS,          /* CPUs they were sent to */
+	SC_CSD_QUEUED,           /* csd:csd_queue_cpu: function calls queued to another CPU (one a CPU) */
+	SC_CSD_TLB_QUEUED,       /* ... of them flush_tlb_func: TLB shootdowns asked of another CPU */
+	/* -- the whole machine while the run is armed, not filtered to the workload -- */
+	SC_MACHINE_DIRECT_RECLAIMS,
+	SC_MACHINE_DIRECT_RECLAIM_NS,
+	SC_MACHINE_DIRECT_RECLAIMED_PAGES,
+	SC_MACHINE_COMPACTIONS,  /* mm_compaction_begin -> end (kcompactd and direct) */
+	SC_MACHINE_COMPACTION_NS,
+	SC_MACHINE_DIRECT_COMPACTIONS, /* mm_compaction_try_to_compact_pages: allocation stalls */
+	SC_MACHINE_THP_COLLAPSES,      /* huge_memory: collapse work (khugepaged) */
+	SC_OUTSIDE_ONCPU_NS,     /* on-CPU time of tasks neither the target's nor the collector's */
 	SC_NR_COUNTERS
 };
 
@@ -150,6 +202,13 @@ enum sc_state {
 	SC_ST_VMA_BUSY,          /* VMA lookups that found mmap_lock held for writing */
 	SC_ST_GETRUSAGE_TID,     /* tid + 1 of the last getrusage entered (no per-thread state) */
 	SC_ST_NV_UNTRACKED,      /* switches told by the rule: tid outside nv_by_tid, or slot unset */
+	SC_ST_FUTEX_HASH_SLOTS,  /* hash_mask + 1 of the target's private futex hash, last seen */
+	SC_ST_FUTEX_HASH_RESIZES,/* times that size changed between two futex ops */
+	SC_ST_FUTEX_WALK_MAX,    /* most waiters one wake found in its bucket */
+	SC_ST_FUTEX_GLOBAL_HASH, /* private ops while the process had no private hash */
+	SC_ST_FUTEX_HASH_TOO_BIG,/* ops on a hash of more than SC_FUTEX_BUCKETS slots */
+	SC_ST_FUTEX_ADDRS_FULL,  /* ops on addresses futex_addrs had no room for */
+	SC_ST_LOCK_NESTING_LOST, /* contention_begin deeper than the two levels kept */
 	SC_NR_STATE
 };
 
@@ -162,6 +221,10 @@ enum sc_cfg {
 	SC_CFG_PAGE_SIZE,
 	SC_CFG_PHASES_FROM_STDOUT,
 	SC_CFG_PER_THREAD,       /* 1: per-thread hash (on-CPU, run-queue, syscall times); 0: none */
+	SC_CFG_TASK_STORAGE,     /* 1: map waits_by_task exists (kernel BTF): the wait figures */
+	SC_CFG_SELF_TGID,        /* the collector's own process: not "outside the run" */
+	SC_CFG_TLB_FUNC,         /* address of flush_tlb_func (kallsyms), 0 unknown */
+	SC_CFG_CPU_WORDS,        /* longs in a cpumask: ceil(nr_cpu_ids / 64) */
 	SC_NR_CFG
 };
 
@@ -170,6 +233,25 @@ enum sc_cfg {
 enum sc_ctl {
 	SC_CTL_PHASE_SLOT,
 	SC_NR_CTL
+};
+
+/* One bucket of the target's private futex hash (map futex_buckets, shared). */
+enum sc_fbucket {
+	SC_FB_WAITERS,           /* target tasks inside a wait op hashed here now (signed) */
+	SC_FB_PEAK,              /* most at once */
+	SC_FB_WAKES,
+	SC_FB_WALKED,
+	SC_NR_FB
+};
+
+/* One futex address (map futex_addrs, shared, key = uaddr). */
+enum sc_faddr {
+	SC_FA_WAITS,
+	SC_FA_WAKES,
+	SC_FA_WALKED,
+	SC_FA_MAX_WALK,
+	SC_FA_BUCKET,
+	SC_NR_FA
 };
 
 #endif /* SPAWNSCOPE_COLLECTOR_H */

@@ -8,6 +8,7 @@ use crate::model::{
     CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram, Metric,
     PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, REPORT_SCHEMA,
 };
+use crate::waits::{self, Support};
 
 /// What the report is assembled from besides the maps.
 pub(crate) struct Meta {
@@ -23,6 +24,8 @@ pub(crate) struct Meta {
     pub errors: Vec<String>,
     /// The held child's counters from /proc, read before the probes were attached.
     pub held: Option<PreExec>,
+    /// What the kernel offered the wait figures.
+    pub support: Support,
 }
 
 /// The report from the maps' contents and `meta`.
@@ -34,9 +37,21 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
         .find(|&s| raw.phase[s].iter().any(|&v| v > 0))
         .unwrap_or(0);
     let nr_phases = marked.unwrap_or(0).min(PHASE_SLOTS - 1).max(used);
+    // A wait figure this host cannot give is left out (listed in waits.unavailable), not 0.
+    let support = Support {
+        per_thread: meta.per_thread,
+        ..meta.support
+    };
+    let waits = waits::waits(raw, &meta.probes, support);
     let metrics = counter::NAMES
         .iter()
         .enumerate()
+        .filter(|(_, name)| {
+            !waits
+                .unavailable
+                .iter()
+                .any(|u| u.metrics.iter().any(|m| m == *name))
+        })
         .map(|(c, name)| {
             let per_phase: Vec<u64> = (1..=nr_phases).map(|s| raw.phase[s][c]).collect();
             let before = raw.phase[0][c];
@@ -105,12 +120,14 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
             fault_kinds: meta.fault_kinds,
             per_thread: meta.per_thread,
             nv_untracked: st[state::NV_UNTRACKED],
+            task_storage: support.task_storage,
             vma_lookups_busy: st[state::VMA_BUSY],
             execs: st[state::EXECS],
             read_errors: meta.errors,
         },
         program_costs: Vec::new(),
         program_costs_note: None,
+        waits: Some(waits),
     }
 }
 
@@ -325,6 +342,7 @@ mod tests {
             per_thread: true,
             errors: Vec::new(),
             held: None,
+            support: Support::default(),
         }
     }
 

@@ -48,6 +48,22 @@ pub(crate) struct Loaded {
     links: Vec<Link>,
     pub probes: Vec<ProbeStatus>,
     pub sizing: Sizing,
+    pub kernel: Kernel,
+}
+
+/// What the kernel offers the wait figures, found once before loading.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Kernel {
+    /// Kernel BTF, so task local storage: the start of each wait, per task.
+    pub task_storage: bool,
+    /// `mm_struct.futex_phash` exists (6.16+): a process's own futex hash, whose buckets a wake
+    /// walks.
+    pub futex_phash: bool,
+    /// flush_tlb_func's address (/proc/kallsyms, root), 0 when not known: which IPIs are TLB
+    /// shootdowns.
+    pub tlb_func: u64,
+    /// Longs in a cpumask (nr_cpu_ids / 64, rounded up).
+    pub cpu_words: u64,
 }
 
 impl Loaded {
@@ -117,6 +133,12 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
         Btf::from_vmlinux().map_err(|err| format!("no kernel BTF ({err})"))
     };
     let tracefs = probes::tracefs_root();
+    let kernel = Kernel {
+        task_storage: kernel_btf.is_ok(),
+        futex_phash: kernel_btf.as_ref().is_ok_and(has_futex_phash),
+        tlb_func: kallsyms_address("flush_tlb_func").unwrap_or(0),
+        cpu_words: possible_cpus().div_ceil(64).max(1),
+    };
     let mut plans: Vec<Plan> = PROBES
         .iter()
         .map(|p| {
@@ -148,6 +170,7 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
         match attempt(
             cfg,
             &sizing,
+            &kernel,
             &plans,
             own_btf.as_ref().map(|t| t.path.as_path()),
         ) {
@@ -157,6 +180,7 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
                     links,
                     probes: statuses(&plans),
                     sizing,
+                    kernel,
                 })
             }
             Err(Failure::Fatal(msg)) => return Err(Error::NoBpf(msg)),
@@ -211,6 +235,13 @@ fn first_plan(probe: &Probe, kernel_btf: Result<&Btf, &String>, tracefs: Option<
 
 /// The classic tracepoint when this kernel's record layout matches the program's, else missing.
 fn classic_or_missing(probe: &Probe, mut notes: Vec<String>, tracefs: Option<&Path>) -> Plan {
+    if !probe.classic {
+        notes.push("tracepoint: no classic program (its figures need task storage, so BTF)".into());
+        return Plan {
+            using: Use::Missing,
+            notes,
+        };
+    }
     match probes::check_classic(tracefs, probe) {
         Ok(()) => Plan {
             using: Use::Classic,
@@ -270,6 +301,7 @@ enum Failure {
 fn attempt(
     cfg: &Config,
     sizing: &Sizing,
+    kernel: &Kernel,
     plans: &[Plan],
     own_btf: Option<&Path>,
 ) -> Result<(Object, Vec<Link>), Failure> {
@@ -310,8 +342,11 @@ fn attempt(
             "series" | "rss" => map.set_max_entries(sizing.buckets),
             "tasks" => map.set_max_entries(sizing.tasks),
             "nv_by_tid" => map.set_max_entries(sizing.nv_slots),
+            // Without kernel BTF the kernel cannot make task storage: the programs' uses of it
+            // sit behind cfg SC_CFG_TASK_STORAGE = 0, which the verifier prunes.
+            "waits_by_task" => map.set_autocreate(kernel.task_storage),
             ".rodata.cfg" => {
-                let words = config_words(cfg, sizing);
+                let words = config_words(cfg, sizing, kernel);
                 let bytes = map
                     .initial_value_mut()
                     .filter(|b| b.len() == words.len() * 8)
@@ -407,7 +442,7 @@ pub(crate) fn blame_in_log(log: &[String]) -> Vec<(String, String)> {
     blamed
 }
 
-fn config_words(cfg: &Config, sizing: &Sizing) -> Vec<u64> {
+fn config_words(cfg: &Config, sizing: &Sizing, kernel: &Kernel) -> Vec<u64> {
     let mut words = vec![0u64; cfg_idx::NR];
     words[cfg_idx::TGID] = cfg.target_pid as u64;
     words[cfg_idx::BUCKET_NS] = sizing.bucket_ns;
@@ -416,7 +451,45 @@ fn config_words(cfg: &Config, sizing: &Sizing) -> Vec<u64> {
     words[cfg_idx::PAGE_SIZE] = page_size();
     words[cfg_idx::PHASES_FROM_STDOUT] = cfg.phases_from_stdout as u64;
     words[cfg_idx::PER_THREAD] = cfg.per_thread as u64;
+    words[cfg_idx::TASK_STORAGE] = kernel.task_storage as u64;
+    words[cfg_idx::SELF_TGID] = std::process::id() as u64;
+    words[cfg_idx::TLB_FUNC] = kernel.tlb_func;
+    words[cfg_idx::CPU_WORDS] = kernel.cpu_words;
     words
+}
+
+/// Whether the kernel has a process's own futex hash (6.16+: `struct futex_private_hash`, the
+/// type of mm_struct's `futex_phash`; the program checks the field itself through CO-RE).
+fn has_futex_phash(btf: &Btf) -> bool {
+    use libbpf_rs::btf::types::Struct;
+    btf.type_by_name::<Struct<'_>>("futex_private_hash")
+        .is_some()
+}
+
+/// A kernel symbol's address from /proc/kallsyms (zeros without root or with kptr_restrict).
+fn kallsyms_address(symbol: &str) -> Option<u64> {
+    let text = fs::read_to_string("/proc/kallsyms").ok()?;
+    text.lines().find_map(|line| {
+        let mut parts = line.split_whitespace();
+        let (addr, _kind, name) = (parts.next()?, parts.next()?, parts.next()?);
+        (name == symbol)
+            .then(|| u64::from_str_radix(addr, 16).ok())
+            .flatten()
+            .filter(|&a| a != 0)
+    })
+}
+
+/// CPUs the kernel may ever have (nr_cpu_ids): the highest in /sys/devices/system/cpu/possible + 1.
+fn possible_cpus() -> u64 {
+    fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| {
+            s.trim()
+                .split([',', '-'])
+                .filter_map(|n| n.parse::<u64>().ok())
+                .max()
+        })
+        .map_or(1024, |max| max + 1)
 }
 
 fn page_size() -> u64 {

@@ -312,12 +312,14 @@ mod tests {
                 fault_kinds: FaultKinds::StackHeap,
                 per_thread: true,
                 nv_untracked: 0,
+                task_storage: false,
                 vma_lookups_busy: 0,
                 execs: 1,
                 read_errors: Vec::new(),
             },
             program_costs: Vec::new(),
             program_costs_note: None,
+            waits: None,
         }
     }
 

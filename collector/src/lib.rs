@@ -31,8 +31,9 @@
 //! ```
 //!
 //! Modules, bottom to top (each uses only those before it): `layout` (generated from
-//! probes/collector.h), [`clock`], [`launch`], `model` (collector.json), `probes`, `config`,
-//! `sizing`, `held`, `maps`, `assemble`, `summary`, `cross_checks`, `cost`, `attach`, and this facade.
+//! probes/collector.h), [`clock`], [`launch`], [`jhash`], `model` (collector.json), `probes`,
+//! `config`, `sizing`, `held`, `maps`, `waits`, `assemble`, `summary`, `cross_checks`, `cost`,
+//! `attach`, and this facade.
 
 mod assemble;
 mod attach;
@@ -41,6 +42,7 @@ mod config;
 mod cost;
 mod cross_checks;
 mod held;
+pub mod jhash;
 pub mod launch;
 mod layout {
     include!(concat!(env!("OUT_DIR"), "/layout.rs"));
@@ -50,6 +52,7 @@ mod model;
 mod probes;
 mod sizing;
 mod summary;
+mod waits;
 
 use std::sync::Mutex;
 
@@ -59,9 +62,9 @@ pub use config::Config;
 pub use cross_checks::{CrossCheck, Verdict};
 pub use launch::Rusage;
 pub use model::{
-    Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram,
-    Metric, PhaseMark, PreExec, ProbeStatus, ProgramCost, Report, RusageBasis, Series,
-    REPORT_SCHEMA,
+    Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, FutexAddress, FutexBucket,
+    FutexHash, HistBucket, Histogram, Metric, PhaseMark, PreExec, ProbeStatus, ProgramCost, Report,
+    RusageBasis, Series, Unavailable, Waits, REPORT_SCHEMA,
 };
 pub use probes::{tracefs_root, tracepoints};
 pub use summary::{metric_label, SummaryRow};
@@ -155,7 +158,7 @@ impl Collector {
             ..
         } = self;
         let phases = phases.into_inner().unwrap_or_else(|e| e.into_inner());
-        let (sizing, probes) = (loaded.sizing, loaded.probes.clone());
+        let (sizing, probes, kernel) = (loaded.sizing, loaded.probes.clone(), loaded.kernel);
         let (raw, errors, program_costs) = loaded.detach_and_read(finished_ns);
         // Counting stops with the last holder of the statistics' descriptor.
         let program_costs_note = stats.note.clone();
@@ -172,6 +175,12 @@ impl Collector {
             per_thread: cfg.per_thread,
             errors,
             held,
+            support: waits::Support {
+                task_storage: kernel.task_storage,
+                futex_phash: kernel.futex_phash,
+                tlb_func_known: kernel.tlb_func != 0,
+                per_thread: cfg.per_thread,
+            },
         };
         let mut report = assemble::assemble(meta, &raw);
         report.program_costs = program_costs;

@@ -3,8 +3,8 @@
 
 use libbpf_rs::{Map, MapCore, MapFlags, Object};
 
-use crate::layout::{counter, ctl, cut, hist, rss, series, state, sys};
-use crate::layout::{CUT_EPOCHS, ERRNO_SLOTS, HIST_SLOTS, PHASE_SLOTS};
+use crate::layout::{counter, ctl, cut, faddr, fbucket, hist, rss, series, state, sys};
+use crate::layout::{CUT_EPOCHS, ERRNO_SLOTS, FUTEX_BUCKETS, HIST_SLOTS, PHASE_SLOTS};
 use crate::sizing::Sizing;
 
 /// The maps' contents, as plain numbers.
@@ -28,6 +28,10 @@ pub(crate) struct Raw {
     pub phase_seen_ns: Vec<u64>,
     /// Entries still in the per-thread map (threads alive at the end).
     pub tasks_left: u64,
+    /// [bucket][fbucket word] of the target's private futex hash, the buckets ever used only.
+    pub futex_buckets: Vec<(u32, Vec<u64>)>,
+    /// (futex address, [faddr word]).
+    pub futex_addrs: Vec<(u64, Vec<u64>)>,
 }
 
 impl Raw {
@@ -43,6 +47,8 @@ impl Raw {
             state: vec![0; state::NR],
             phase_seen_ns: vec![0; PHASE_SLOTS],
             tasks_left: 0,
+            futex_buckets: Vec::new(),
+            futex_addrs: Vec::new(),
         }
     }
 }
@@ -108,8 +114,31 @@ pub(crate) fn read(obj: &Object, sizing: &Sizing, finished_ns: u64) -> (Raw, Vec
         }
     }
     keep(map(obj, "tasks").map(|m| raw.tasks_left = m.keys().count() as u64));
+    for bucket in 0..FUTEX_BUCKETS as u32 {
+        keep(plain(obj, "futex_buckets", bucket, fbucket::NR).map(|w| {
+            if w.iter().any(|&v| v != 0) {
+                raw.futex_buckets.push((bucket, w));
+            }
+        }));
+    }
+    keep(futex_addrs(obj).map(|a| raw.futex_addrs = a));
     errors.dedup();
     (raw, errors)
+}
+
+/// Every futex address the kernel side followed, with its words.
+fn futex_addrs(obj: &Object) -> Result<Vec<(u64, Vec<u64>)>, String> {
+    let m = map(obj, "futex_addrs")?;
+    let mut out = Vec::new();
+    for key in m.keys() {
+        let Ok(k) = <[u8; 8]>::try_from(key.as_slice()) else {
+            continue;
+        };
+        if let Ok(Some(v)) = m.lookup(&key, MapFlags::ANY) {
+            out.push((u64::from_ne_bytes(k), words(&v, faddr::NR)));
+        }
+    }
+    Ok(out)
 }
 
 fn words(bytes: &[u8], n: usize) -> Vec<u64> {

@@ -193,6 +193,11 @@ pub struct Diagnostics {
     /// set), so told voluntary or not by the prev_state rule. Without per-thread state only.
     #[serde(default)]
     pub nv_untracked: u64,
+    /// Whether task local storage held the start of each wait (kernel BTF): the wait figures
+    /// (mmap_lock, lock contention, futex wait and wake times without per-thread state, direct
+    /// reclaim, compaction). Files from before it existed had none.
+    #[serde(default)]
+    pub task_storage: bool,
     /// VMA lookups that found mmap_lock held for writing (their faults count as `fault_other`).
     pub vma_lookups_busy: u64,
     pub execs: u64,
@@ -245,6 +250,76 @@ pub struct Report {
     /// Why `program_costs` is empty, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_costs_note: Option<String>,
+    /// The kernel's waits beyond the counters: which figures this host cannot give, and the
+    /// futex hash (absent in files written before they were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits: Option<Waits>,
+}
+
+/// What the wait counters (mmap_lock, lock contention, TLB, IPIs, futex hash, the machine's
+/// reclaim and compaction) leave unsaid.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waits {
+    /// Figures this host cannot give: their metrics are left out of `metrics` (not available,
+    /// never 0).
+    pub unavailable: Vec<Unavailable>,
+    /// The target's own futex hash; None when its figures are not available here.
+    pub futex_hash: Option<FutexHash>,
+    pub notes: Vec<String>,
+}
+
+/// A figure left out, the metrics it would have had, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unavailable {
+    pub figure: String,
+    pub metrics: Vec<String>,
+    pub why: String,
+}
+
+/// The target's private futex hash (Linux 6.16+), as its futex ops found it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FutexHash {
+    /// Its slots (hash_mask + 1) at the last private op; None when no op found one (a
+    /// single-threaded process uses the global hash).
+    pub slots: Option<u64>,
+    /// Times the size changed during the run: waiters counted in a bucket of the old hash were
+    /// rehashed by the kernel, so per-bucket counts are approximate.
+    pub resizes: u64,
+    pub resized: bool,
+    /// The most waiters one wake found queued in its bucket.
+    pub walk_max: u64,
+    /// Private ops made while the process had no hash of its own (the global hash).
+    pub global_hash_ops: u64,
+    /// Ops on a hash of more slots than the collector follows (their walks are not counted).
+    pub too_big_ops: u64,
+    /// Ops on addresses the address table had no room for.
+    pub addresses_untracked: u64,
+    /// Futex addresses whose wakes walked the most waiters, most first.
+    pub top_futexes: Vec<FutexAddress>,
+    /// Buckets where the most tasks waited at once, most first.
+    pub busiest_buckets: Vec<FutexBucket>,
+}
+
+/// One futex word of the target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FutexAddress {
+    /// `0x…`: the user address.
+    pub address: String,
+    pub bucket: u64,
+    pub waits: u64,
+    pub wakes: u64,
+    /// Waiters queued in its bucket at its wakes, summed.
+    pub walked: u64,
+    pub max_walk: u64,
+}
+
+/// One bucket of the target's futex hash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FutexBucket {
+    pub bucket: u64,
+    pub peak_waiters: u64,
+    pub wakes: u64,
+    pub walked: u64,
 }
 
 impl Report {

@@ -8,11 +8,14 @@ use std::path::{Path, PathBuf};
 /// The compiled BPF object (built from `probes/collector.bpf.c` by build.rs).
 pub(crate) const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/collector.bpf.o"));
 
-/// One tracepoint. Its programs are `btf_<name>` (tp_btf, when `btf`) and `tp_<name>` (classic).
+/// One tracepoint. Its programs are `btf_<name>` (tp_btf, when `btf`) and `tp_<name>` (classic,
+/// when `classic`).
 pub(crate) struct Probe {
     /// `category:name`, as perf spells it (tracefs: `events/category/name`).
     pub tracepoint: &'static str,
     pub btf: bool,
+    /// It has a classic twin; without one, a kernel without BTF lacks the probe.
+    pub classic: bool,
     /// Record fields the classic program reads, at the offsets its C struct assumes.
     pub fields: &'static [(&'static str, u32)],
     /// It serves only per-thread figures (Config::per_thread): not attached without them.
@@ -52,16 +55,31 @@ const fn btf(tracepoint: &'static str, fields: &'static [(&'static str, u32)]) -
     Probe {
         tracepoint,
         btf: true,
+        classic: true,
         fields,
         per_thread_only: false,
     }
 }
 
-/// A syscall probe: classic tracepoint only (raw_syscalls would fire for every process).
+/// A tp_btf program without a classic twin: it keeps the start of a wait in task storage, which
+/// needs the kernel's BTF anyway, so on a kernel without BTF its figures are not available.
+const fn btf_only(tracepoint: &'static str) -> Probe {
+    Probe {
+        tracepoint,
+        btf: true,
+        classic: false,
+        fields: &[],
+        per_thread_only: false,
+    }
+}
+
+/// A syscall probe: classic tracepoint only (raw_syscalls would fire for every process). Also any
+/// other probe without a tp_btf program.
 const fn syscall(tracepoint: &'static str, fields: &'static [(&'static str, u32)]) -> Probe {
     Probe {
         tracepoint,
         btf: false,
+        classic: true,
         fields,
         per_thread_only: false,
     }
@@ -105,20 +123,46 @@ pub(crate) const PROBES: &[Probe] = &[
     syscall("syscalls:sys_enter_munmap", &[("len", 24)]),
     syscall("syscalls:sys_enter_mprotect", &[("len", 24)]),
     syscall("syscalls:sys_enter_madvise", &[("len_in", 24)]),
-    syscall("syscalls:sys_enter_futex", &[("op", 24)]),
-    per_thread_only(syscall("syscalls:sys_exit_futex", RET)),
-    syscall("syscalls:sys_enter_futex_wait", &[]),
-    per_thread_only(syscall("syscalls:sys_exit_futex_wait", RET)),
+    // The futex exits serve the wait and wake times, kept in task storage without per-thread
+    // state (a kernel with BTF), and the waiters each bucket of the futex hash holds.
+    syscall("syscalls:sys_enter_futex", &[("uaddr", 16), ("op", 24)]),
+    syscall("syscalls:sys_exit_futex", RET),
+    syscall(
+        "syscalls:sys_enter_futex_wait",
+        &[("uaddr", 16), ("flags", 40)],
+    ),
+    syscall("syscalls:sys_exit_futex_wait", RET),
     syscall("syscalls:sys_enter_futex_waitv", &[]),
-    per_thread_only(syscall("syscalls:sys_exit_futex_waitv", RET)),
-    syscall("syscalls:sys_enter_futex_wake", &[]),
-    per_thread_only(syscall("syscalls:sys_exit_futex_wake", RET)),
+    syscall("syscalls:sys_exit_futex_waitv", RET),
+    syscall(
+        "syscalls:sys_enter_futex_wake",
+        &[("uaddr", 16), ("flags", 40)],
+    ),
+    syscall("syscalls:sys_exit_futex_wake", RET),
     syscall("syscalls:sys_enter_getrusage", &[("who", 16)]),
     syscall("syscalls:sys_exit_getrusage", RET),
     syscall(
         "syscalls:sys_enter_write",
         &[("fd", 16), ("buf", 24), ("count", 32)],
     ),
+    // The kernel's waits, for the workload's tasks (see waits.rs for which figure needs which).
+    btf_only("mmap_lock:mmap_lock_start_locking"),
+    btf_only("mmap_lock:mmap_lock_acquire_returned"),
+    btf_only("lock:contention_begin"),
+    btf_only("lock:contention_end"),
+    btf("tlb:tlb_flush", &[("reason", 8)]),
+    btf_only("ipi:ipi_send_cpu"),
+    btf_only("ipi:ipi_send_cpumask"),
+    // tp_btf cannot read its function-pointer argument: the classic record only.
+    syscall("csd:csd_queue_cpu", &[("func", 24)]),
+    // The whole machine while the run is armed.
+    btf_only("vmscan:mm_vmscan_direct_reclaim_begin"),
+    btf_only("vmscan:mm_vmscan_direct_reclaim_end"),
+    btf_only("compaction:mm_compaction_begin"),
+    btf_only("compaction:mm_compaction_end"),
+    btf("compaction:mm_compaction_try_to_compact_pages", &[]),
+    btf("huge_memory:mm_collapse_huge_page", &[]),
+    btf("huge_memory:mm_khugepaged_collapse_file", &[]),
 ];
 
 /// Every tracepoint the collector's probes attach to, as `category:name` (tracefs has each under
@@ -298,8 +342,9 @@ print fmt: \"prev_comm=%s\", REC->prev_comm
             assert_eq!(*section, expected, "section of {name}");
         }
         for row in PROBES {
-            assert!(
+            assert_eq!(
                 progs.iter().any(|(n, _)| *n == row.tp_prog()),
+                row.classic,
                 "{}",
                 row.tp_prog()
             );

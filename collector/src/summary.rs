@@ -62,7 +62,9 @@ impl Report {
             "fault_anon" | "fault_file" => self.diagnostics.fault_kinds == FaultKinds::Vma,
             // Times summed per thread need the per-thread state: without it they are not
             // measured, not zero.
-            "oncpu_ns" | "runq_ns" | "futex_wait_ns" => self.diagnostics.per_thread,
+            "oncpu_ns" | "runq_ns" => self.diagnostics.per_thread,
+            // Also timed from task storage (kernels with BTF) since it existed.
+            "futex_wait_ns" => self.diagnostics.per_thread || self.diagnostics.task_storage,
             // The classic migrate program tells the target's threads by their per-thread entry.
             "migrations" => {
                 self.diagnostics.per_thread
@@ -134,6 +136,7 @@ mod tests {
             per_thread: true,
             errors: Vec::new(),
             held: None,
+            support: Default::default(),
         };
         assemble(meta, raw)
     }

@@ -1,6 +1,6 @@
 //! From raw records to figures, and nothing else: no process is started, no file is read or
 //! written here (the commands load records and write what is derived). One run: its summary (time,
-//! memory that adds up, phases), its probe figures and where its CPU time went. Several runs:
+//! memory that adds up, phases), its probe figures, the kernel's waits and where its CPU time went. Several runs:
 //! cells, fits over N, and published experiments beside ours.
 
 pub mod attribution;
@@ -16,3 +16,4 @@ pub mod sentinels;
 pub mod summary;
 pub mod timeline;
 pub mod verdict;
+pub mod waits;

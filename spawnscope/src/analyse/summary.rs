@@ -10,10 +10,11 @@ use serde_json::Value;
 use spawnscope_collector::Report as CollectorReport;
 
 use crate::analyse::attribution::Attribution;
-use crate::analyse::phases::{phase_costs, PhaseCost};
+use crate::analyse::phases::{phase_costs, phase_names, PhaseCost};
 use crate::analyse::probes::{probe_summary, ProbeSummary};
 use crate::analyse::sentinels::SentinelFigures;
 use crate::analyse::verdict::Verdict;
+use crate::analyse::waits::{waits, Waits};
 use crate::record::{
     CgroupStats, CgroupVersion, MemoryRecord, RunRecord, Snapshot, SysctlRecord, Target,
 };
@@ -92,6 +93,10 @@ pub struct Summary {
     /// What else the machine did per phase (runs recorded with sentinels.json).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sentinels: Option<SentinelFigures>,
+    /// Where the system time goes, exactly: the kernel's waits (runs whose collector counted
+    /// them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits: Option<Waits>,
 }
 
 fn delta(later: &BTreeMap<String, u64>, earlier: &BTreeMap<String, u64>, key: &str) -> Option<f64> {
@@ -289,6 +294,7 @@ pub fn summarize(
         .and_then(|peak| memory_per_task(base, peak, s.alive_at_peak.unwrap_or(0)));
     s.phases = phase_costs(run, memory);
     s.probes = collector.map(|c| probe_summary(c, memory, run, result, s.tasks));
+    s.waits = collector.and_then(|c| waits(c, &phase_names(memory), s.sys_s, s.tasks));
     if let Some(why) = collector.and_then(|c| c.program_costs_note.as_ref()) {
         s.left_out.push(why.clone());
     }

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use spawnscope_collector::Report as CollectorReport;
+
 use crate::analyse::sentinels::SentinelFigures;
 use crate::units::{bytes, count};
 
@@ -330,9 +332,7 @@ pub fn evidence(sentinels: &SentinelFigures, kernel: &KernelCounts, cpus: u32) -
                 direct_reclaim_ns: k.and_then(|k| k.reclaim_ns),
                 direct_reclaim_stalls: p.direct_reclaim_stalls,
                 compaction_stall_ns: None,
-                compaction_stalls: k
-                    .and_then(|k| k.direct_compactions)
-                    .or(p.compaction_stalls),
+                compaction_stalls: k.and_then(|k| k.direct_compactions).or(p.compaction_stalls),
                 thp_events: k.and_then(|k| k.thp_collapses).or(p.thp_collapse_alloc),
                 runnable_outside_max: p.runnable_outside_max,
                 freq_khz: p.freq_khz_min.zip(p.freq_khz_max),
@@ -367,7 +367,41 @@ impl KernelCounts {
     fn phase(&self, name: &str) -> Option<&KernelPhase> {
         self.phases.iter().find(|p| p.name == name)
     }
+
+    /// From collector.json: `phases` are the run's phase names, `startup` first (the counts
+    /// before the first phase mark). A metric the collector could not count is absent from its
+    /// report, and stays `None` here.
+    pub fn from_report(report: &CollectorReport, phases: &[String]) -> Self {
+        let at = |name: &str, i: usize| -> Option<u64> {
+            let m = report.metric(name)?;
+            Some(if i == 0 {
+                m.before_first_phase
+            } else {
+                m.per_phase.get(i - 1).copied().unwrap_or(0)
+            })
+        };
+        let sum = |names: &[&str], i: usize| -> Option<u64> {
+            names.iter().map(|n| at(n, i)).sum::<Option<u64>>()
+        };
+        let phases = phases
+            .iter()
+            .enumerate()
+            .map(|(i, name)| KernelPhase {
+                name: name.clone(),
+                outside_oncpu_ns: at("outside_oncpu_ns", i),
+                reclaim_ns: sum(&RECLAIM_NS, i),
+                direct_compactions: at("machine_direct_compactions", i),
+                thp_collapses: at("machine_thp_collapses", i),
+                futex_private_wakes: at("futex_private_wakes", i),
+                futex_waiters_walked: at("futex_wake_walked", i),
+            })
+            .collect();
+        KernelCounts { phases }
+    }
 }
+
+/// Reclaim time on the machine: allocations that had to reclaim first, and cgroups at their limit.
+const RECLAIM_NS: [&str; 1] = ["machine_direct_reclaim_ns"];
 
 #[cfg(test)]
 mod tests {

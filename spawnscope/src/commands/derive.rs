@@ -16,9 +16,12 @@ use anyhow::{Context, Result};
 use crate::analyse::attribution::{self, Attribution};
 use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
 use crate::analyse::phases::perf_phases;
+use crate::analyse::phases::phase_names;
 use crate::analyse::sentinels;
 use crate::analyse::summary::{summarize, Summary};
 use crate::analyse::timeline;
+use crate::analyse::verdict::{self, KernelCounts};
+use crate::analyse::waits::{self, Waits};
 use crate::measure;
 use crate::record::perf::{read_samples, write_folded, PerfRecord, Profile, Samples};
 use crate::record::{self, LoadedRun, Plan};
@@ -73,10 +76,19 @@ pub struct RunProfile {
 }
 
 /// Where the run's CPU time went, and its flame graph (drawn where `writes` says).
-fn attribution_of(dir: &Path, loaded: &LoadedRun, writes: Writes) -> Result<Option<Attribution>> {
+/// The exact waits, when counted, get perf's sampled view of the same spinning beside them.
+fn attribution_of(
+    dir: &Path,
+    loaded: &LoadedRun,
+    writes: Writes,
+    waits: Option<&mut Waits>,
+) -> Result<Option<Attribution>> {
     let Some(p) = profile(dir, loaded, writes)? else {
         return Ok(None);
     };
+    if let Some(w) = waits {
+        w.perf = waits::perf_beside(w, &p.profile);
+    }
     let perf_record: Option<PerfRecord> = record::read_json(dir, record::PERF_RECORD).ok();
     let mut a = attribution::of_run(
         &p.profile,
@@ -107,7 +119,19 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
         loaded.collector.as_ref(),
     );
     summary.sentinels = loaded.sentinels.as_ref().map(sentinels::figures);
-    match attribution_of(dir, &loaded, writes) {
+    summary.verdict = summary.sentinels.as_ref().map(|figures| {
+        let kernel = loaded
+            .collector
+            .as_ref()
+            .map(|c| KernelCounts::from_report(c, &phase_names(&loaded.memory)))
+            .unwrap_or_default();
+        verdict::judge(&verdict::evidence(
+            figures,
+            &kernel,
+            loaded.machine.cores as u32,
+        ))
+    });
+    match attribution_of(dir, &loaded, writes, summary.waits.as_mut()) {
         Ok(attribution) => summary.attribution = attribution,
         Err(err) => summary
             .left_out

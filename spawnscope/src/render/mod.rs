@@ -13,3 +13,4 @@ pub mod sentinels;
 pub mod summary;
 pub mod table;
 pub mod verdict;
+pub mod waits;

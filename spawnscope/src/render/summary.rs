@@ -8,8 +8,7 @@ use crate::analyse::probes::{ProbeCost, ProbeSummary};
 use crate::analyse::summary::Summary;
 use crate::record::Fingerprint;
 use crate::render::table::{Cell, Table};
-use crate::render::verdict;
-use crate::render::{attribution, sentinels};
+use crate::render::{attribution, sentinels, verdict, waits};
 use crate::units::{bytes, count};
 
 fn secs_to_clock(s: f64) -> String {
@@ -216,6 +215,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if let Some(p) = &s.probes {
         probes_markdown(&mut md, p);
     }
+    if let Some(w) = &s.waits {
+        waits::markdown(&mut md, w);
+    }
     if let Some(a) = &s.attribution {
         md.push_str(&attribution::markdown(a));
     }
@@ -229,7 +231,7 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
 }
 
 /// A probe figure in its unit: counts as numbers, ns as time, bytes in binary units.
-fn in_unit(value: f64, unit: &str) -> String {
+pub fn in_unit(value: f64, unit: &str) -> String {
     match unit {
         "ns" if value >= 1e9 => format!("{:.2} s", value / 1e9),
         "ns" if value >= 1e6 => format!("{:.1} ms", value / 1e6),
@@ -384,6 +386,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
                 c.name, c.verdict, c.expected, c.observed
             );
         }
+    }
+    if let Some(w) = &s.waits {
+        waits::terminal(&mut out, w);
     }
     if let Some(a) = &s.attribution {
         out.push_str(&attribution::terminal(a));
