@@ -150,7 +150,6 @@ struct {
  * from task_struct, no hashing). Created only on kernels with BTF (cfg SC_CFG_TASK_STORAGE);
  * every use sits behind that constant, so the verifier drops it where the map is not created. */
 struct sc_waits {
-	__u64 mmap_ts;           /* mmap_lock_start_locking, else 0 */
 	__u64 lock_ts[2];        /* contention_begin, two levels (a mutex's wait_lock inside it) */
 	__u64 lock_addr[2];
 	__u32 lock_kind[2];
@@ -158,16 +157,18 @@ struct sc_waits {
 	__u32 futex_kind;        /* enum sc_sys: FUTEX_WAIT, FUTEX_WAKE, SC_NR_SYS = none */
 	__u64 futex_ts;
 	__s64 futex_bucket;      /* bucket this wait was counted in, -1 none */
+	__u64 futex_uaddr;       /* ... and its address (futex_addrs' waiters), 0 none */
 	__u64 reclaim_ts;        /* machine-wide: any task in direct reclaim / compaction */
+	__u64 cgroup_reclaim_ts; /* ... or reclaiming its cgroup, at its limit */
 	__u64 compact_ts;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);  /* set at load: one slot per possible tid (pid_max) */
+	__type(key, __u32);
 	__type(value, struct sc_waits);
-} waits_by_task SEC(".maps");
+} waits_by_tid SEC(".maps");
 
 struct vec_fbucket { __u64 v[SC_NR_FB]; };
 struct vec_faddr { __u64 v[SC_NR_FA]; };
@@ -306,8 +307,9 @@ static __always_inline struct sc_waits *waits_get(bool create)
 {
 	if (!cfg[SC_CFG_TASK_STORAGE])
 		return NULL;
-	return bpf_task_storage_get(&waits_by_task, bpf_get_current_task_btf(), 0,
-				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	return bpf_map_lookup_elem(&waits_by_tid, &tid);
 }
 
 /* On-CPU time of the task leaving this CPU when it is outside the run: not the target's, not the
@@ -1126,8 +1128,13 @@ struct futex_private_hash___x {
 	unsigned int hash_mask;
 } __attribute__((preserve_access_index));
 
+struct rw_semaphore___x {
+	long count;
+} __attribute__((preserve_access_index));
+
 struct mm_struct___x {
 	struct futex_private_hash___x *futex_phash;
+	struct rw_semaphore___x mmap_lock;
 } __attribute__((preserve_access_index));
 
 static __always_inline __u32 rol32(__u32 word, __u32 shift)
@@ -1214,7 +1221,7 @@ static __always_inline void futex_hash_enter(__u32 kind, __u64 uaddr, bool priva
 	struct sc_waits *w = waits_get(true);
 	struct vec_fbucket *fb;
 	struct vec_faddr *fa;
-	__s64 bucket, queued;
+	__s64 bucket, queued, others;
 	__u32 key;
 
 	if (!w)
@@ -1222,6 +1229,7 @@ static __always_inline void futex_hash_enter(__u32 kind, __u64 uaddr, bool priva
 	w->futex_kind = kind;
 	w->futex_ts = bpf_ktime_get_ns();
 	w->futex_bucket = -1;
+	w->futex_uaddr = 0;
 	if (kind == SC_NR_SYS || !hashed)
 		return;
 	if (!private_op) {
@@ -1242,15 +1250,24 @@ static __always_inline void futex_hash_enter(__u32 kind, __u64 uaddr, bool priva
 			atomic_max(&fb->v[SC_FB_PEAK], queued);
 		w->futex_bucket = bucket;
 		count_at(SC_FUTEX_PRIVATE_WAITS, 1);
-		if (fa)
+		if (fa) {
 			__sync_fetch_and_add(&fa->v[SC_FA_WAITS], 1);
+			__sync_fetch_and_add((__s64 *)&fa->v[SC_FA_WAITERS], 1);
+			w->futex_uaddr = uaddr;
+		}
 		return;
 	}
 	queued = (__s64)fb->v[SC_FB_WAITERS];
 	if (queued < 0)
 		queued = 0;
+	/* The waiters on other addresses are what the walk passes over without waking: the cost of
+	 * sharing the bucket. Its own waiters are woken from the front (FIFO) and end the walk. */
+	others = queued - (fa ? (__s64)fa->v[SC_FA_WAITERS] : 0);
+	if (others < 0)
+		others = 0;
 	count_at(SC_FUTEX_PRIVATE_WAKES, 1);
 	count_at(SC_FUTEX_WAKE_WALKED, queued);
+	count_at(SC_FUTEX_WAKE_WALKED_OTHERS, others);
 	if (queued >= 1000)
 		count_at(SC_FUTEX_WAKE_WALKS_1000, 1);
 	atomic_max(&state[SC_ST_FUTEX_WALK_MAX], queued);
@@ -1316,9 +1333,17 @@ static __always_inline void futex_exit(long ret)
 				if (fb)
 					__sync_fetch_and_add((__s64 *)&fb->v[SC_FB_WAITERS], -1);
 			}
+			if (w->futex_uaddr) {
+				__u64 uaddr = w->futex_uaddr;
+				struct vec_faddr *fa = bpf_map_lookup_elem(&futex_addrs, &uaddr);
+
+				if (fa)
+					__sync_fetch_and_add((__s64 *)&fa->v[SC_FA_WAITERS], -1);
+			}
 			w->futex_kind = SC_NR_SYS;
 			w->futex_ts = 0;
 			w->futex_bucket = -1;
+			w->futex_uaddr = 0;
 		}
 	}
 	if (kind == SC_SYS_FUTEX_WAKE) {
@@ -1503,43 +1528,6 @@ int tp_sys_exit_getrusage(struct tp_sys_exit *ctx)
 
 /* ---- the kernel's waits: tp_btf only (task storage holds each wait's start) --------------- */
 
-/* mmap_lock: every acquisition that may sleep is bracketed by these two (mmap_read_lock,
- * mmap_write_lock and their killable forms; trylocks only report their return, so they are not
- * counted). The time between is the wait, plus a few hundred ns of tracing when uncontended. */
-SEC("tp_btf/mmap_lock_start_locking")
-int BPF_PROG(btf_mmap_lock_start_locking, struct mm_struct *mm, bool write)
-{
-	struct sc_waits *w;
-
-	if (!current_is_target())
-		return 0;
-	w = waits_get(true);
-	if (w)
-		w->mmap_ts = bpf_ktime_get_ns();
-	return 0;
-}
-
-SEC("tp_btf/mmap_lock_acquire_returned")
-int BPF_PROG(btf_mmap_lock_acquire_returned, struct mm_struct *mm, bool write, bool success)
-{
-	struct sc_waits *w;
-	__u64 now, took;
-
-	if (!current_is_target())
-		return 0;
-	w = waits_get(false);
-	if (!w || !w->mmap_ts)
-		return 0;
-	now = bpf_ktime_get_ns();
-	took = now > w->mmap_ts ? now - w->mmap_ts : 0;
-	w->mmap_ts = 0;
-	count_at(write ? SC_MMAP_LOCK_WRITE_WAITS : SC_MMAP_LOCK_READ_WAITS, 1);
-	count_at(write ? SC_MMAP_LOCK_WRITE_WAIT_NS : SC_MMAP_LOCK_READ_WAIT_NS, took);
-	if (!success)
-		count_at(SC_MMAP_LOCK_FAILED, 1);
-	return 0;
-}
-
 /* include/trace/events/lock.h: the flags say which kind of lock is contended. */
 #define LCB_F_SPIN 1
 #define LCB_F_READ 2
@@ -1552,14 +1540,28 @@ int BPF_PROG(btf_mmap_lock_acquire_returned, struct mm_struct *mm, bool write, b
 enum lock_kind {
 	LK_SPIN,          /* raw/spin locks (queued spinlock slow path) */
 	LK_RWLOCK,        /* spinning rwlock_t, read or write */
-	LK_RWSEM_READ,    /* rw_semaphore, readers (mmap_lock among them) */
+	LK_RWSEM_READ,    /* rw_semaphore, readers (the own mmap_lock apart: LK_MMAP_*) */
 	LK_RWSEM_WRITE,
 	LK_MUTEX,         /* optimistic spinning and sleeping alike */
 	LK_RTMUTEX,       /* rt_mutex and PREEMPT_RT's rwbase */
 	LK_PERCPU_RWSEM,
 	LK_OTHER,         /* flags 0: semaphores */
-	LK_NR
+	LK_NR,            /* the kinds counted with SC_LOCK_* pairs end here */
+	LK_MMAP_READ = LK_NR, /* the rw_semaphore is the process's own mmap_lock: SC_MMAP_LOCK_* */
+	LK_MMAP_WRITE,
 };
+
+/* The address of the current process's mmap_lock, 0 when the kernel's BTF lacks it. */
+static __always_inline __u64 own_mmap_lock(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 mm;
+
+	if (!bpf_core_field_exists(struct mm_struct___x, mmap_lock))
+		return 0;
+	mm = (__u64)BPF_CORE_READ(task, mm);
+	return mm ? mm + bpf_core_field_offset(struct mm_struct___x, mmap_lock) : 0;
+}
 
 static __always_inline __u32 lock_kind(__u32 flags)
 {
@@ -1578,6 +1580,20 @@ static __always_inline __u32 lock_kind(__u32 flags)
 	return LK_OTHER;
 }
 
+/* The kind of a contended wait, telling the process's mmap_lock from other rw_semaphores: the
+ * mmap_lock waits are counted here, where the wait is, rather than by bracketing every
+ * acquisition with mmap_lock:mmap_lock_start_locking/acquire_returned (they fire for every
+ * mmap, mprotect and fault that takes the lock, waiting or not: three times the cost). What this
+ * leaves out is a writer's optimistic spinning before it queues, CPU time that perf shows. */
+static __always_inline __u32 wait_kind(void *lock, __u32 flags)
+{
+	__u32 kind = lock_kind(flags);
+
+	if ((kind == LK_RWSEM_READ || kind == LK_RWSEM_WRITE) && (__u64)lock == own_mmap_lock())
+		return kind == LK_RWSEM_READ ? LK_MMAP_READ : LK_MMAP_WRITE;
+	return kind;
+}
+
 /* Two levels: a mutex's slow path may contend on its wait_lock inside its own contention. A
  * second begin on the lock already waited for (a mutex going from spinning to sleeping) continues
  * the same wait. */
@@ -1594,11 +1610,11 @@ int BPF_PROG(btf_contention_begin, void *lock, unsigned int flags)
 		return 0;
 	d = w->lock_depth;
 	if (d == 1 && w->lock_addr[0] == (__u64)lock) {
-		w->lock_kind[0] = lock_kind(flags);
+		w->lock_kind[0] = wait_kind(lock, flags);
 		return 0;
 	}
 	if (d == 2 && w->lock_addr[1] == (__u64)lock) {
-		w->lock_kind[1] = lock_kind(flags);
+		w->lock_kind[1] = wait_kind(lock, flags);
 		return 0;
 	}
 	if (d >= 2) {
@@ -1607,7 +1623,7 @@ int BPF_PROG(btf_contention_begin, void *lock, unsigned int flags)
 	}
 	d &= 1;
 	w->lock_addr[d] = (__u64)lock;
-	w->lock_kind[d] = lock_kind(flags);
+	w->lock_kind[d] = wait_kind(lock, flags);
 	w->lock_ts[d] = bpf_ktime_get_ns();
 	w->lock_depth = d + 1;
 	return 0;
@@ -1636,6 +1652,14 @@ int BPF_PROG(btf_contention_end, void *lock, int ret)
 	took = now > w->lock_ts[top] ? now - w->lock_ts[top] : 0;
 	kind = w->lock_kind[top];
 	w->lock_depth = top;
+	if (kind == LK_MMAP_READ || kind == LK_MMAP_WRITE) {
+		count_at(kind == LK_MMAP_WRITE ? SC_MMAP_LOCK_WRITE_WAITS : SC_MMAP_LOCK_READ_WAITS, 1);
+		count_at(kind == LK_MMAP_WRITE ? SC_MMAP_LOCK_WRITE_WAIT_NS : SC_MMAP_LOCK_READ_WAIT_NS,
+			 took);
+		if (ret)
+			count_at(SC_MMAP_LOCK_FAILED, 1);
+		return 0;
+	}
 	if (kind >= LK_NR)
 		kind = LK_OTHER;
 	count_at(SC_LOCK_SPIN_WAITS + 2 * kind, 1);
@@ -1786,6 +1810,41 @@ int BPF_PROG(btf_mm_vmscan_direct_reclaim_end, unsigned long nr_reclaimed)
 	count_at(SC_MACHINE_DIRECT_RECLAIM_NS, now > w->reclaim_ts ? now - w->reclaim_ts : 0);
 	count_at(SC_MACHINE_DIRECT_RECLAIMED_PAGES, nr_reclaimed);
 	w->reclaim_ts = 0;
+	return 0;
+}
+
+/* Reclaim of a cgroup that reached its memory limit (memory.max, memory.limit_in_bytes): on any
+ * cgroup of the machine, the run's own among them. */
+SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(btf_mm_vmscan_memcg_reclaim_begin)
+{
+	struct sc_waits *w;
+
+	if (!armed())
+		return 0;
+	w = waits_get(true);
+	if (w)
+		w->cgroup_reclaim_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
+int BPF_PROG(btf_mm_vmscan_memcg_reclaim_end, unsigned long nr_reclaimed)
+{
+	struct sc_waits *w;
+	__u64 now;
+
+	if (!armed())
+		return 0;
+	w = waits_get(false);
+	if (!w || !w->cgroup_reclaim_ts)
+		return 0;
+	now = bpf_ktime_get_ns();
+	count_at(SC_MACHINE_CGROUP_RECLAIMS, 1);
+	count_at(SC_MACHINE_CGROUP_RECLAIM_NS,
+		 now > w->cgroup_reclaim_ts ? now - w->cgroup_reclaim_ts : 0);
+	count_at(SC_MACHINE_CGROUP_RECLAIMED_PAGES, nr_reclaimed);
+	w->cgroup_reclaim_ts = 0;
 	return 0;
 }
 

@@ -80,12 +80,13 @@ enum sc_counter {
 	SC_FUTEX_PRIVATE_WAKES,  /* wake ops hashed into it */
 	SC_FUTEX_WAKE_WALKED,    /* waiters queued in the woken futex's bucket at each wake, summed */
 	SC_FUTEX_WAKE_WALKS_1000,/* wakes that found 1000 or more waiters in their bucket */
-	SC_MMAP_LOCK_READ_WAITS, /* mmap_lock_start_locking -> mmap_lock_acquire_returned, read */
+	SC_FUTEX_WAKE_WALKED_OTHERS, /* ... of them waiting on other addresses: what a wake walks past */
+	SC_MMAP_LOCK_READ_WAITS, /* contention_begin -> end on the process's own mmap_lock, read */
 	SC_MMAP_LOCK_READ_WAIT_NS,
 	SC_MMAP_LOCK_WRITE_WAITS,
 	SC_MMAP_LOCK_WRITE_WAIT_NS,
-	SC_MMAP_LOCK_FAILED,     /* ... that returned without the lock (killable, interrupted) */
-	SC_LOCK_SPIN_WAITS,      /* lock:contention_begin -> contention_end by kind: pairs, in */
+	SC_MMAP_LOCK_FAILED,     /* ... that ended without the lock (killable, interrupted) */
+	SC_LOCK_SPIN_WAITS,      /* lock:contention_begin -> contention_end by kind (mmap_lock apart): pairs, in */
 	SC_LOCK_SPIN_WAIT_NS,    /* the order of enum lock_kind in collector.bpf.c */
 	SC_LOCK_RWLOCK_WAITS,
 	SC_LOCK_RWLOCK_WAIT_NS,
@@ -115,6 +116,9 @@ enum sc_counter {
 	SC_MACHINE_DIRECT_RECLAIMS,
 	SC_MACHINE_DIRECT_RECLAIM_NS,
 	SC_MACHINE_DIRECT_RECLAIMED_PAGES,
+	SC_MACHINE_CGROUP_RECLAIMS,    /* mm_vmscan_memcg_reclaim_begin -> end: a cgroup at its limit */
+	SC_MACHINE_CGROUP_RECLAIM_NS,
+	SC_MACHINE_CGROUP_RECLAIMED_PAGES,
 	SC_MACHINE_COMPACTIONS,  /* mm_compaction_begin -> end (kcompactd and direct) */
 	SC_MACHINE_COMPACTION_NS,
 	SC_MACHINE_DIRECT_COMPACTIONS, /* mm_compaction_try_to_compact_pages: allocation stalls */
@@ -251,6 +255,7 @@ enum sc_faddr {
 	SC_FA_WALKED,
 	SC_FA_MAX_WALK,
 	SC_FA_BUCKET,
+	SC_FA_WAITERS,           /* target tasks inside a wait op on this address now (signed) */
 	SC_NR_FA
 };
 

@@ -344,7 +344,11 @@ fn attempt(
             "nv_by_tid" => map.set_max_entries(sizing.nv_slots),
             // Without kernel BTF the kernel cannot make task storage: the programs' uses of it
             // sit behind cfg SC_CFG_TASK_STORAGE = 0, which the verifier prunes.
-            "waits_by_task" => map.set_autocreate(kernel.task_storage),
+            "waits_by_tid" => map.set_max_entries(if kernel.task_storage {
+                sizing.nv_slots.max(sizing.wait_slots)
+            } else {
+                1
+            }),
             ".rodata.cfg" => {
                 let words = config_words(cfg, sizing, kernel);
                 let bytes = map

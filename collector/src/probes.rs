@@ -146,8 +146,6 @@ pub(crate) const PROBES: &[Probe] = &[
         &[("fd", 16), ("buf", 24), ("count", 32)],
     ),
     // The kernel's waits, for the workload's tasks (see waits.rs for which figure needs which).
-    btf_only("mmap_lock:mmap_lock_start_locking"),
-    btf_only("mmap_lock:mmap_lock_acquire_returned"),
     btf_only("lock:contention_begin"),
     btf_only("lock:contention_end"),
     btf("tlb:tlb_flush", &[("reason", 8)]),
@@ -158,6 +156,8 @@ pub(crate) const PROBES: &[Probe] = &[
     // The whole machine while the run is armed.
     btf_only("vmscan:mm_vmscan_direct_reclaim_begin"),
     btf_only("vmscan:mm_vmscan_direct_reclaim_end"),
+    btf_only("vmscan:mm_vmscan_memcg_reclaim_begin"),
+    btf_only("vmscan:mm_vmscan_memcg_reclaim_end"),
     btf_only("compaction:mm_compaction_begin"),
     btf_only("compaction:mm_compaction_end"),
     btf("compaction:mm_compaction_try_to_compact_pages", &[]),

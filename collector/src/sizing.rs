@@ -12,6 +12,8 @@ pub(crate) struct Sizing {
     /// Slots of the nvcsw-by-tid array: pid_max without per-thread state (every possible tid),
     /// else 1 (unused: the per-thread map holds it).
     pub nv_slots: u32,
+    /// Slots of the wait-starts-by-tid array: every possible tid (pid_max).
+    pub wait_slots: u32,
     /// Time buckets of the series.
     pub buckets: u32,
     pub bucket_ns: u64,
@@ -35,6 +37,7 @@ impl Sizing {
             } else {
                 pid_max.clamp(1, 1 << 22) as u32
             },
+            wait_slots: pid_max.clamp(1, 1 << 22) as u32,
             buckets: cfg.max_duration_ns.div_ceil(bucket_ns).clamp(1, 1 << 20) as u32,
             bucket_ns,
         }

@@ -49,10 +49,8 @@ const FIGURES: &[Figure] = &[
             "mmap_lock_write_wait_ns",
             "mmap_lock_failed",
         ],
-        probes: &[
-            "mmap_lock:mmap_lock_start_locking",
-            "mmap_lock:mmap_lock_acquire_returned",
-        ],
+        // The waits on the process's own mmap_lock among the contended rw_semaphores.
+        probes: &["lock:contention_begin", "lock:contention_end"],
         needs: Needs::TaskStorage,
     },
     Figure {
@@ -128,9 +126,23 @@ const FIGURES: &[Figure] = &[
             "futex_private_wakes",
             "futex_wake_walked",
             "futex_wake_walks_1000",
+            "futex_wake_walked_others",
         ],
         probes: FUTEX_PROBES,
         needs: Needs::FutexHash,
+    },
+    Figure {
+        figure: "cgroup reclaim (machine)",
+        metrics: &[
+            "machine_cgroup_reclaims",
+            "machine_cgroup_reclaim_ns",
+            "machine_cgroup_reclaimed_pages",
+        ],
+        probes: &[
+            "vmscan:mm_vmscan_memcg_reclaim_begin",
+            "vmscan:mm_vmscan_memcg_reclaim_end",
+        ],
+        needs: Needs::TaskStorage,
     },
     Figure {
         figure: "direct reclaim (machine)",
@@ -220,8 +232,9 @@ pub(crate) fn waits(raw: &Raw, probes: &[ProbeStatus], support: Support) -> Wait
         "waits are wall time from a wait's start to its end, mostly asleep; only spinning \
          (lock_spin, lock_rwlock, a mutex's optimistic spin) burns CPU"
             .to_string(),
-        "mmap_lock waits also appear in the lock contention counts as rw_semaphore waits when \
-         contended (the two nest)"
+        "mmap_lock waits are the contended waits on the process's own mmap_lock (read or write), \
+         counted apart from other rw_semaphores; a writer's optimistic spinning before it queues \
+         is CPU time, not counted here (perf shows it)"
             .to_string(),
     ];
     let attach_of = |id: &str| probes.iter().find(|p| p.probe == id).and_then(|p| p.attach);

@@ -291,41 +291,33 @@ fn mmap_lock_waits_grow_with_threads_that_map_concurrently() {
             + r.in_phase("mmap_lock_read_wait_ns", "churn");
         let waits = r.in_phase("mmap_lock_write_waits", "churn")
             + r.in_phase("mmap_lock_read_waits", "churn");
-        let contended = r.in_phase("lock_rwsem_write_waits", "churn")
-            + r.in_phase("lock_rwsem_read_waits", "churn");
-        let contended_ns = r.in_phase("lock_rwsem_write_wait_ns", "churn")
-            + r.in_phase("lock_rwsem_read_wait_ns", "churn");
         println!(
-            "{test}: {} thread(s): {waits} mmap_lock acquisitions, {:.1} ms waited \
-             ({:.0} ns each); {contended} contended rwsem waits, {:.1} ms; TLB shootdowns \
-             asked of other CPUs {} (flushes gone remote {}); IPIs {} to {} CPUs",
+            "{test}: {} thread(s): {waits} waits for mmap_lock, {:.1} ms waited ({:.0} ns each); \
+             TLB shootdowns asked of other CPUs {} (flushes gone remote {}); IPIs {} to {} CPUs",
             r.result["threads"],
             wait_ns as f64 / 1e6,
             wait_ns as f64 / waits.max(1) as f64,
-            contended_ns as f64 / 1e6,
             r.report.total("csd_tlb_queued"),
             r.report.total("tlb_remote_send_ipi"),
             r.report.total("ipi_sends"),
             r.report.total("ipi_targets"),
         );
-        (waits, wait_ns, contended)
+        (waits, wait_ns)
     };
-    let (waits_1, ns_1, contended_1) = figures(&one);
-    let (waits_4, ns_4, contended_4) = figures(&four);
-    // Same work: every mmap and munmap takes the lock for writing, once each.
-    assert!(waits_1 >= 2 * CHURN_ROUNDS as u64, "{waits_1}");
-    assert!(waits_4 >= 2 * CHURN_ROUNDS as u64, "{waits_4}");
-    // Alone, nobody holds it when a thread asks: only the tracing's own nanoseconds.
+    let (waits_1, ns_1) = figures(&one);
+    let (waits_4, ns_4) = figures(&four);
+    // The same mmap/munmap work, each call taking the lock for writing. Alone, nobody holds it
+    // when the thread asks: (almost) no wait. Four threads queue for it behind each other.
     assert!(
-        contended_1 <= 10,
-        "{contended_1} contended waits with one thread"
+        waits_1 <= 10,
+        "{waits_1} waits for mmap_lock with one thread"
     );
     assert!(
-        contended_4 >= 20,
-        "{contended_4} contended waits with four threads"
+        waits_4 >= 20,
+        "{waits_4} waits for mmap_lock with four threads"
     );
     assert!(
-        ns_4 >= 10 * ns_1,
+        ns_4 >= 1_000_000 && ns_4 >= 10 * ns_1,
         "four threads waited {ns_4} ns for mmap_lock, one thread {ns_1} ns"
     );
     // Unmapping memory other CPUs may cache asks them to flush: hardly ever with one thread
@@ -426,12 +418,16 @@ fn futex_wakes_walk_every_waiter_of_their_bucket() {
         "walked on B: {walked_b}"
     );
     assert!(walked_c <= 10 * WAKES as u64, "walked on C: {walked_c}");
-    // The kernel agrees: walking 2,000 queued waiters under the bucket lock makes each wake on
-    // B far slower than on C (timed from the syscall's entry to its exit).
+    // All of them wait on another address than B's: each wake on B walks past them, none on C.
+    let past_b = run.in_phase("futex_wake_walked_others", "wake_same_bucket");
+    let past_c = run.in_phase("futex_wake_walked_others", "wake_other_bucket");
     assert!(
-        ns_b >= 5 * ns_c,
-        "a wake on B took {ns_b} ns in all, on C {ns_c} ns: the kernel did not walk A's waiters"
+        past_b >= k * WAKES as u64 && past_b <= walked_b,
+        "walked past on B: {past_b} of {walked_b}"
     );
+    assert!(past_c <= walked_c, "walked past on C: {past_c}");
+    // That the kernel walks the same bucket is seen in its time (printed above: each wake on B
+    // takes tens of µs, on C well under one), which the README quotes; a timing is not asserted.
     // B is named, in A's bucket, and that bucket held the parked threads at once.
     let top = &hash.top_futexes[0];
     assert_eq!(top.address, format!("{b:#x}"));

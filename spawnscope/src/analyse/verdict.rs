@@ -25,19 +25,19 @@ pub struct PhaseEvidence {
     pub reported_to_host_bytes: Option<u64>,
     /// Change of the balloon's size (positive: the host took memory).
     pub balloon_change_bytes: Option<i64>,
-    /// Direct reclaim on the whole machine: time (in-kernel tracepoints) and stalls (vmstat).
-    pub direct_reclaim_ns: Option<u64>,
+    /// Reclaim on the whole machine, direct or of cgroups at their limit: time (in-kernel
+    /// tracepoints), and direct reclaim stalls (vmstat).
+    pub reclaim_ns: Option<u64>,
     pub direct_reclaim_stalls: Option<u64>,
     /// Compaction stalls on the whole machine: time and count.
     pub compaction_stall_ns: Option<u64>,
     pub compaction_stalls: Option<u64>,
     /// Transparent huge page collapses and splits on the whole machine.
     pub thp_events: Option<u64>,
-    /// Most tasks runnable outside the run at one sample.
-    pub runnable_outside_max: Option<f64>,
     /// Lowest and highest CPU frequency seen.
     pub freq_khz: Option<(u64, u64)>,
-    /// The workload's futex wakes and the waiters they walked (the futex hash slot's chain).
+    /// The workload's futex wakes, and the waiters on other addresses their walks passed over in
+    /// the futex hash slot's chain.
     pub futex_wakes: Option<u64>,
     pub futex_waiters_walked: Option<u64>,
 }
@@ -120,24 +120,15 @@ pub const RULES: &[Rule] = &[
         },
     },
     Rule {
-        id: "runnable_outside",
-        rule: "at some sample, more tasks runnable outside the run than the machine has CPUs",
-        check: |p, cpus| {
-            check_opt(p.runnable_outside_max, |most| {
-                (most > cpus.max(1) as f64).then(|| {
-                    format!("up to {most:.0} tasks runnable outside the run on {cpus} CPUs")
-                })
-            })
-        },
-    },
-    Rule {
-        id: "direct_reclaim",
-        rule: "any direct reclaim stall (a task allocating had to free memory first): ≥ 10 ms, or ≥ 1 stall where the time is not measured",
-        check: |p, _| match (p.direct_reclaim_ns, p.direct_reclaim_stalls) {
+        id: "reclaim",
+        rule: "memory reclaimed on the machine while it ran — by allocations that had to free memory first (direct reclaim) or by a cgroup at its memory limit: ≥ 10 ms, or ≥ 1 direct reclaim stall where the time is not measured",
+        check: |p, _| match (p.reclaim_ns, p.direct_reclaim_stalls) {
             (Some(ns), stalls) if ns >= 10_000_000 => Check::Suspect(format!(
-                "{} in direct reclaim{}",
+                "{} reclaiming memory{}",
                 seconds(ns),
-                stalls.map_or(String::new(), |s| format!(" ({} stalls)", count(s)))
+                stalls
+                    .filter(|&s| s > 0)
+                    .map_or(String::new(), |s| format!(" ({} direct reclaim stalls)", count(s)))
             )),
             (None, Some(stalls)) if stalls > 0 => {
                 Check::Suspect(format!("{} direct reclaim stalls", count(stalls)))
@@ -209,12 +200,12 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "futex_walk",
-        rule: "the workload's futex wakes walked ≥ 1,000 waiters each on average (≥ 10 wakes): a futex hash slot shared with parked tasks",
+        rule: "the workload's futex wakes walked past ≥ 1,000 waiters of other futexes each on average (≥ 10 wakes): a futex hash slot shared with parked tasks",
         check: |p, _| match (p.futex_wakes, p.futex_waiters_walked) {
             (Some(wakes), Some(walked)) => {
                 if wakes >= 10 && walked as f64 / wakes as f64 >= 1000.0 {
                     Check::Suspect(format!(
-                        "{} futex wakes walked {} waiters each",
+                        "{} futex wakes walked past {} waiters of other futexes each",
                         count(wakes),
                         count(walked / wakes)
                     ))
@@ -329,12 +320,11 @@ pub fn evidence(sentinels: &SentinelFigures, kernel: &KernelCounts, cpus: u32) -
                 outside_cpu_ns: k.and_then(|k| k.outside_oncpu_ns).or(p.outside_cpu_ns),
                 reported_to_host_bytes: p.reported_bytes,
                 balloon_change_bytes: p.balloon_pages.map(|pages| pages * PAGE_BYTES),
-                direct_reclaim_ns: k.and_then(|k| k.reclaim_ns),
+                reclaim_ns: k.and_then(|k| k.reclaim_ns),
                 direct_reclaim_stalls: p.direct_reclaim_stalls,
                 compaction_stall_ns: None,
                 compaction_stalls: k.and_then(|k| k.direct_compactions).or(p.compaction_stalls),
                 thp_events: k.and_then(|k| k.thp_collapses).or(p.thp_collapse_alloc),
-                runnable_outside_max: p.runnable_outside_max,
                 freq_khz: p.freq_khz_min.zip(p.freq_khz_max),
                 futex_wakes: k.and_then(|k| k.futex_private_wakes),
                 futex_waiters_walked: k.and_then(|k| k.futex_waiters_walked),
@@ -380,8 +370,9 @@ impl KernelCounts {
                 m.per_phase.get(i - 1).copied().unwrap_or(0)
             })
         };
+        // The figures counted here, summed; None when none was.
         let sum = |names: &[&str], i: usize| -> Option<u64> {
-            names.iter().map(|n| at(n, i)).sum::<Option<u64>>()
+            names.iter().filter_map(|n| at(n, i)).reduce(|a, b| a + b)
         };
         let phases = phases
             .iter()
@@ -393,7 +384,7 @@ impl KernelCounts {
                 direct_compactions: at("machine_direct_compactions", i),
                 thp_collapses: at("machine_thp_collapses", i),
                 futex_private_wakes: at("futex_private_wakes", i),
-                futex_waiters_walked: at("futex_wake_walked", i),
+                futex_waiters_walked: at("futex_wake_walked_others", i),
             })
             .collect();
         KernelCounts { phases }
@@ -401,7 +392,7 @@ impl KernelCounts {
 }
 
 /// Reclaim time on the machine: allocations that had to reclaim first, and cgroups at their limit.
-const RECLAIM_NS: [&str; 1] = ["machine_direct_reclaim_ns"];
+const RECLAIM_NS: [&str; 2] = ["machine_reclaim_ns", "machine_cgroup_reclaim_ns"];
 
 #[cfg(test)]
 mod tests {
@@ -415,12 +406,11 @@ mod tests {
             outside_cpu_ns: Some(0),
             reported_to_host_bytes: Some(0),
             balloon_change_bytes: None,
-            direct_reclaim_ns: Some(0),
+            reclaim_ns: Some(0),
             direct_reclaim_stalls: Some(0),
             compaction_stall_ns: Some(0),
             compaction_stalls: Some(0),
             thp_events: Some(0),
-            runnable_outside_max: Some(0.0),
             freq_khz: None,
             futex_wakes: Some(100),
             futex_waiters_walked: Some(100),
@@ -459,7 +449,7 @@ mod tests {
             "suspect: 300 ms stolen by the hypervisor (4 % of the CPUs) during spawn; \
              1.2 s of CPU used by other tasks (15 % of the CPUs) during spawn; \
              4.0 GiB handed back to the host during spawn; \
-             412 futex wakes walked 51,234 waiters each during spawn"
+             412 futex wakes walked past 51,234 waiters of other futexes each during spawn"
         );
         assert_eq!(
             v.cause_ids(),
@@ -473,8 +463,7 @@ mod tests {
         p.steal_ns = Some(150_000_000); // 1.9 %
         p.outside_cpu_ns = Some(790_000_000); // 9.9 %
         p.reported_to_host_bytes = Some((64 << 20) - 1);
-        p.runnable_outside_max = Some(2.0);
-        p.direct_reclaim_ns = Some(9_000_000);
+        p.reclaim_ns = Some(9_000_000);
         p.thp_events = Some(511);
         p.freq_khz = Some((3_000_000, 3_200_000));
         p.futex_wakes = Some(1000);
@@ -485,7 +474,7 @@ mod tests {
     #[test]
     fn reclaim_counts_without_times_still_flag() {
         let mut p = phase("spawn", 4000);
-        p.direct_reclaim_ns = None;
+        p.reclaim_ns = None;
         p.direct_reclaim_stalls = Some(3);
         let v = judge(&evidence(vec![p]));
         assert_eq!(v.findings[0].found, "3 direct reclaim stalls");

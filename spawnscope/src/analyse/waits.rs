@@ -52,6 +52,10 @@ pub struct FutexFigures {
     pub hashed_wakes: Option<u64>,
     pub walked: Option<u64>,
     pub walked_per_wake: Option<f64>,
+    /// Of those, waiters on other addresses: what each wake walks past without waking, the cost
+    /// of sharing a bucket (absent in runs recorded before it was counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walked_past_per_wake: Option<f64>,
     pub walk_max: Option<u64>,
     pub wakes_walking_1000: Option<u64>,
     pub hash_slots: Option<u64>,
@@ -81,6 +85,11 @@ pub struct MachineNoise {
     pub direct_reclaims: Option<u64>,
     pub direct_reclaim_ns: Option<u64>,
     pub direct_reclaimed_pages: Option<u64>,
+    /// Reclaim of cgroups at their memory limit (absent in runs recorded before it was counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_reclaims: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_reclaim_ns: Option<u64>,
     pub compactions: Option<u64>,
     pub compaction_ns: Option<u64>,
     pub direct_compactions: Option<u64>,
@@ -197,12 +206,12 @@ const WAIT_ROWS: &[(&str, &str, WaitKind)] = &[
     ),
     (
         "lock_rwsem_read_waits",
-        "contended rw_semaphores, read (mmap_lock among them)",
+        "contended rw_semaphores, read (other than mmap_lock)",
         WaitKind::Sleeping,
     ),
     (
         "lock_rwsem_write_waits",
-        "contended rw_semaphores, write (mmap_lock among them)",
+        "contended rw_semaphores, write (other than mmap_lock)",
         WaitKind::Sleeping,
     ),
     (
@@ -287,6 +296,10 @@ pub fn waits(
                 .zip(walked)
                 .filter(|&(w, _)| w > 0)
                 .map(|(w, n)| n as f64 / w as f64),
+            walked_past_per_wake: hashed_wakes
+                .zip(total("futex_wake_walked_others"))
+                .filter(|&(w, _)| w > 0)
+                .map(|(w, n)| n as f64 / w as f64),
             walk_max: hash.map(|h| h.walk_max),
             wakes_walking_1000: total("futex_wake_walks_1000"),
             hash_slots: slots,
@@ -331,6 +344,8 @@ pub fn waits(
         direct_reclaims: total("machine_direct_reclaims"),
         direct_reclaim_ns: total("machine_direct_reclaim_ns"),
         direct_reclaimed_pages: total("machine_direct_reclaimed_pages"),
+        cgroup_reclaims: total("machine_cgroup_reclaims"),
+        cgroup_reclaim_ns: total("machine_cgroup_reclaim_ns"),
         compactions: total("machine_compactions"),
         compaction_ns: total("machine_compaction_ns"),
         direct_compactions: total("machine_direct_compactions"),

@@ -78,6 +78,12 @@ pub fn futex_line(w: &Waits) -> Option<String> {
                 f.walk_max.map_or("?".into(), count),
                 f.wakes_walking_1000.map_or("?".into(), count)
             );
+            if let Some(past) = f.walked_past_per_wake {
+                let _ = write!(
+                    line,
+                    ", {past:.1} of them waiting on other addresses (walked past, never woken)"
+                );
+            }
         }
         (None, Some(_)) => line.push_str(", no wake hashed into the process's own futex hash"),
         _ => line.push_str(", waiters walked per wake: not available here"),
@@ -130,10 +136,11 @@ pub fn machine_line(w: &Waits) -> String {
     });
     format!(
         "the machine during the run, all tasks: direct reclaim {}, {} pages reclaimed; \
-         compaction {}; direct compaction stalls {}; THP collapses {}; CPU time of tasks outside \
-         the run {outside}",
+         reclaim of cgroups at their limit {}; compaction {}; direct compaction stalls {}; THP \
+         collapses {}; CPU time of tasks outside the run {outside}",
         timed(m.direct_reclaims, m.direct_reclaim_ns),
         opt(m.direct_reclaimed_pages),
+        timed(m.cgroup_reclaims, m.cgroup_reclaim_ns),
         timed(m.compactions, m.compaction_ns),
         opt(m.direct_compactions),
         opt(m.thp_collapses)
