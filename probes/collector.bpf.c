@@ -146,10 +146,14 @@ struct {
 } nv_by_tid SEC(".maps");
 
 /* The start of each kind of wait a task may be inside, for the wait figures without a per-thread
- * hash: task local storage (one struct per task, freed with the task; a lookup is a pointer
- * from task_struct, no hashing). Created only on kernels with BTF (cfg SC_CFG_TASK_STORAGE);
- * every use sits behind that constant, so the verifier drops it where the map is not created. */
+ * hash: an array indexed by tid (a lookup is an index, no hashing, nothing allocated per task;
+ * task local storage cost two to three times more here, creating its struct for every new
+ * thread). Sized at load to a power of two: every tid below pid_max when that is small enough,
+ * else twice the tasks expected, slot = tid & (slots - 1), each slot tagged with its tid. A task
+ * finding its slot held by another task's wait in progress is not timed (SC_ST_WAITS_LOST). */
 struct sc_waits {
+	__u32 tid;               /* whose slot it is now */
+	__u32 pad;
 	__u64 lock_ts[2];        /* contention_begin, two levels (a mutex's wait_lock inside it) */
 	__u64 lock_addr[2];
 	__u32 lock_kind[2];
@@ -302,14 +306,39 @@ static __always_inline struct sc_task *task_get(__u32 tid, bool create)
 	return bpf_map_lookup_elem(&tasks, &tid);
 }
 
-/* The current task's wait starts; with create, made when missing. NULL without task storage. */
-static __always_inline struct sc_waits *waits_get(bool create)
+/* A slot holds no wait in progress: another tid may take it. */
+static __always_inline bool waits_idle(struct sc_waits *w)
 {
+	return !w->lock_depth && w->futex_kind == SC_NR_SYS && !w->reclaim_ts &&
+	       !w->cgroup_reclaim_ts && !w->compact_ts;
+}
+
+/* The current task's wait starts. With `start` (a wait begins) the slot is taken when idle;
+ * without (a wait ends) only the task's own slot is returned. NULL without the wait figures. */
+static __always_inline struct sc_waits *waits_get(bool start)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 slot = tid & (__u32)(cfg[SC_CFG_WAIT_SLOTS] - 1);
+	struct sc_waits *w;
+
 	if (!cfg[SC_CFG_TASK_STORAGE])
 		return NULL;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
-	return bpf_map_lookup_elem(&waits_by_tid, &tid);
+	w = bpf_map_lookup_elem(&waits_by_tid, &slot);
+	if (!w)
+		return NULL;
+	if (w->tid == tid)
+		return w;
+	if (!start)
+		return NULL;
+	if (w->tid && !waits_idle(w)) {
+		__sync_fetch_and_add(&state[SC_ST_WAITS_LOST], 1);
+		return NULL;
+	}
+	__builtin_memset(w, 0, sizeof(*w));
+	w->tid = tid;
+	w->futex_kind = SC_NR_SYS;
+	w->futex_bucket = -1;
+	return w;
 }
 
 /* On-CPU time of the task leaving this CPU when it is outside the run: not the target's, not the

@@ -213,6 +213,7 @@ enum sc_state {
 	SC_ST_FUTEX_HASH_TOO_BIG,/* ops on a hash of more than SC_FUTEX_BUCKETS slots */
 	SC_ST_FUTEX_ADDRS_FULL,  /* ops on addresses futex_addrs had no room for */
 	SC_ST_LOCK_NESTING_LOST, /* contention_begin deeper than the two levels kept */
+	SC_ST_WAITS_LOST,        /* waits not timed: their tid's slot held another task's wait */
 	SC_NR_STATE
 };
 
@@ -225,10 +226,11 @@ enum sc_cfg {
 	SC_CFG_PAGE_SIZE,
 	SC_CFG_PHASES_FROM_STDOUT,
 	SC_CFG_PER_THREAD,       /* 1: per-thread hash (on-CPU, run-queue, syscall times); 0: none */
-	SC_CFG_TASK_STORAGE,     /* 1: map waits_by_task exists (kernel BTF): the wait figures */
+	SC_CFG_TASK_STORAGE,     /* 1: the wait figures' programs load (kernel BTF) */
 	SC_CFG_SELF_TGID,        /* the collector's own process: not "outside the run" */
 	SC_CFG_TLB_FUNC,         /* address of flush_tlb_func (kallsyms), 0 unknown */
 	SC_CFG_CPU_WORDS,        /* longs in a cpumask: ceil(nr_cpu_ids / 64) */
+	SC_CFG_WAIT_SLOTS,       /* slots of waits_by_tid, a power of two: slot = tid & (slots - 1) */
 	SC_NR_CFG
 };
 

@@ -345,7 +345,7 @@ fn attempt(
             // Without kernel BTF the kernel cannot make task storage: the programs' uses of it
             // sit behind cfg SC_CFG_TASK_STORAGE = 0, which the verifier prunes.
             "waits_by_tid" => map.set_max_entries(if kernel.task_storage {
-                sizing.nv_slots.max(sizing.wait_slots)
+                sizing.wait_slots
             } else {
                 1
             }),
@@ -459,6 +459,11 @@ fn config_words(cfg: &Config, sizing: &Sizing, kernel: &Kernel) -> Vec<u64> {
     words[cfg_idx::SELF_TGID] = std::process::id() as u64;
     words[cfg_idx::TLB_FUNC] = kernel.tlb_func;
     words[cfg_idx::CPU_WORDS] = kernel.cpu_words;
+    words[cfg_idx::WAIT_SLOTS] = if kernel.task_storage {
+        sizing.wait_slots as u64
+    } else {
+        1
+    };
     words
 }
 

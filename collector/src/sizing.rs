@@ -12,7 +12,7 @@ pub(crate) struct Sizing {
     /// Slots of the nvcsw-by-tid array: pid_max without per-thread state (every possible tid),
     /// else 1 (unused: the per-thread map holds it).
     pub nv_slots: u32,
-    /// Slots of the wait-starts-by-tid array: every possible tid (pid_max).
+    /// Slots of the wait-starts array, a power of two (see `wait_slots`).
     pub wait_slots: u32,
     /// Time buckets of the series.
     pub buckets: u32,
@@ -37,7 +37,7 @@ impl Sizing {
             } else {
                 pid_max.clamp(1, 1 << 22) as u32
             },
-            wait_slots: pid_max.clamp(1, 1 << 22) as u32,
+            wait_slots: wait_slots(cfg.expected_tasks, pid_max),
             buckets: cfg.max_duration_ns.div_ceil(bucket_ns).clamp(1, 1 << 20) as u32,
             bucket_ns,
         }
@@ -50,8 +50,27 @@ fn tasks(expected_tasks: u64, pid_max: u64) -> u32 {
     (expected_tasks.min(pid_max) + 1024).min(1 << 24) as u32
 }
 
+/// Slots of the wait-starts array (slot = tid & (slots - 1)): one per possible tid when pid_max
+/// allows, else twice the tasks expected (at least 65,536), never more than 2^21 (about 220 MB):
+/// a machine with pid_max at 4 M would otherwise pin 400 MB for a run of a few threads.
+fn wait_slots(expected_tasks: u64, pid_max: u64) -> u32 {
+    let every_tid = pid_max.max(1).next_power_of_two();
+    let for_the_tasks = (2 * expected_tasks).max(1 << 16).next_power_of_two();
+    every_tid.min(for_the_tasks).min(1 << 21) as u32
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn wait_slots_cover_every_tid_when_they_can_and_twice_the_tasks_when_not() {
+        use super::wait_slots;
+        assert_eq!(wait_slots(100_000, 104_184), 131_072); // every tid: no tag ever differs
+        assert_eq!(wait_slots(2_000, 32_768), 32_768);
+        assert_eq!(wait_slots(2_000, 4_194_304), 65_536); // a big pid_max, few threads
+        assert_eq!(wait_slots(1_000_000, 4_194_304), 1 << 21);
+        assert_eq!(wait_slots(1_000_000, 1_050_000), 1 << 21);
+    }
+
     use super::*;
 
     #[test]

@@ -251,6 +251,12 @@ pub(crate) fn waits(raw: &Raw, probes: &[ProbeStatus], support: Support) -> Wait
          task of the whole machine"
             .into(),
     );
+    let lost = raw.state[state::WAITS_LOST];
+    if lost > 0 {
+        notes.push(format!(
+            "{lost} waits not timed: their task's slot in the wait table held another task's wait"
+        ));
+    }
     let futex_hash = hash_known.then(|| futex_hash(raw));
     if futex_hash
         .as_ref()
