@@ -70,7 +70,7 @@ done
 jq -r --arg slow "$slow" '
   [.repeats[] | select(.label | startswith("threads hold")) | .figures[]
    | select(.key == "spawn_us" or .key == "sys_us")
-   | {label, ratio: (if .trustworthy and .trustworthy.min > 0 then .trustworthy.max / .trustworthy.min else null end)}]
+   | {label: .label, ratio: (if .trustworthy and .trustworthy.min > 0 then .trustworthy.max / .trustworthy.min else null end)}]
   | (map("\(.label): max / min among trustworthy runs \(if .ratio then (.ratio * 100 | round / 100 | tostring) else "n/a" end) (goal ≤ 1.3: \(if .ratio and .ratio <= 1.3 then "met" else "not met" end))") | .[]),
     "runs in the futex slow mode (futex_walk findings): \($slow) (goal: 0)"' "$out/compare.json"
 echo

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyse::regression::{spread, Spread};
 use crate::analyse::summary::Summary;
+use crate::units::count;
 
 /// A run further than this factor from its experiment's median, either way, is an outlier (the
 /// same rule as scripts/lib/stats.sh `is_outlier`).
@@ -139,12 +140,17 @@ fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
             if all_spread.median > 0.0
                 && (factor >= OUTLIER_FACTOR || factor <= 1.0 / OUTLIER_FACTOR)
             {
+                let others: Vec<&Summary> = group
+                    .iter()
+                    .filter(|(d, _)| d != dir)
+                    .map(|(_, s)| s)
+                    .collect();
                 outliers.push(Outlier {
                     run: dir.to_string(),
                     figure: f.label.into(),
                     value: *value,
                     factor,
-                    cause: cause(s),
+                    cause: cause(s, &others),
                 });
             }
         }
@@ -173,14 +179,125 @@ fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
     }
 }
 
-fn cause(s: &Summary) -> String {
+fn cause(s: &Summary, others: &[&Summary]) -> String {
     match &s.verdict {
         None => "no verdict (recorded without noise sentinels)".into(),
         Some(v) if v.trustworthy => {
-            "no sentinel explains it: the verdict found the run trustworthy".into()
+            let mut said = "no sentinel explains it (the machine was quiet)".to_string();
+            let unusual = unusual_in_the_kernel(s, others);
+            if !unusual.is_empty() {
+                said.push_str("; unusual in the kernel: ");
+                said.push_str(&unusual.join(", "));
+            }
+            said
         }
         Some(v) => v.line(),
     }
+}
+
+/// One kernel count of a run: its name, its value, and whether it is a time (ns).
+struct KernelCount {
+    name: String,
+    value: f64,
+    is_ns: bool,
+}
+
+/// A run's kernel counts that an outlier may differ in from its repeats: the probes' counts and
+/// the waits' times, by name.
+fn kernel_counts(s: &Summary) -> Vec<KernelCount> {
+    let mut counts = Vec::new();
+    if let Some(p) = &s.probes {
+        for r in &p.rows {
+            counts.push(KernelCount {
+                name: r.metric.clone(),
+                value: r.total as f64,
+                is_ns: r.unit == "ns",
+            });
+        }
+    }
+    if let Some(w) = &s.waits {
+        for r in &w.rows {
+            counts.push(KernelCount {
+                name: format!("{}, time", r.label),
+                value: r.total_ns as f64,
+                is_ns: true,
+            });
+        }
+        let tlb = [
+            ("TLB shootdowns asked of other CPUs", w.tlb.shootdowns),
+            ("IPIs sent", w.tlb.ipis),
+        ];
+        for (name, v) in tlb {
+            if let Some(v) = v {
+                counts.push(KernelCount {
+                    name: name.to_string(),
+                    value: v as f64,
+                    is_ns: false,
+                });
+            }
+        }
+    }
+    counts
+}
+
+/// At most how many of the kernel's counts an outlier's cause names.
+const UNUSUAL_NAMED: usize = 3;
+/// A count is unusual at this factor from the median of the other repeats, either way.
+const UNUSUAL_FACTOR: f64 = 3.0;
+/// Below these, counts and times swing by large factors for nothing: the larger of the run's and
+/// the median must reach them.
+const SIZEABLE_COUNT: f64 = 1000.0;
+const SIZEABLE_NS: f64 = 100e6;
+
+/// The kernel counts where a run differs most from the median of its repeats (3× or more, either
+/// way, largest first), as "TLB shootdowns asked of other CPUs 144,294 against a median of 3,838
+/// (38×)": what the kernel did differently when no noise sentinel explains an outlier.
+fn unusual_in_the_kernel(s: &Summary, others: &[&Summary]) -> Vec<String> {
+    let theirs: Vec<Vec<KernelCount>> = others.iter().map(|o| kernel_counts(o)).collect();
+    let mut unusual: Vec<(f64, String)> = kernel_counts(s)
+        .into_iter()
+        .filter_map(|mine| {
+            let values: Vec<f64> = theirs
+                .iter()
+                .filter_map(|t| t.iter().find(|c| c.name == mine.name).map(|c| c.value))
+                .collect();
+            let median = spread(&values)?.median;
+            let sizeable = if mine.is_ns {
+                SIZEABLE_NS
+            } else {
+                SIZEABLE_COUNT
+            };
+            if mine.value.max(median) < sizeable {
+                return None;
+            }
+            let (a, b) = (mine.value.max(1.0), median.max(1.0));
+            let factor = (a / b).max(b / a);
+            let shown = |v: f64| {
+                if mine.is_ns {
+                    format!("{:.2} s", v / 1e9)
+                } else {
+                    count(v as u64)
+                }
+            };
+            (factor >= UNUSUAL_FACTOR).then(|| {
+                (
+                    factor,
+                    format!(
+                        "{} {} against a median of {} ({factor:.0}×)",
+                        mine.name,
+                        shown(mine.value),
+                        shown(median)
+                    ),
+                )
+            })
+        })
+        .collect();
+    unusual.sort_by(|a, b| b.0.total_cmp(&a.0));
+    unusual
+        .into_iter()
+        .take(UNUSUAL_NAMED)
+        .map(|(_, s)| s)
+        .collect()
 }
 
 #[cfg(test)]

@@ -155,10 +155,10 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "page_reporting",
-        rule: "≥ 64 MiB of free memory handed back to the host (free page reporting): using it again faults it back in from the host",
+        rule: "≥ 1 GiB of free memory handed back to the host (free page reporting) in the phase: the host is taking memory back, and using it again faults it in from the host",
         check: |p, _| {
             check_opt(p.reported_to_host_bytes, |b| {
-                (b >= 64 << 20).then(|| format!("{} handed back to the host", bytes(b as f64)))
+                (b >= 1 << 30).then(|| format!("{} handed back to the host", bytes(b as f64)))
             })
         },
     },
@@ -462,7 +462,7 @@ mod tests {
         let mut p = phase("spawn", 4000);
         p.steal_ns = Some(150_000_000); // 1.9 %
         p.outside_cpu_ns = Some(790_000_000); // 9.9 %
-        p.reported_to_host_bytes = Some((64 << 20) - 1);
+        p.reported_to_host_bytes = Some((1 << 30) - 1);
         p.reclaim_ns = Some(9_000_000);
         p.thp_events = Some(511);
         p.freq_khz = Some((3_000_000, 3_200_000));
