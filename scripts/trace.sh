@@ -51,8 +51,6 @@ for ((r = 1; r <= repeats; r++)); do
   "$spawnscope" run --runtime threads --workload hold --n 100000 --out "$out"
 done
 mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)
-# The set's exports (compare.md with the repeats, report.html) go beside the runs.
-"$spawnscope" report "${runs[@]}" --out "$out" >"$out/report.txt"
 first_of_each=()
 for runtime in goroutines threads; do
   for dir in "${runs[@]}"; do
@@ -60,7 +58,10 @@ for runtime in goroutines threads; do
   done
 done
 say "side by side (the first run of each; memory does not move between repeats)"
-"$spawnscope" report "${first_of_each[@]}" | sed -n '/^| per task/,$p' | tee "$out/side-by-side.md"
+"$spawnscope" report "${first_of_each[@]}" --out "$out" | sed -n '/^| per task/,$p' | tee "$out/side-by-side.md"
+# The set's exports (compare.md with the repeats, report.html) go beside the runs, over the ones
+# the side-by-side just wrote there.
+"$spawnscope" report "${runs[@]}" --out "$out" >"$out/report.txt"
 if [ "$repeats" -gt 1 ]; then
   say "time over the $repeats repeats"
   sed -n '/^## Time over repeats/,/^## Per task by regression/{/^## Per task by regression/d;p}' "$out/compare.md" |
