@@ -152,8 +152,7 @@ struct {
  * else twice the tasks expected, slot = tid & (slots - 1), each slot tagged with its tid. A task
  * finding its slot held by another task's wait in progress is not timed (SC_ST_WAITS_LOST). */
 struct sc_waits {
-	__u32 tid;               /* whose slot it is now */
-	__u32 pad;
+	__u64 tid;               /* whose slot it is now (64 bits: BPF has no 32-bit cmpxchg here) */
 	__u64 lock_ts[2];        /* contention_begin, two levels (a mutex's wait_lock inside it) */
 	__u64 lock_addr[2];
 	__u32 lock_kind[2];
@@ -320,24 +319,34 @@ static __always_inline struct sc_waits *waits_get(bool start)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 slot = tid & (__u32)(cfg[SC_CFG_WAIT_SLOTS] - 1);
 	struct sc_waits *w;
+	__u64 owner;
 
 	if (!cfg[SC_CFG_TASK_STORAGE])
 		return NULL;
 	w = bpf_map_lookup_elem(&waits_by_tid, &slot);
 	if (!w)
 		return NULL;
-	if (w->tid == tid)
+	owner = w->tid;
+	if (owner == tid)
 		return w;
 	if (!start)
 		return NULL;
-	if (w->tid && !waits_idle(w)) {
+	/* Taken with a compare-and-swap, so two tasks sharing the slot cannot both take it. (A task
+	 * past its own tag check while another takes the slot still writes into it: a window of a
+	 * few instructions, only when slots < pid_max.) */
+	if ((owner && !waits_idle(w)) ||
+	    __sync_val_compare_and_swap(&w->tid, owner, tid) != owner) {
 		__sync_fetch_and_add(&state[SC_ST_WAITS_LOST], 1);
 		return NULL;
 	}
-	__builtin_memset(w, 0, sizeof(*w));
-	w->tid = tid;
+	w->lock_depth = 0;
 	w->futex_kind = SC_NR_SYS;
+	w->futex_ts = 0;
 	w->futex_bucket = -1;
+	w->futex_uaddr = 0;
+	w->reclaim_ts = 0;
+	w->cgroup_reclaim_ts = 0;
+	w->compact_ts = 0;
 	return w;
 }
 
@@ -1650,6 +1659,11 @@ int BPF_PROG(btf_contention_begin, void *lock, unsigned int flags)
 		__sync_fetch_and_add(&state[SC_ST_LOCK_NESTING_LOST], 1);
 		return 0;
 	}
+	/* A spinlock taken while already spinning (an rwlock's slow path spins on its wait_lock)
+	 * is the same CPU time: the outer wait counts it once. */
+	if (d == 1 && (w->lock_kind[0] == LK_SPIN || w->lock_kind[0] == LK_RWLOCK) &&
+	    lock_kind(flags) == LK_SPIN)
+		return 0;
 	d &= 1;
 	w->lock_addr[d] = (__u64)lock;
 	w->lock_kind[d] = wait_kind(lock, flags);

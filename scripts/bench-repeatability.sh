@@ -46,7 +46,7 @@ echo "# Repeatability: $k runs of each workload in $(($(date +%s) - started)) s 
 echo
 echo "| experiment | figure | median (all) | max / min (all) | median (trustworthy) | max / min (trustworthy) | trustworthy runs |"
 echo "|---|---|---:|---:|---:|---:|---:|"
-jq -r '.repeats[] | . as $r | .figures[] |
+jq -r '(.repeats // [])[] | . as $r | .figures[] |
   [$r.label, .label,
    (.all.median * 100 | round / 100 | tostring) + " " + .unit,
    (if .all.min > 0 then (.all.max / .all.min * 100 | round / 100 | tostring) else "—" end),
@@ -54,8 +54,8 @@ jq -r '.repeats[] | . as $r | .figures[] |
    (if .trustworthy and .trustworthy.min > 0 then (.trustworthy.max / .trustworthy.min * 100 | round / 100 | tostring) else "—" end),
    "\($r.trustworthy_runs) of \($r.runs)"] | "| " + join(" | ") + " |"' "$out/compare.json"
 echo
-echo "Flagged runs (the verdict's causes) and outliers (≥ 1.25× from the median):"
-jq -r '.repeats[] | .label as $l |
+echo "Flagged runs (the verdict's causes) and outliers (more than 1.25× from the median):"
+jq -r '(.repeats // [])[] | .label as $l |
   ((.suspect[] | "- \($l) \(.[0] | split("/") | last): \(.[1])"),
    (.outliers[] | "- outlier: \($l) \(.run | split("/") | last) \(.figure) \(.factor * 100 | round / 100)× the median — \(.cause)"))' \
   "$out/compare.json"
@@ -68,7 +68,7 @@ for dir in "${runs[@]}"; do
     >/dev/null 2>&1 && slow=$((slow + 1))
 done
 jq -r --arg slow "$slow" '
-  [.repeats[] | select(.label | startswith("threads hold")) | .figures[]
+  [(.repeats // [])[] | select(.label | startswith("threads hold")) | .figures[]
    | select(.key == "spawn_us" or .key == "sys_us")
    | {label: .label, ratio: (if .trustworthy and .trustworthy.min > 0 then .trustworthy.max / .trustworthy.min else null end)}]
   | (map("\(.label): max / min among trustworthy runs \(if .ratio then (.ratio * 100 | round / 100 | tostring) else "n/a" end) (goal ≤ 1.3: \(if .ratio and .ratio <= 1.3 then "met" else "not met" end))") | .[]),

@@ -22,8 +22,12 @@ cd "$REPO_ROOT"
 
 # Time figures move between identical runs (memory does not): each workload runs REPEATS times,
 # the runtimes alternating so that a slow stretch of the machine does not land on one runtime.
+# (Checked before anything is installed or built: a refused run changes nothing.)
 repeats=${SPAWNSCOPE_REPEATS:-3}
-is_count "$repeats" || { printf 'error: SPAWNSCOPE_REPEATS must be a whole number from 1, not %s\n' "'$repeats'" >&2; exit 2; }
+if [ $# -eq 0 ] && ! is_count "$repeats"; then
+  printf 'error: SPAWNSCOPE_REPEATS must be a whole number from 1, not %s\n' "'$repeats'" >&2
+  exit 2
+fi
 
 if ! is_root; then
   warn "not root: no sysctl tuning, cgroups, eBPF probes or perf; runs measure what they can read."

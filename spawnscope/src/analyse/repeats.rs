@@ -9,8 +9,8 @@ use crate::analyse::regression::{spread, Spread};
 use crate::analyse::summary::Summary;
 use crate::units::count;
 
-/// A run further than this factor from its experiment's median, either way, is an outlier (the
-/// same rule as scripts/lib/stats.sh `is_outlier`).
+/// A run further than this factor from its experiment's median, either way (exactly this factor
+/// is not), is an outlier: the same rule as scripts/lib/stats.sh `is_outlier`.
 pub const OUTLIER_FACTOR: f64 = 1.25;
 
 /// A time figure every run has: its key, its words, its unit, and how to read it from a summary.
@@ -70,7 +70,7 @@ impl FigureSpread {
     }
 }
 
-/// A run whose figure lies ≥ OUTLIER_FACTOR away from its experiment's median.
+/// A run whose figure lies more than OUTLIER_FACTOR away from its experiment's median.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Outlier {
     pub run: String,
@@ -137,8 +137,7 @@ fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
             .collect();
         for (dir, s, value) in &values {
             let factor = value / all_spread.median;
-            if all_spread.median > 0.0
-                && (factor >= OUTLIER_FACTOR || factor <= 1.0 / OUTLIER_FACTOR)
+            if all_spread.median > 0.0 && !(1.0 / OUTLIER_FACTOR..=OUTLIER_FACTOR).contains(&factor)
             {
                 let others: Vec<&Summary> = group
                     .iter()
@@ -183,7 +182,7 @@ fn cause(s: &Summary, others: &[&Summary]) -> String {
     match &s.verdict {
         None => "no verdict (recorded without noise sentinels)".into(),
         Some(v) if v.trustworthy => {
-            let mut said = "no sentinel explains it (the machine was quiet)".to_string();
+            let mut said = "no sentinel explains it".to_string();
             let unusual = unusual_in_the_kernel(s, others);
             if !unusual.is_empty() {
                 said.push_str("; unusual in the kernel: ");

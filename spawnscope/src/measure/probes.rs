@@ -14,18 +14,18 @@ pub enum ProbeDetail {
     Full,
 }
 
-/// Loads the eBPF collector for the workload's PID, keeping what `detail` says. What cannot be
-/// loaded is said, not fatal.
+/// Loads the eBPF collector for the workload's PID, sized for `threads` OS threads, keeping what
+/// `detail` says. What cannot be loaded is said, not fatal.
 pub fn start(
     pid: u32,
-    tasks: u64,
+    threads: u64,
     detail: ProbeDetail,
     left_out: &mut Vec<String>,
 ) -> Option<Collector> {
     let full = detail == ProbeDetail::Full;
     // libbpf finds tracepoints through tracefs.
     tracefs::mount_if_missing();
-    let mut config = CollectorConfig::new(pid, tasks.max(1));
+    let mut config = CollectorConfig::new(pid, threads.max(1));
     config.per_thread = full;
     config.fault_kinds = if full {
         FaultKinds::StackHeap

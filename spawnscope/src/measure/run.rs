@@ -28,6 +28,10 @@ use crate::record::{
 };
 use crate::runtime::Runtime;
 
+/// OS threads a runtime whose tasks are not threads runs them on, at most (Go: GOMAXPROCS plus
+/// the threads blocked in syscalls); what the collector sizes its per-thread tables for.
+const RUNTIME_THREADS: u64 = 1024;
+
 pub struct RunOptions {
     pub target: Target,
     pub out_root: PathBuf,
@@ -424,8 +428,15 @@ fn measure(
     };
     // The probes attach while the child waits at its gate: they count from its exec on.
     let mut left_out = Vec::new();
+    // The collector sizes its per-thread tables by the OS threads it will see: one per task, or
+    // a runtime's few (its maps are allocated after the "before" snapshot, so they would show
+    // in the MemAvailable drop if sized by a million goroutines).
+    let expected_threads = match &opts.target {
+        Target::Workload(inv) if !inv.runtime.describe().tasks_are_threads => RUNTIME_THREADS,
+        _ => target_tasks,
+    };
     let collector = if let (true, Some(detail)) = (root, opts.probes) {
-        probes::start(pid, target_tasks, detail, &mut left_out)
+        probes::start(pid, expected_threads, detail, &mut left_out)
     } else {
         if root {
             left_out.push("eBPF probes: left out (--no-probes)".into());

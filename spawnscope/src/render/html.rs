@@ -140,7 +140,7 @@ const CHECK_COLUMNS: &[CheckColumn] = &[
             .and_then(|m| m.cgroup_kb)
             .map_or("—".into(), kb)
     }),
-    ("time figures", |r| verdict::cell(r.verdict.as_ref())),
+    (VERDICT_COLUMN, |r| verdict::cell(r.verdict.as_ref())),
     ("probes' own cost", |r| {
         r.probe_cost_share
             .map_or("—".into(), |s| format!("{:.1} % of CPU", s * 100.0))
@@ -158,12 +158,20 @@ const CHECK_COLUMNS: &[CheckColumn] = &[
 /// Cross-checks per run: memory parts against MemAvailable and the cgroup, tasks alive against
 /// N, sysctls put back, the workload's output against the event schema.
 pub fn checks_table(report: &Comparison) -> Table {
-    let mut t = Table::new(CHECK_COLUMNS.iter().map(|(h, _)| *h));
+    // Runs recorded before verdicts existed keep the table they had.
+    let judged = report.runs.iter().any(|r| r.verdict.is_some());
+    let columns: Vec<&CheckColumn> = CHECK_COLUMNS
+        .iter()
+        .filter(|(h, _)| judged || *h != VERDICT_COLUMN)
+        .collect();
+    let mut t = Table::new(columns.iter().map(|(h, _)| *h));
     for r in &report.runs {
-        t.row(CHECK_COLUMNS.iter().map(|(_, cell)| cell(r)));
+        t.row(columns.iter().map(|(_, cell)| cell(r)));
     }
     t
 }
+
+const VERDICT_COLUMN: &str = "time figures";
 
 /// The page. `flames`: each run's flame.svg, by the run's directory as the report names it.
 pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec<u8>>) -> String {
@@ -321,7 +329,27 @@ mod tests {
         assert_eq!(html.matches("<table ").count(), 5);
         let checks = checks_table(&report);
         assert_eq!(checks.rows.len(), report.runs.len());
+        // Runs without a verdict (recorded before it existed): no "time figures" column.
+        assert!(report.runs.iter().all(|r| r.verdict.is_none()));
+        assert!(checks
+            .rows
+            .iter()
+            .all(|r| r.len() == CHECK_COLUMNS.len() - 1));
+        let mut judged = report.clone();
+        judged.runs[0].verdict = Some(crate::analyse::verdict::Verdict {
+            trustworthy: true,
+            findings: vec![],
+            not_checked: vec![],
+        });
+        let checks = checks_table(&judged);
         assert!(checks.rows.iter().all(|r| r.len() == CHECK_COLUMNS.len()));
+        let at = checks
+            .header
+            .iter()
+            .position(|h| h.text() == VERDICT_COLUMN)
+            .unwrap();
+        assert_eq!(checks.rows[0][at].text(), "trustworthy");
+        assert_eq!(checks.rows[1][at].text(), "not judged");
         assert_eq!(checks.rows[0][0].text(), report.runs[0].label);
         let machines = machines_table(&report);
         assert_eq!(machines.header.len(), 1 + report.machines.len());

@@ -92,7 +92,7 @@ pub fn markdown(repeated: &[Repeated]) -> String {
     md.push_str(&table(repeated).markdown());
     let _ = writeln!(
         md,
-        "\nTrustworthy: the run's verdict found no noise sentinel past its rule. An outlier lies {OUTLIER_FACTOR}× or more from its experiment's median."
+        "\nTrustworthy: the run's verdict found no noise sentinel past its rule. An outlier lies more than {OUTLIER_FACTOR}× from its experiment's median, either way."
     );
     for line in causes(repeated) {
         let _ = writeln!(md, "- {line}");
