@@ -161,9 +161,7 @@ struct sc_waits {
 	__u64 futex_ts;
 	__s64 futex_bucket;      /* bucket this wait was counted in, -1 none */
 	__u64 futex_uaddr;       /* ... and its address (futex_addrs' waiters), 0 none */
-	__u64 reclaim_ts;        /* machine-wide: any task in direct reclaim / compaction */
-	__u64 cgroup_reclaim_ts; /* ... or reclaiming its cgroup, at its limit */
-	__u64 compact_ts;
+	__u64 machine_ts[3];     /* machine-wide, any task: the start of its enum machine_wait */
 };
 
 struct {
@@ -308,8 +306,8 @@ static __always_inline struct sc_task *task_get(__u32 tid, bool create)
 /* A slot holds no wait in progress: another tid may take it. */
 static __always_inline bool waits_idle(struct sc_waits *w)
 {
-	return !w->lock_depth && w->futex_kind == SC_NR_SYS && !w->reclaim_ts &&
-	       !w->cgroup_reclaim_ts && !w->compact_ts;
+	return !w->lock_depth && w->futex_kind == SC_NR_SYS && !w->machine_ts[0] &&
+	       !w->machine_ts[1] && !w->machine_ts[2];
 }
 
 /* The current task's wait starts. With `start` (a wait begins) the slot is taken when idle;
@@ -344,9 +342,9 @@ static __always_inline struct sc_waits *waits_get(bool start)
 	w->futex_ts = 0;
 	w->futex_bucket = -1;
 	w->futex_uaddr = 0;
-	w->reclaim_ts = 0;
-	w->cgroup_reclaim_ts = 0;
-	w->compact_ts = 0;
+	w->machine_ts[0] = 0;
+	w->machine_ts[1] = 0;
+	w->machine_ts[2] = 0;
 	return w;
 }
 
@@ -1824,101 +1822,96 @@ int BPF_PROG(btf_ipi_send_cpumask, void *mask, unsigned long callsite, void *cal
 
 /* ---- the whole machine while the run is armed (not filtered to the workload) --------------- */
 
-SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
-int BPF_PROG(btf_mm_vmscan_direct_reclaim_begin)
+/* Waits of any task of the machine, kept by the same table (sc_waits.machine_ts). */
+enum machine_wait {
+	MW_DIRECT_RECLAIM,       /* an allocation freeing memory first */
+	MW_CGROUP_RECLAIM,       /* a cgroup at its memory limit (memory.max, limit_in_bytes) */
+	MW_COMPACTION,           /* kcompactd or an allocation compacting */
+	MW_NR
+};
+
+static __always_inline int machine_wait_begin(__u32 which)
 {
 	struct sc_waits *w;
 
-	if (!armed())
+	if (!armed() || which >= MW_NR)
 		return 0;
 	w = waits_get(true);
 	if (w)
-		w->reclaim_ts = bpf_ktime_get_ns();
+		w->machine_ts[which] = bpf_ktime_get_ns();
 	return 0;
+}
+
+/* The wait's time (at least 1 ns), 0 when its start was not seen: then nothing is counted. */
+static __always_inline __u64 machine_wait_end(__u32 which)
+{
+	struct sc_waits *w;
+	__u64 now, start;
+
+	if (!armed() || which >= MW_NR)
+		return 0;
+	w = waits_get(false);
+	if (!w || !w->machine_ts[which])
+		return 0;
+	start = w->machine_ts[which];
+	w->machine_ts[which] = 0;
+	now = bpf_ktime_get_ns();
+	return now > start ? now - start : 1;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(btf_mm_vmscan_direct_reclaim_begin)
+{
+	return machine_wait_begin(MW_DIRECT_RECLAIM);
 }
 
 SEC("tp_btf/mm_vmscan_direct_reclaim_end")
 int BPF_PROG(btf_mm_vmscan_direct_reclaim_end, unsigned long nr_reclaimed)
 {
-	struct sc_waits *w;
-	__u64 now;
+	__u64 took = machine_wait_end(MW_DIRECT_RECLAIM);
 
-	if (!armed())
-		return 0;
-	w = waits_get(false);
-	if (!w || !w->reclaim_ts)
-		return 0;
-	now = bpf_ktime_get_ns();
-	count_at(SC_MACHINE_DIRECT_RECLAIMS, 1);
-	count_at(SC_MACHINE_DIRECT_RECLAIM_NS, now > w->reclaim_ts ? now - w->reclaim_ts : 0);
-	count_at(SC_MACHINE_DIRECT_RECLAIMED_PAGES, nr_reclaimed);
-	w->reclaim_ts = 0;
+	if (took) {
+		count_at(SC_MACHINE_DIRECT_RECLAIMS, 1);
+		count_at(SC_MACHINE_DIRECT_RECLAIM_NS, took);
+		count_at(SC_MACHINE_DIRECT_RECLAIMED_PAGES, nr_reclaimed);
+	}
 	return 0;
 }
 
-/* Reclaim of a cgroup that reached its memory limit (memory.max, memory.limit_in_bytes): on any
- * cgroup of the machine, the run's own among them. */
 SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
 int BPF_PROG(btf_mm_vmscan_memcg_reclaim_begin)
 {
-	struct sc_waits *w;
-
-	if (!armed())
-		return 0;
-	w = waits_get(true);
-	if (w)
-		w->cgroup_reclaim_ts = bpf_ktime_get_ns();
-	return 0;
+	return machine_wait_begin(MW_CGROUP_RECLAIM);
 }
 
 SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
 int BPF_PROG(btf_mm_vmscan_memcg_reclaim_end, unsigned long nr_reclaimed)
 {
-	struct sc_waits *w;
-	__u64 now;
+	__u64 took = machine_wait_end(MW_CGROUP_RECLAIM);
 
-	if (!armed())
-		return 0;
-	w = waits_get(false);
-	if (!w || !w->cgroup_reclaim_ts)
-		return 0;
-	now = bpf_ktime_get_ns();
-	count_at(SC_MACHINE_CGROUP_RECLAIMS, 1);
-	count_at(SC_MACHINE_CGROUP_RECLAIM_NS,
-		 now > w->cgroup_reclaim_ts ? now - w->cgroup_reclaim_ts : 0);
-	count_at(SC_MACHINE_CGROUP_RECLAIMED_PAGES, nr_reclaimed);
-	w->cgroup_reclaim_ts = 0;
+	if (took) {
+		count_at(SC_MACHINE_CGROUP_RECLAIMS, 1);
+		count_at(SC_MACHINE_CGROUP_RECLAIM_NS, took);
+		count_at(SC_MACHINE_CGROUP_RECLAIMED_PAGES, nr_reclaimed);
+	}
 	return 0;
 }
 
 SEC("tp_btf/mm_compaction_begin")
 int BPF_PROG(btf_mm_compaction_begin)
 {
-	struct sc_waits *w;
-
-	if (!armed())
-		return 0;
-	w = waits_get(true);
-	if (w)
-		w->compact_ts = bpf_ktime_get_ns();
-	return 0;
+	return machine_wait_begin(MW_COMPACTION);
 }
 
 SEC("tp_btf/mm_compaction_end")
 int BPF_PROG(btf_mm_compaction_end)
 {
-	struct sc_waits *w;
-	__u64 now;
+	__u64 took = machine_wait_end(MW_COMPACTION);
 
-	if (!armed())
-		return 0;
-	w = waits_get(false);
-	if (!w || !w->compact_ts)
-		return 0;
-	now = bpf_ktime_get_ns();
-	count_at(SC_MACHINE_COMPACTIONS, 1);
-	count_at(SC_MACHINE_COMPACTION_NS, now > w->compact_ts ? now - w->compact_ts : 0);
-	w->compact_ts = 0;
+	if (took) {
+		count_at(SC_MACHINE_COMPACTIONS, 1);
+		count_at(SC_MACHINE_COMPACTION_NS, took);
+	}
 	return 0;
 }
 

@@ -4,51 +4,12 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-
 use common::*;
 use serde_json::Value;
 
-/// One busy-looping shell per CPU, outside the run's cgroup.
-fn start_hogs() -> Vec<Child> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (0..cpus)
-        .map(|_| {
-            Command::new("sh")
-                .args(["-c", "while :; do :; done"])
-                .stdin(Stdio::null())
-                .spawn()
-                .expect("starting a busy loop")
-        })
-        .collect()
-}
-
-/// Ends the busy loops this test started, each by its own PID.
-fn stop_hogs(hogs: Vec<Child>) {
-    for mut hog in hogs {
-        let _ = hog.kill();
-        let _ = hog.wait();
-    }
-}
-
 /// A 2,000-thread hold of 2 s: its summary.json and sentinels.json.
 fn hold_run(sandbox: &Sandbox) -> (Value, Value, String) {
-    let out = sandbox.run(&[
-        "--no-probes",
-        "--runtime",
-        "threads",
-        "--workload",
-        "hold",
-        "--n",
-        "2000",
-        "--hold-for",
-        "2s",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sandbox.hold_2000_threads("2s", &["--no-probes"]);
     let dir = sandbox.only_results_dir();
     (
         read_json(dir.join("summary.json")),
@@ -104,10 +65,9 @@ fn cpu_burnt_beside_the_run_shows_as_outside_the_run() {
 
     // With a busy loop per CPU for the whole run.
     let loud = Sandbox::new();
-    let hogs = start_hogs();
-    let result = std::panic::catch_unwind(|| hold_run(&loud));
-    stop_hogs(hogs);
-    let (summary, _, _) = result.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    let hogs = Hogs::busy_loops();
+    let (summary, _, _) = hold_run(&loud);
+    drop(hogs);
     let steady = phase(&summary, "steady");
     let wall = steady["wall_ns"].as_f64().unwrap();
     let outside = steady["outside_cpu_ns"]

@@ -7,31 +7,11 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
-
-/// A `threads hold` of 2,000 tasks released after `hold_for`, with the collector (the default).
-fn hold_run(sandbox: &Sandbox, hold_for: &str) -> Output {
-    let out = sandbox.run(&[
-        "--runtime",
-        "threads",
-        "--workload",
-        "hold",
-        "--n",
-        "2000",
-        "--hold-for",
-        hold_for,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// The rules the verdict found past their threshold, with the phases.
 fn findings(summary: &Value) -> Vec<(String, String)> {
@@ -48,16 +28,16 @@ fn findings(summary: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Processes this test started, ended by their own PIDs even when an assertion fails.
-struct Hogs(Vec<Child>);
-
-impl Drop for Hogs {
-    fn drop(&mut self) {
-        for hog in &mut self.0 {
-            let _ = hog.kill();
-            let _ = hog.wait();
-        }
-    }
+/// The run in `sandbox` was called suspect with `rule` in `phase`: its summary.json.
+fn assert_suspect(sandbox: &Sandbox, rule: &str, phase: &str, why: &str) -> Value {
+    let summary = read_json(sandbox.only_results_dir().join("summary.json"));
+    let found = findings(&summary);
+    assert_eq!(summary["verdict"]["trustworthy"], false, "{found:?}");
+    assert!(
+        found.iter().any(|(r, p)| r == rule && p == phase),
+        "{why}: {rule} in {phase} expected, found {found:?}"
+    );
+    summary
 }
 
 #[test]
@@ -66,31 +46,17 @@ fn a_run_beside_a_cpu_hog_is_suspect_and_names_the_cpu_taken() {
         return;
     }
     let _one = serial();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let sandbox = Sandbox::new();
-    let hogs = Hogs(
-        (0..cpus)
-            .map(|_| {
-                Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
-                    .stdin(Stdio::null())
-                    .spawn()
-                    .expect("starting a busy loop")
-            })
-            .collect(),
-    );
-    let out = hold_run(&sandbox, "2s");
+    let hogs = Hogs::busy_loops();
+    let out = sandbox.hold_2000_threads("2s", &[]);
     drop(hogs);
-    let dir = sandbox.only_results_dir();
-    let summary = read_json(dir.join("summary.json"));
-    let found = findings(&summary);
-    assert_eq!(summary["verdict"]["trustworthy"], false, "{found:?}");
-    assert!(
-        found
-            .iter()
-            .any(|(rule, phase)| rule == "outside_cpu" && phase == "steady"),
-        "busy loops on every CPU during the 2 s hold: {found:?}"
+    assert_suspect(
+        &sandbox,
+        "outside_cpu",
+        "steady",
+        "busy loops on every CPU during the 2 s hold",
     );
+    let dir = sandbox.only_results_dir();
     let md = fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("## Can the time figures be trusted?"), "{md}");
     assert!(md.contains("of CPU used by other tasks"), "{md}");
@@ -184,22 +150,19 @@ fn a_run_beside_a_memory_hog_reclaiming_is_suspect_and_names_the_reclaim() {
         "the hog wrote its file"
     );
     let sandbox = Sandbox::new();
-    hold_run(&sandbox, "2s");
+    sandbox.hold_2000_threads("2s", &[]);
     drop(hogs);
     drop(cgroup);
     let _ = fs::remove_file(&file);
     let _ = fs::remove_file(&ready);
 
-    let dir = sandbox.only_results_dir();
-    let summary = read_json(dir.join("summary.json"));
-    let found = findings(&summary);
-    assert_eq!(summary["verdict"]["trustworthy"], false, "{found:?}");
-    assert!(
-        found
-            .iter()
-            .any(|(rule, phase)| rule == "reclaim" && phase == "steady"),
-        "a cgroup reclaiming at its limit all through the hold: {found:?}"
+    assert_suspect(
+        &sandbox,
+        "reclaim",
+        "steady",
+        "a cgroup reclaiming at its limit all through the hold",
     );
+    let dir = sandbox.only_results_dir();
     let collector = read_json(dir.join("collector.json"));
     let reclaims = collector["metrics"]
         .as_array()
@@ -220,7 +183,7 @@ fn a_quiet_machine_has_every_rule_checked_or_said_not_available() {
     }
     let _one = serial();
     let sandbox = Sandbox::new();
-    hold_run(&sandbox, "500ms");
+    sandbox.hold_2000_threads("500ms", &[]);
     let summary = read_json(sandbox.only_results_dir().join("summary.json"));
     let verdict = &summary["verdict"];
     // Whatever the machine did meanwhile (it is shared), every rule is either judged (a finding or

@@ -14,6 +14,8 @@ pub mod rules;
 pub mod run_point;
 pub mod sentinels;
 pub mod summary;
+#[cfg(test)]
+pub mod test_support;
 pub mod timeline;
 pub mod verdict;
 pub mod waits;

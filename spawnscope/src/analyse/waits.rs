@@ -376,31 +376,11 @@ mod tests {
     use spawnscope_collector::{FutexAddress, FutexHash, Metric, Unavailable, Waits as Section};
 
     fn metric(name: &str, per_phase: &[u64]) -> Metric {
-        Metric {
-            name: name.into(),
-            unit: if name.ends_with("_ns") { "ns" } else { "count" }.into(),
-            total: per_phase.iter().sum(),
-            before_first_phase: 0,
-            per_phase: per_phase.to_vec(),
-        }
+        crate::analyse::test_support::metric(name, 0, per_phase)
     }
 
     fn report(metrics: Vec<Metric>, section: Option<Section>) -> CollectorReport {
-        let mut r: CollectorReport = serde_json::from_value(serde_json::json!({
-            "schema": 1, "tgid": 1, "exec_seen": true, "t0_ns": 0, "finished_ns": 0,
-            "bucket_ns": 1, "probes": [], "phases": [], "metrics": [], "histograms": [],
-            "series": [], "clone_failures": [],
-            "rusage_basis": {"getrusage_calls": 0, "getrusage_returns": 0, "last_getrusage_ns": 0,
-                "pre_exec": null, "at_last_getrusage": null,
-                "total": {"faults": 0, "switches_voluntary": 0, "switches_involuntary": 0,
-                    "switches_voluntary_after_exit": 0, "switches_involuntary_after_exit": 0,
-                    "new_threads": 0}},
-            "diagnostics": {"tasks_map_entries": 0, "tasks_map_full": 0, "threads_left_in_map": 0,
-                "nr_buckets": 0, "late_events": 0, "fault_kinds": "stack_heap",
-                "vma_lookups_busy": 0, "execs": 1, "read_errors": []}
-        }))
-        .unwrap();
-        r.metrics = metrics;
+        let mut r = crate::analyse::test_support::collector_report(metrics);
         r.waits = section;
         r
     }

@@ -184,6 +184,29 @@ impl Sandbox {
         self.command(&full).output().unwrap()
     }
 
+    /// A `threads hold` of 2,000 tasks released after `hold_for`, `extra` flags first; it must
+    /// succeed.
+    pub fn hold_2000_threads(&self, hold_for: &str, extra: &[&str]) -> Output {
+        let mut args = extra.to_vec();
+        args.extend([
+            "--runtime",
+            "threads",
+            "--workload",
+            "hold",
+            "--n",
+            "2000",
+            "--hold-for",
+            hold_for,
+        ]);
+        let out = self.run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
     pub fn spawn_run(&self, args: &[&str]) -> Child {
         let out = self.out();
         let mut full: Vec<&str> = vec!["run", "--out", out.to_str().unwrap()];
@@ -362,4 +385,35 @@ pub fn perf_event_run_cgroups() -> Vec<PathBuf> {
                 .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
         })
         .collect()
+}
+
+/// Processes a test started to load the machine, ended by their own PIDs when dropped (even when
+/// an assertion fails first).
+pub struct Hogs(pub Vec<Child>);
+
+impl Hogs {
+    /// One busy-looping shell per CPU, outside any run's cgroup.
+    pub fn busy_loops() -> Hogs {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Hogs(
+            (0..cpus)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .stdin(Stdio::null())
+                        .spawn()
+                        .expect("starting a busy loop")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for hog in &mut self.0 {
+            let _ = hog.kill();
+            let _ = hog.wait();
+        }
+    }
 }
