@@ -166,6 +166,24 @@ fn reading_results_never_rewrites_a_run_directory() {
         .output()
         .unwrap();
     assert!(output.status.success());
+    // It says where it writes, and, the second time, what it replaces there.
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains(&format!("writing the set's exports to {}\n", out.display())),
+        "{said}"
+    );
+    let again = Command::new(spawnscope_bin())
+        .arg("report")
+        .arg(set.join("compare"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        said.contains("(replacing compare.json, compare.csv, compare-fits.csv, compare.md, report.html, charts)"),
+        "{said}"
+    );
     let after: BTreeMap<_, _> = runs.iter().flat_map(|r| stamps(r)).collect();
     assert_eq!(
         before.keys().collect::<Vec<_>>(),

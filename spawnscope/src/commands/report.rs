@@ -26,6 +26,16 @@ fn common_parent(paths: &[PathBuf]) -> Option<PathBuf> {
 
 /// `spawnscope report DIR… [--out DIR]`: every run's summary recomputed; for several runs or a
 /// compare directory, the compare exports, charts and report.html as well. No run is repeated.
+/// What `report` writes for a set of runs, in its output directory.
+const EXPORTS: [&str; 6] = [
+    record::COMPARE_JSON,
+    record::COMPARE_CSV,
+    record::FITS_CSV,
+    record::COMPARE_MD,
+    record::REPORT_HTML,
+    record::CHARTS,
+];
+
 pub fn command(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
     let runs = match record::expand(dirs) {
         Ok(runs) => runs,
@@ -63,6 +73,21 @@ pub fn command(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
         return ExitCode::SUCCESS;
     };
     let plan = record::find_plan(dirs);
+    // Said before anything there is replaced.
+    let replaced: Vec<&str> = EXPORTS
+        .iter()
+        .copied()
+        .filter(|f| target.join(f).exists())
+        .collect();
+    eprintln!(
+        "spawnscope report: writing the set's exports to {}{}",
+        target.display(),
+        if replaced.is_empty() {
+            String::new()
+        } else {
+            format!(" (replacing {})", replaced.join(", "))
+        }
+    );
     match std::fs::create_dir_all(&target)
         .map_err(anyhow::Error::from)
         .and_then(|_| derive::comparison(&runs, plan, &target))
@@ -71,14 +96,7 @@ pub fn command(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
             if !compare_dirs.is_empty() {
                 println!("{}", render::compare::markdown(&report));
             }
-            record::give_to_invoking_user(&target.join(record::COMPARE_JSON));
-            for f in [
-                record::COMPARE_CSV,
-                record::FITS_CSV,
-                record::COMPARE_MD,
-                record::REPORT_HTML,
-                record::CHARTS,
-            ] {
+            for f in EXPORTS {
                 record::give_to_invoking_user(&target.join(f));
             }
             eprintln!(

@@ -37,8 +37,9 @@ pub fn tee_stderr(mut from: File, path: PathBuf, bar: ProgressBar) -> JoinHandle
 
 pub fn progress_bar(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
-    // Quiet when stdout is not a terminal (CI, pipes): the summary is all that is printed there.
-    if !std::io::stdout().is_terminal() {
+    // The bar draws on stderr: quiet when stderr is not a terminal (CI, redirected), whatever
+    // stdout is (`run | tee` still shows it).
+    if !std::io::stderr().is_terminal() {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
     bar.set_style(
