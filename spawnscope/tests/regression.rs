@@ -3,7 +3,9 @@
 //! sleep, with the eBPF collector; a `run --perf` directory, perf.data dropped, perf.folded kept;
 //! a command run) must give byte for byte the summary.json, summary.md, compare.json (less its
 //! rendering time), compare.md and CSVs that were recorded with them. And reading results must
-//! never rewrite them.
+//! never rewrite them. A figure added since is added to the expected files, never a changed one:
+//! compare.json and compare.md gained the headline lines ("hold: a thread costs 13.7× a
+//! goroutine…"), everything they had before is as recorded.
 
 mod common;
 
@@ -199,4 +201,10 @@ fn reading_results_never_rewrites_a_run_directory() {
         );
     }
     assert!(out.join("compare.json").is_file() && out.join("report.html").is_file());
+    // The result first, the way hyperfine states it: at the top of report.html.
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    let headline = html
+        .find("<p class=\"headline\"><b>hold: a thread costs 13.7× a goroutine in memory")
+        .expect("report.html opens with the headline");
+    assert!(headline < html.find("<h2").unwrap(), "before any section");
 }

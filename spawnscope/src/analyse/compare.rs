@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyse::headline::{headlines, Headline, Measured};
 use crate::analyse::regression::{self, LineFit, Spread};
 use crate::analyse::repeats::{repeated, Repeated};
 use crate::analyse::reproduce::{reproduce_table, Reproduce};
@@ -207,6 +208,9 @@ pub struct Comparison {
     /// Experiments run more than once: their time figures' spread, outliers and causes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repeats: Vec<Repeated>,
+    /// The result in a line per workload: the dearest runtime against the cheapest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headlines: Vec<Headline>,
 }
 
 /// One run as the comparison takes it: its summary, its machine, and what its directory holds.
@@ -343,6 +347,16 @@ pub fn compare_runs(
             (l.dir.clone(), summary)
         })
         .collect();
+    let measured: Vec<Measured> = summarized
+        .iter()
+        .zip(&runs)
+        .map(|(l, point)| Measured {
+            machine: &point.machine,
+            summary: &l.summary,
+            measured: point.measured,
+        })
+        .collect();
+    let headlines = headlines(&measured, machines.len() > 1);
     Comparison {
         schema: 1,
         rendered_utc,
@@ -355,6 +369,7 @@ pub fn compare_runs(
         excluded,
         stopped_at_limit,
         repeats: repeated(&by_experiment),
+        headlines,
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod attribution;
 pub mod compare;
+pub mod headline;
 pub mod phases;
 pub mod probes;
 pub mod regression;

@@ -95,6 +95,10 @@ pub fn command(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
         Ok(report) => {
             if !compare_dirs.is_empty() {
                 println!("{}", render::compare::markdown(&report));
+            } else {
+                for h in &report.headlines {
+                    println!("\n{}", h.line());
+                }
             }
             for f in EXPORTS {
                 record::give_to_invoking_user(&target.join(f));

@@ -283,6 +283,9 @@ pub fn machine_line(m: &Fingerprint) -> String {
 /// compare.md: hyperfine-like tables.
 pub fn markdown(r: &Comparison) -> String {
     let mut md = String::from("# spawnscope compare\n\n");
+    for h in &r.headlines {
+        let _ = writeln!(md, "**{}**\n", h.line());
+    }
     for m in &r.machines {
         let _ = writeln!(md, "- Machine {}", machine_line_with_id(m));
     }

@@ -187,6 +187,9 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
         report.machines.len(),
         escape(&report.rendered_utc)
     );
+    for line in report.headlines.iter().map(|hl| hl.line()) {
+        let _ = writeln!(h, "<p class=\"headline\"><b>{}</b></p>", escape(&line));
+    }
     if let Some(plan) = &report.plan {
         let notes: Vec<&str> = plan
             .cells

@@ -37,6 +37,8 @@ pub struct Descriptor {
     pub runtime: Runtime,
     /// The name on the command line, in directory names and in reports.
     pub name: &'static str,
+    /// One of its tasks, in words ("a thread costs 13.5× a goroutine").
+    pub one_task: &'static str,
     /// The workload binary's file name (beside spawnscope, or on PATH).
     pub binary: &'static str,
     /// The environment variable that names the binary explicitly.
@@ -67,6 +69,7 @@ pub const DESCRIPTORS: [Descriptor; 2] = [
     Descriptor {
         runtime: Runtime::Threads,
         name: "threads",
+        one_task: "thread",
         binary: "threads",
         binary_env: "SPAWNSCOPE_THREADS_BIN",
         build_hint: "cargo build --release -p threads",
@@ -81,6 +84,7 @@ pub const DESCRIPTORS: [Descriptor; 2] = [
     Descriptor {
         runtime: Runtime::Goroutines,
         name: "goroutines",
+        one_task: "goroutine",
         binary: "goroutines",
         binary_env: "SPAWNSCOPE_GOROUTINES_BIN",
         build_hint: "cd goroutines-go && go build -o ../target/release/goroutines .",

@@ -1,0 +1,250 @@
+//! A comparison's result in one line per workload, the way hyperfine states its own: "hold: a
+//! thread costs 13.5× a goroutine in memory and 12.7× in spawn time". Per machine and workload,
+//! each runtime at the largest N it was measured at (per-task figures, so runtimes measured at
+//! different N compare), medians over its repeats there; the dearest in memory against the
+//! cheapest.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyse::regression::spread;
+use crate::analyse::summary::Summary;
+use crate::runtime::DESCRIPTORS;
+use crate::units::{bytes, count};
+
+/// One runtime's side of a headline.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Side {
+    pub runtime: String,
+    pub n: u64,
+    pub runs: usize,
+    /// Medians: memory per task alive (KiB), spawn time per task spawned (µs).
+    pub memory_kib: Option<f64>,
+    pub spawn_us: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Headline {
+    /// The machine's id when the set has several, else None.
+    pub machine: Option<String>,
+    pub workload: String,
+    pub dearer: Side,
+    pub cheaper: Side,
+}
+
+/// A run as the headline takes it: its machine's id and its summary.
+pub struct Measured<'a> {
+    pub machine: &'a str,
+    pub summary: &'a Summary,
+    /// Its figures were measured (completed, or stopped at a limit with its tasks measured).
+    pub measured: bool,
+}
+
+fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+    spread(&values.collect::<Vec<_>>()).map(|s| s.median)
+}
+
+/// One headline per machine and workload that two runtimes or more were measured on.
+pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for r in runs.iter().filter(|r| r.measured) {
+        if let Some(w) = r.summary.workload.as_deref() {
+            if !keys.contains(&(r.machine, w)) {
+                keys.push((r.machine, w));
+            }
+        }
+    }
+    keys.into_iter()
+        .filter_map(|(machine, workload)| {
+            let mut sides: Vec<Side> = DESCRIPTORS
+                .iter()
+                .filter_map(|d| {
+                    let mine: Vec<&Summary> = runs
+                        .iter()
+                        .filter(|r| {
+                            r.measured
+                                && r.machine == machine
+                                && r.summary.workload.as_deref() == Some(workload)
+                                && r.summary.runtime.as_deref() == Some(d.name)
+                        })
+                        .map(|r| r.summary)
+                        .collect();
+                    let n = mine.iter().filter_map(|s| s.n).max()?;
+                    let at_n: Vec<&Summary> = mine.into_iter().filter(|s| s.n == Some(n)).collect();
+                    Some(Side {
+                        runtime: d.name.into(),
+                        n,
+                        runs: at_n.len(),
+                        memory_kib: median(
+                            at_n.iter()
+                                .filter_map(|s| Some(s.memory_per_task.as_ref()?.total_kb)),
+                        ),
+                        spawn_us: median(
+                            at_n.iter()
+                                .filter_map(|s| s.time_per_task.as_ref()?.spawn_us),
+                        ),
+                    })
+                })
+                .filter(|s| s.memory_kib.is_some())
+                .collect();
+            if sides.len() < 2 {
+                return None;
+            }
+            sides.sort_by(|a, b| {
+                b.memory_kib
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.memory_kib.unwrap_or(0.0))
+            });
+            let cheaper = sides.pop()?;
+            let dearer = sides.swap_remove(0);
+            Some(Headline {
+                machine: several_machines.then(|| machine.to_string()),
+                workload: workload.into(),
+                dearer,
+                cheaper,
+            })
+        })
+        .collect()
+}
+
+fn one_task(runtime: &str) -> &str {
+    DESCRIPTORS
+        .iter()
+        .find(|d| d.name == runtime)
+        .map_or(runtime, |d| d.one_task)
+}
+
+fn factor(dearer: f64, cheaper: f64) -> f64 {
+    dearer / cheaper.max(f64::MIN_POSITIVE)
+}
+
+impl Headline {
+    /// "hold: a thread costs 13.5× a goroutine in memory (36.5 KiB against 2.7 KiB per task) and
+    /// 12.7× in spawn time (40.5 µs against 3.2 µs); threads at N = 100,000 (3 runs), goroutines
+    /// at N = 1,000,000 (3 runs), medians".
+    pub fn line(&self) -> String {
+        let (a, b) = (&self.dearer, &self.cheaper);
+        let mut line = String::new();
+        if let Some(m) = &self.machine {
+            line.push_str(&format!("on {m}, "));
+        }
+        let (ma, mb) = (a.memory_kib.unwrap_or(0.0), b.memory_kib.unwrap_or(0.0));
+        line.push_str(&format!(
+            "{}: a {} costs {:.1}× a {} in memory ({} against {} per task)",
+            self.workload,
+            one_task(&a.runtime),
+            factor(ma, mb),
+            one_task(&b.runtime),
+            bytes(ma * 1024.0),
+            bytes(mb * 1024.0)
+        ));
+        if let (Some(sa), Some(sb)) = (a.spawn_us, b.spawn_us) {
+            let f = factor(sa, sb);
+            let how = if f >= 1.0 {
+                format!("{f:.1}× in spawn time")
+            } else {
+                format!("but {:.1}× less in spawn time", 1.0 / f)
+            };
+            line.push_str(&format!(" and {how} ({sa:.1} µs against {sb:.1} µs)"));
+        }
+        let runs = |k: usize| {
+            if k == 1 {
+                "1 run".to_string()
+            } else {
+                format!("{k} runs")
+            }
+        };
+        line.push_str(&format!(
+            "; {} at N = {} ({}), {} at N = {} ({}), medians",
+            a.runtime,
+            count(a.n),
+            runs(a.runs),
+            b.runtime,
+            count(b.n),
+            runs(b.runs)
+        ));
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::summary::{MemoryPerTask, TimePerTask};
+
+    fn run(runtime: &str, n: u64, memory_kb: f64, spawn_us: f64) -> Summary {
+        Summary {
+            runtime: Some(runtime.into()),
+            workload: Some("hold".into()),
+            n: Some(n),
+            ok: true,
+            memory_per_task: Some(MemoryPerTask {
+                total_kb: memory_kb,
+                ..Default::default()
+            }),
+            time_per_task: Some(TimePerTask {
+                spawn_us: Some(spawn_us),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_dearest_against_the_cheapest_at_each_ones_largest_n() {
+        let summaries = [
+            run("threads", 1_000, 40.0, 30.0), // a smaller N: left out
+            run("threads", 100_000, 36.5, 40.0),
+            run("threads", 100_000, 36.5, 41.0),
+            run("goroutines", 1_000_000, 2.7, 3.2),
+        ];
+        let runs: Vec<Measured> = summaries
+            .iter()
+            .map(|s| Measured {
+                machine: "M1",
+                summary: s,
+                measured: true,
+            })
+            .collect();
+        let h = headlines(&runs, false);
+        assert_eq!(h.len(), 1);
+        assert_eq!(
+            h[0].line(),
+            "hold: a thread costs 13.5× a goroutine in memory (36.5 KiB against 2.7 KiB per task) \
+             and 12.7× in spawn time (40.5 µs against 3.2 µs); threads at N = 100,000 (2 runs), \
+             goroutines at N = 1,000,000 (1 run), medians"
+        );
+    }
+
+    #[test]
+    fn one_runtime_alone_has_no_headline_and_cheaper_spawns_are_said_so() {
+        let one = [run("threads", 1_000, 36.5, 40.0)];
+        let runs: Vec<Measured> = one
+            .iter()
+            .map(|s| Measured {
+                machine: "M1",
+                summary: s,
+                measured: true,
+            })
+            .collect();
+        assert!(headlines(&runs, false).is_empty());
+        let two = [
+            run("threads", 1_000, 36.5, 2.0),
+            run("goroutines", 1_000, 2.7, 4.0),
+        ];
+        let runs: Vec<Measured> = two
+            .iter()
+            .map(|s| Measured {
+                machine: "M1",
+                summary: s,
+                measured: true,
+            })
+            .collect();
+        let h = headlines(&runs, true);
+        assert!(h[0].line().starts_with("on M1, hold: a thread costs"));
+        assert!(
+            h[0].line().contains("but 2.0× less in spawn time"),
+            "{}",
+            h[0].line()
+        );
+    }
+}
