@@ -160,47 +160,51 @@ pub struct CheckArgs {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// threads (Rust std::thread) or goroutines.
-    #[arg(long, value_enum)]
+    #[arg(short, long, value_enum, help_heading = "What to run")]
     pub runtime: Option<Runtime>,
-    #[arg(long, value_enum)]
+    #[arg(short, long, value_enum, help_heading = "What to run")]
     pub workload: Option<WorkloadKind>,
     /// Tasks (pingpong: pairs; chain: receivers = senders).
-    #[arg(long, value_parser = parse_n)]
+    #[arg(short, long, value_parser = parse_n, help_heading = "What to run")]
     pub n: Option<u64>,
     /// For a command after --: how many tasks it runs, for per-task figures.
-    #[arg(long, value_parser = parse_n)]
+    #[arg(long, value_parser = parse_n, help_heading = "What to run")]
     pub tasks: Option<u64>,
     /// Where results directories go.
-    #[arg(long, default_value = "results")]
+    #[arg(short, long, default_value = "results", help_heading = "Output")]
     pub out: PathBuf,
     /// Run even when the preflight says it will not fit (inside the cgroup memory limit).
-    #[arg(long)]
+    #[arg(long, help_heading = "Limits")]
     pub force: bool,
     /// Leave the eBPF collector out (e.g. to measure its overhead).
-    #[arg(long, conflicts_with = "probes")]
+    #[arg(long, conflicts_with = "probes", help_heading = "Measuring")]
     pub no_probes: bool,
     /// What the eBPF collector keeps: `lean` counters, series and cross-checks (about 3 % of the
-    /// workload's CPU); `full` adds per-thread state — on-CPU, run-queue, futex and clone times
+    /// workload's CPU, 5 % with many threads contending); `full` adds per-thread state — on-CPU, run-queue, futex and clone times
     /// with their latency quantiles, RSS over time — and page faults by kind, at about 2.5 times
     /// the cost.
-    #[arg(long, value_enum, default_value = "lean")]
+    #[arg(long, value_enum, default_value = "lean", help_heading = "Measuring")]
     pub probes: ProbeDetail,
     /// The run's cgroup memory limit (e.g. 8G) [default: MemAvailable less max(1 GiB, 5 % of RAM)].
-    #[arg(long, value_parser = parse_bytes)]
+    #[arg(long, value_parser = parse_bytes, help_heading = "Limits")]
     pub memory_limit: Option<u64>,
     /// Record CPU samples with perf (root): flame.svg and where the system time went, by phase.
-    #[arg(long)]
+    #[arg(long, help_heading = "Measuring")]
     pub perf: bool,
     /// perf's sampling rate, Hz [default: a fixed sample budget over the CPU time the
     /// calibration predicts, at most 999].
-    #[arg(long, value_parser = parse_hz)]
+    #[arg(long, value_parser = parse_hz, help_heading = "Measuring")]
     pub perf_freq: Option<u32>,
     /// perf's call graph: fp, dwarf or dwarf,BYTES [default: dwarf,4096 for threads (Debian's glibc
     /// has no frame pointers), fp for goroutines and commands].
-    #[arg(long, value_parser = CallGraph::parse)]
+    #[arg(long, value_parser = CallGraph::parse, help_heading = "Measuring")]
     pub perf_call_graph: Option<CallGraph>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Passed to the workload")]
     pub workload_flags: WorkloadFlags,
+    /// Print the run's summary as JSON on stdout (summary.json, with `results_dir`) instead of the
+    /// terminal view.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
     /// Any command to measure instead of a workload: spawnscope run --tasks N -- CMD ARGS…
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -310,6 +314,10 @@ pub struct CompareArgs {
     /// Directory for the runs and the exports [default: results/compare-<UTC time>].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Print the comparison as JSON on stdout (compare.json, with `results_dir`) instead of
+    /// compare.md.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
     /// Each run's cgroup memory limit, and the budget the preflight clamps N to (e.g. 8G).
     #[arg(long, value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
@@ -324,6 +332,29 @@ pub struct CompareArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_help_groups_its_options_under_headings_with_short_flags() {
+        use clap::CommandFactory;
+        let help = Cli::command()
+            .find_subcommand_mut("run")
+            .expect("a run subcommand")
+            .render_help()
+            .to_string();
+        for heading in [
+            "What to run:",
+            "Measuring:",
+            "Limits:",
+            "Output:",
+            "Passed to the workload:",
+        ] {
+            assert!(help.contains(heading), "{heading} in\n{help}");
+        }
+        for flag in ["-r, --runtime", "-w, --workload", "-n, --n", "-o, --out"] {
+            assert!(help.contains(flag), "{flag} in\n{help}");
+        }
+        assert!(help.contains("[default: lean]"), "{help}");
+    }
 
     fn error_of(args: &[&str]) -> String {
         let argv = std::iter::once("spawnscope").chain(args.iter().copied());

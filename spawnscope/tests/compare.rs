@@ -302,6 +302,48 @@ fn a_small_real_compare_runs_the_matrix_and_restores_the_machine() {
         stdout.contains("## Per task by regression over N"),
         "{stdout}"
     );
+    // The result first, and the set's directory alone on the last line.
+    assert!(
+        stdout.contains("**hold: a thread costs"),
+        "the headline: {stdout}"
+    );
+    assert_eq!(stdout.lines().last(), Some(out.to_str().unwrap()));
+    // --json: compare.json on stdout, with where it is. (A cell re-run, its runs added to the
+    // set: the same directory, read again.)
+    let json = sandbox
+        .command(&[
+            "compare",
+            "--runtimes",
+            "goroutines",
+            "--n",
+            "300",
+            "--workloads",
+            "hold",
+            "--repeats",
+            "1",
+            "--json",
+            "--out",
+            sandbox.dir.path().join("cmp-json").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let printed: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_else(|e| {
+        panic!(
+            "one JSON document ({e}): {}",
+            String::from_utf8_lossy(&json.stdout)
+        )
+    });
+    let written = read_json(sandbox.dir.path().join("cmp-json/compare.json"));
+    assert_eq!(printed["runs"], written["runs"]);
+    assert_eq!(
+        printed["results_dir"],
+        sandbox.dir.path().join("cmp-json").display().to_string()
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use common::*;
+use serde_json::Value;
 
 /// Starts a threads hold run that raises kernel.pid_max and holds its tasks for a minute, and
 /// waits until its tasks are all alive (the `peak` event is on disk).
@@ -450,5 +451,40 @@ fn any_command_is_measured_with_the_same_figures() {
     assert!(
         summary["phases"].as_array().unwrap().is_empty(),
         "no phases for a command"
+    );
+}
+
+#[test]
+fn json_prints_the_summary_and_the_terminal_ends_with_the_results_directory() {
+    if skip_unless_root("json_prints_the_summary_and_the_terminal_ends_with_the_results_directory")
+    {
+        return;
+    }
+    let _one = serial();
+    // --json: one JSON document on stdout, the summary with where its files are.
+    let sandbox = Sandbox::new();
+    let out = sandbox.hold_2000_threads("200ms", &["--json", "--no-probes"]);
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    let dir = sandbox.only_results_dir();
+    assert_eq!(summary["results_dir"], dir.display().to_string());
+    assert_eq!(summary["label"], "threads hold --n 2000");
+    assert_eq!(summary, {
+        let mut written = read_json(dir.join("summary.json"));
+        written["results_dir"] = summary["results_dir"].clone();
+        written
+    });
+    // Without it: the terminal view, the results directory alone on its last line.
+    let sandbox = Sandbox::new();
+    let out = sandbox.hold_2000_threads("200ms", &["--no-probes"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().last(),
+        Some(sandbox.only_results_dir().display().to_string().as_str()),
+        "{stdout}"
     );
 }

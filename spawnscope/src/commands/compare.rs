@@ -59,6 +59,7 @@ pub fn command(args: CompareArgs) -> ExitCode {
             cells: None,
         },
     };
+    let json = args.json;
     let interrupts = match Interrupts::install() {
         Ok(i) => i,
         Err(err) => {
@@ -93,11 +94,16 @@ pub fn command(args: CompareArgs) -> ExitCode {
     let result = compare(opts, &interrupts, &mut summarise).and_then(|outcome| {
         if !outcome.dirs.is_empty() {
             let report = derive::comparison(&outcome.dirs, Some(outcome.plan), &outcome.out)?;
-            println!("{}", render::compare::markdown(&report));
-            println!(
-                "results: {} (compare.md, compare.json, compare.csv, compare-fits.csv, charts/, report.html)",
-                outcome.out.display()
-            );
+            if json {
+                println!("{}", render::json_with_dir(&report, &outcome.out));
+            } else {
+                println!("{}", render::compare::markdown(&report));
+                eprintln!(
+                    "results (compare.md, compare.json, compare.csv, compare-fits.csv, charts/, report.html):"
+                );
+                // Alone on the last line, for scripts.
+                println!("{}", outcome.out.display());
+            }
         }
         record::give_to_invoking_user(outcome.made_root.as_deref().unwrap_or(&outcome.out));
         Ok((outcome.interrupted_by, outcome.all_ok))

@@ -71,9 +71,14 @@ pub fn command(args: RunArgs) -> ExitCode {
         }),
         calibration: None,
     };
+    let json = args.json;
     let result = run::run(opts, &interrupts).and_then(|outcome| {
         let summary = finish(&outcome)?;
-        print!("{}", render::summary::terminal(&summary, &outcome.dir));
+        if json {
+            println!("{}", render::json_with_dir(&summary, &outcome.dir));
+        } else {
+            print!("{}", render::summary::terminal(&summary, &outcome.dir));
+        }
         Ok((outcome.interrupted_by, summary.ok))
     });
     exit_code(result)

@@ -14,3 +14,16 @@ pub mod summary;
 pub mod table;
 pub mod verdict;
 pub mod waits;
+
+/// A record as one JSON document with the directory its files are in (`results_dir`): what
+/// `run --json` and `compare --json` print.
+pub fn json_with_dir<T: serde::Serialize>(record: &T, dir: &std::path::Path) -> String {
+    let mut value = serde_json::to_value(record).unwrap_or(serde_json::Value::Null);
+    if let serde_json::Value::Object(map) = &mut value {
+        map.insert(
+            "results_dir".into(),
+            serde_json::Value::String(dir.display().to_string()),
+        );
+    }
+    serde_json::to_string_pretty(&value).unwrap_or_default()
+}

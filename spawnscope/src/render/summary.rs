@@ -396,7 +396,8 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
             let _ = writeln!(out, "  flame graph: {}", dir.join(f).display());
         }
     }
-    let _ = writeln!(out, "  results: {}", dir.display());
+    // The results directory alone on the last line, for scripts (`| tail -1`).
+    let _ = writeln!(out, "  results:\n{}", dir.display());
     out
 }
 
