@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tests the shell helpers the scripts share: the statistics in scripts/lib/stats.sh (median, min,
-# max, ratio, is_outlier) and the argument rules in scripts/lib/common.sh (is_count, bench_args).
+# max, ratio, is_outlier), the argument rules in scripts/lib/common.sh (is_count, bench_args) and
+# its choice of OS packages on Debian and Ubuntu (has_candidate, pick_package).
 # Needs bash and awk only; no root, nothing built.
 # Usage: ./scripts/test-lib.sh
 # Last line: `test-lib: N passed, M failed`; exit status 1 when any case failed.
@@ -143,6 +144,53 @@ refuses 2 "test-lib.sh: '0' is not a positive whole number; usage: test-lib.sh \
 refuses 2 "'x' is not a positive whole number" args 100 2000 5 7 x
 refuses 2 "'-3' is not a positive whole number" args 100 2000 5 7 8 -3
 refuses 2 'at most 3 arguments; usage: .*\(defaults 100 2000 5\)' args 100 2000 5 1 2 3 4
+
+# has_candidate / pick_package on recorded `apt-cache policy` answers: Debian 12 knows linux-perf,
+# Ubuntu 24.04 does not (and knows linux-tools-<kernel> instead); a package in no repository has
+# Candidate: (none).
+debian_linux_perf='linux-perf:
+  Installed: (none)
+  Candidate: 6.1.192-2
+  Version table:
+     6.1.192-2 500
+        500 http://deb.debian.org/debian-security bookworm-security/main amd64 Packages'
+ubuntu_linux_perf=''
+ubuntu_linux_tools='linux-tools-6.8.0-45-generic:
+  Installed: (none)
+  Candidate: 6.8.0-45.45
+  Version table:
+     6.8.0-45.45 500
+        500 http://archive.ubuntu.com/ubuntu noble-updates/main amd64 Packages'
+no_candidate='linux-tools-6.18.44-fc-v669:
+  Installed: (none)
+  Candidate: (none)
+  Version table:'
+if has_candidate <<<"$debian_linux_perf"; then pass "has_candidate: Debian's linux-perf"; else fail "has_candidate: Debian's linux-perf refused"; fi
+if has_candidate <<<"$ubuntu_linux_tools"; then pass "has_candidate: Ubuntu's linux-tools"; else fail "has_candidate: Ubuntu's linux-tools refused"; fi
+if has_candidate <<<"$ubuntu_linux_perf"; then fail "has_candidate: no answer accepted"; else pass "has_candidate: no answer (Ubuntu, linux-perf)"; fi
+if has_candidate <<<"$no_candidate"; then fail "has_candidate: Candidate (none) accepted"; else pass "has_candidate: Candidate (none)"; fi
+# pick_package with apt-cache and dpkg answering as on each distribution (INSTALLED: the one
+# package dpkg says is installed).
+# shellcheck disable=SC2317  # the stand-ins are called through pick_package
+on_distro() {
+  local distro=$1
+  shift
+  (
+    is_installed() { [ "$1" = "${INSTALLED:-}" ]; }
+    apt-cache() {
+      case "$distro:$2" in
+        debian:linux-perf) echo "$debian_linux_perf" ;;
+        ubuntu:linux-tools-*) echo "$ubuntu_linux_tools" ;;
+        *) echo "$no_candidate" ;;
+      esac
+    }
+    "$@"
+  )
+}
+expect linux-perf on_distro debian pick_package 'linux-perf|linux-tools-6.8.0-45-generic'
+expect linux-tools-6.8.0-45-generic on_distro ubuntu pick_package 'linux-perf|linux-tools-6.8.0-45-generic'
+expect '' on_distro other pick_package 'linux-perf|linux-tools-6.8.0-45-generic'
+INSTALLED=linux-tools-6.8.0-45-generic expect linux-tools-6.8.0-45-generic on_distro debian pick_package 'linux-perf|linux-tools-6.8.0-45-generic'
 
 echo "test-lib: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

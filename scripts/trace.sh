@@ -34,7 +34,9 @@ if ! is_root; then
   warn "for the full picture: sudo ./scripts/trace.sh $*"
 fi
 
-need_packages "${BUILD_PACKAGES[@]}" "${TRACE_PACKAGES[@]}" || true
+# Two groups: a missing tracing package (perf on an unusual kernel) must not keep the build's out.
+need_packages "${BUILD_PACKAGES[@]}" || warn "the build may fail: see the packages above"
+need_packages "${TRACE_PACKAGES[@]}" || warn "perf or bpftrace missing: flame graphs or the .bt tools will be left out"
 build_all
 # The probes attach to tracepoints, which libbpf finds through tracefs.
 if is_root && [ ! -d /sys/kernel/tracing/events/sched ] && [ ! -d /sys/kernel/debug/tracing/events/sched ]; then

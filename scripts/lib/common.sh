@@ -44,24 +44,74 @@ add_toolchain_paths() {
 
 APT_UPDATED=""
 
-# need_packages PKG...: installs the Debian/Ubuntu packages that are missing, saying which.
-# Without root or apt-get it names them and returns 1.
+# is_installed PKG: dpkg has PKG installed.
+is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+# has_candidate: reads `apt-cache policy PKG` on stdin; true when apt can install PKG (a
+# `Candidate:` other than `(none)`). Ubuntu has no `linux-perf`, Debian no `linux-tools-*`.
+has_candidate() { awk '$1 == "Candidate:" && $2 != "(none)" { found = 1 } END { exit !found }'; }
+
+# apt_updated: `apt-get update` once per script, before the first install.
+apt_updated() {
+  if [ -z "$APT_UPDATED" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || warn "apt-get update failed"
+    APT_UPDATED=1
+  fi
+}
+
+# pick_package SPEC: SPEC is a package or alternatives `a|b|…` (Debian's name first, then
+# Ubuntu's): prints the one installed, else the first apt can install, else nothing.
+pick_package() {
+  local alt
+  local -a alts
+  IFS='|' read -r -a alts <<<"$1"
+  for alt in "${alts[@]}"; do
+    is_installed "$alt" && { echo "$alt"; return 0; }
+  done
+  for alt in "${alts[@]}"; do
+    apt-cache policy "$alt" 2>/dev/null | has_candidate && { echo "$alt"; return 0; }
+  done
+  return 0
+}
+
+# need_packages SPEC...: installs the Debian/Ubuntu packages that are missing, saying which. A
+# SPEC `a|b` is satisfied by either (see pick_package). The group goes in one apt-get call; if
+# that is refused, each package alone, so one missing name does not keep the others out. Says
+# what could not be installed and returns 1 then (also without root or apt-get).
 need_packages() {
-  local missing=() pkg
-  for pkg in "$@"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  local missing=() spec pkg refused=()
+  for spec in "$@"; do
+    local -a alts
+    IFS='|' read -r -a alts <<<"$spec"
+    for pkg in "${alts[@]}"; do
+      is_installed "$pkg" && continue 2
+    done
+    missing+=("$spec")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   if ! command -v apt-get >/dev/null 2>&1 || ! is_root; then
-    warn "missing OS packages: ${missing[*]} (install them as root with apt-get)"
+    warn "missing OS packages: ${missing[*]//|/ or } (install them as root with apt-get)"
     return 1
   fi
-  say "installing OS packages: ${missing[*]}"
-  if [ -z "$APT_UPDATED" ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    APT_UPDATED=1
+  apt_updated
+  local install=()
+  for spec in "${missing[@]}"; do
+    pkg=$(pick_package "$spec")
+    if [ -n "$pkg" ]; then install+=("$pkg"); else refused+=("${spec//|/ or } (no such package here)"); fi
+  done
+  if [ ${#install[@]} -gt 0 ]; then
+    say "installing OS packages: ${install[*]}"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${install[@]}" >&2; then
+      for pkg in "${install[@]}"; do
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >&2 ||
+          refused+=("$pkg")
+      done
+    fi
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  if [ ${#refused[@]} -gt 0 ]; then
+    warn "could not install: ${refused[*]}"
+    return 1
+  fi
 }
 
 # need_command CMD [PACKAGE]: CMD on PATH, installing PACKAGE (default CMD) when it is not; dies
@@ -74,11 +124,11 @@ need_command() {
 
 # The OS packages every part of the project builds or runs with on Debian/Ubuntu (read by the
 # scripts that source this file). clang, libelf, zlib, pkg-config: the BPF collector;
-# linux-perf: perf; bpftrace: the .bt tools.
+# perf: Debian's linux-perf, Ubuntu's linux-tools for the running kernel; bpftrace: the .bt tools.
 # shellcheck disable=SC2034
 BUILD_PACKAGES=(build-essential pkg-config clang libelf-dev zlib1g-dev)
 # shellcheck disable=SC2034
-TRACE_PACKAGES=(bpftrace linux-perf)
+TRACE_PACKAGES=(bpftrace "linux-perf|linux-tools-$(uname -r)")
 
 # need_toolchains: cargo and go on PATH. As root under sudo, cargo and rustup use the invoking
 # user's toolchain and cache (root usually has none of its own).
