@@ -64,6 +64,14 @@ pub enum Command {
         #[arg(long)]
         diff: bool,
     },
+    /// Shell completions on stdout, e.g. `spawnscope completions bash >
+    /// /usr/share/bash-completion/completions/spawnscope`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The manual page (roff) on stdout, e.g. `spawnscope man > spawnscope.1; man ./spawnscope.1`.
+    Man,
 }
 
 /// clap's error in one line that still names what is wrong: the missing argument, the valid

@@ -49,5 +49,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => commands::compare::command(*args),
         Command::Report { dirs, out } => commands::report::command(&dirs, out),
         Command::Flame { dirs, out, diff } => commands::flame::command(&dirs, &out, diff),
+        Command::Completions { shell } => commands::docs::completions(shell),
+        Command::Man => commands::docs::man(),
     }
 }

@@ -6,6 +6,7 @@
 pub mod check;
 pub mod compare;
 pub mod derive;
+pub mod docs;
 pub mod flame;
 pub mod report;
 pub mod run;
