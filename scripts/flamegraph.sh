@@ -51,7 +51,7 @@ case "$workload" in sleep | hold | churn | pingpong | chain) ;; *) usage "unknow
 is_count "$n" || usage "N is a whole number from 1 to 999999999, not '$n'"
 is_root || usage "perf samples the kernel: run it with sudo"
 
-need_packages linux-perf || die "perf is needed: apt-get install linux-perf (Debian) or linux-tools-\$(uname -r) (Ubuntu)"
+need_packages "linux-perf|linux-tools-$(uname -r)" || die "perf is needed: apt-get install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)"
 build_all
 
 out="$REPO_ROOT/results/flame-$(date -u +%Y%m%dT%H%M%SZ)"
