@@ -160,13 +160,16 @@ fn reading_results_never_rewrites_a_run_directory() {
     report(&[&set.join("compare")]);
     report(&runs.iter().map(PathBuf::as_path).collect::<Vec<_>>());
     let out = tmp.path().join("elsewhere");
-    let output = Command::new(spawnscope_bin())
-        .arg("report")
-        .arg(set.join("compare"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let report_to = |out: &Path| {
+        Command::new(spawnscope_bin())
+            .arg("report")
+            .arg(set.join("compare"))
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let output = report_to(&out);
     assert!(output.status.success());
     // It says where it writes, and, the second time, what it replaces there.
     let said = String::from_utf8_lossy(&output.stderr);
@@ -174,13 +177,7 @@ fn reading_results_never_rewrites_a_run_directory() {
         said.contains(&format!("writing the set's exports to {}\n", out.display())),
         "{said}"
     );
-    let again = Command::new(spawnscope_bin())
-        .arg("report")
-        .arg(set.join("compare"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let again = report_to(&out);
     let said = String::from_utf8_lossy(&again.stderr);
     assert!(
         said.contains("(replacing compare.json, compare.csv, compare-fits.csv, compare.md, report.html, charts)"),

@@ -189,6 +189,17 @@ mod tests {
         }
     }
 
+    fn on_m1(summaries: &[Summary]) -> Vec<Measured<'_>> {
+        summaries
+            .iter()
+            .map(|s| Measured {
+                machine: "M1",
+                summary: s,
+                measured: true,
+            })
+            .collect()
+    }
+
     #[test]
     fn the_dearest_against_the_cheapest_at_each_ones_largest_n() {
         let summaries = [
@@ -197,14 +208,7 @@ mod tests {
             run("threads", 100_000, 36.5, 41.0),
             run("goroutines", 1_000_000, 2.7, 3.2),
         ];
-        let runs: Vec<Measured> = summaries
-            .iter()
-            .map(|s| Measured {
-                machine: "M1",
-                summary: s,
-                measured: true,
-            })
-            .collect();
+        let runs = on_m1(&summaries);
         let h = headlines(&runs, false);
         assert_eq!(h.len(), 1);
         assert_eq!(
@@ -218,27 +222,13 @@ mod tests {
     #[test]
     fn one_runtime_alone_has_no_headline_and_cheaper_spawns_are_said_so() {
         let one = [run("threads", 1_000, 36.5, 40.0)];
-        let runs: Vec<Measured> = one
-            .iter()
-            .map(|s| Measured {
-                machine: "M1",
-                summary: s,
-                measured: true,
-            })
-            .collect();
+        let runs = on_m1(&one);
         assert!(headlines(&runs, false).is_empty());
         let two = [
             run("threads", 1_000, 36.5, 2.0),
             run("goroutines", 1_000, 2.7, 4.0),
         ];
-        let runs: Vec<Measured> = two
-            .iter()
-            .map(|s| Measured {
-                machine: "M1",
-                summary: s,
-                measured: true,
-            })
-            .collect();
+        let runs = on_m1(&two);
         let h = headlines(&runs, true);
         assert!(h[0].line().starts_with("on M1, hold: a thread costs"));
         assert!(
