@@ -80,17 +80,13 @@ fn count_colour(rgba: &[u8], channels: usize, c: [u8; 3]) -> usize {
         .count()
 }
 
-#[test]
-fn chromium_renders_the_charts() {
-    let Some(browser) = chromium() else {
-        println!("SKIP: chromium is not installed (apt-get install chromium; scripts/test.sh installs it)");
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let page = build_report(tmp.path());
-    let png = tmp.path().join("report.png");
-    let profile = tmp.path().join("profile");
-    let mut child = Command::new(&browser)
+/// report.html in headless Chromium: the screenshot's pixels (and channels per pixel), checked
+/// not blank and showing the memory chart's stacked bars. `name` names the screenshot kept with
+/// SPAWNSCOPE_KEEP_SCREENSHOT.
+fn renders_with_its_charts(browser: &Path, page: &Path, tmp: &Path, name: &str) {
+    let png = tmp.join(format!("{name}.png"));
+    let profile = tmp.join(format!("profile-{name}"));
+    let mut child = Command::new(browser)
         .args([
             "--headless",
             "--no-sandbox",
@@ -139,5 +135,104 @@ fn chromium_renders_the_charts() {
     let keep = std::env::var_os("SPAWNSCOPE_KEEP_SCREENSHOT").map(PathBuf::from);
     if let Some(path) = keep {
         fs::copy(&png, path).unwrap();
+    }
+}
+
+#[test]
+fn chromium_renders_the_charts() {
+    let Some(browser) = chromium() else {
+        println!("SKIP: chromium is not installed (apt-get install chromium; scripts/test.sh installs it)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let page = build_report(tmp.path());
+    renders_with_its_charts(&browser, &page, tmp.path(), "report");
+}
+
+/// docs/example-results: a small real results set shipped with the project (runs included), so
+/// that `report`, `flame` and the HTML page can be tried in seconds, without root.
+#[test]
+fn the_shipped_example_results_render_without_root() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    let example = tmp.path().join("example");
+    copy_tree(&common::repo_root().join("docs/example-results"), &example);
+    let out = tmp.path().join("out");
+    // As nobody when this test runs as root (setpriv, util-linux) and nobody may run the binary
+    // where it was built: nothing here needs privileges.
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    let as_nobody = is_root()
+        && Command::new("/usr/bin/setpriv")
+            .args(nobody)
+            .arg(spawnscope_bin())
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    println!(
+        "running report and flame as {}",
+        if as_nobody { "nobody" } else { "this user" }
+    );
+    let spawnscope = |args: &[&str]| {
+        let mut cmd = if as_nobody {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(nobody).arg(spawnscope_bin());
+            c
+        } else {
+            Command::new(spawnscope_bin())
+        };
+        let output = cmd.args(args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "spawnscope {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    };
+    let compare = example.join("compare");
+    let report = spawnscope(&[
+        "report",
+        compare.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&report.stdout);
+    assert!(said.contains("**hold: a thread costs"), "{said}");
+    let page = out.join("report.html");
+    assert!(page.is_file());
+    let single = fs::read_dir(example.join("single"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("perf.folded").is_file())
+        .expect("a run recorded with --perf, perf.folded kept");
+    let svg = out.join("flame.svg");
+    spawnscope(&[
+        "flame",
+        single.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(fs::read_to_string(&svg).unwrap().contains("<svg"));
+    let Some(browser) = chromium() else {
+        println!("SKIP (the picture only): chromium is not installed");
+        return;
+    };
+    renders_with_its_charts(&browser, &page, tmp.path(), "example");
+}
+
+/// A copy of a directory tree anyone may write (the test's unprivileged user writes beside it).
+fn copy_tree(from: &Path, to: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::create_dir_all(to).unwrap();
+    fs::set_permissions(to, fs::Permissions::from_mode(0o777)).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+            fs::set_permissions(&target, fs::Permissions::from_mode(0o666)).unwrap();
+        }
     }
 }
