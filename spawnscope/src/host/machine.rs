@@ -177,6 +177,25 @@ fn cpufreq_governor() -> Option<String> {
     (!governors.is_empty()).then(|| governors.into_iter().collect::<Vec<_>>().join(", "))
 }
 
+/// A place a toolchain's version may be read from: its name, and the reading.
+type VersionSource<'a> = (String, Box<dyn FnOnce() -> Option<String> + 'a>);
+
+/// A toolchain's version from the first place that has it, in order of trust; `sources` records
+/// which (by `key`).
+fn first_found(
+    sources: &mut BTreeMap<String, String>,
+    key: &str,
+    tries: Vec<VersionSource<'_>>,
+) -> Option<String> {
+    for (from, get) in tries {
+        if let Some(version) = get() {
+            sources.insert(key.to_string(), from);
+            return Some(version);
+        }
+    }
+    None
+}
+
 /// Reads the fingerprint. Go and Rust versions: see `Toolchains`.
 pub fn fingerprint(toolchains: &Toolchains) -> Fingerprint {
     let (hostname, kernel, arch) = uname();
@@ -209,46 +228,49 @@ pub fn fingerprint(toolchains: &Toolchains) -> Fingerprint {
     let mut sources = BTreeMap::new();
     let mut not_available = BTreeMap::new();
     let path_of = |p: &Path| p.display().to_string();
-    let go = if let Some(v) = toolchains.go_from_event.clone() {
-        sources.insert("go".to_string(), "goroutines start event".to_string());
-        Some(v)
-    } else if let Some((bin, v)) = toolchains
-        .goroutines_bin
-        .as_ref()
-        .and_then(|b| Some((b, binary::go_version(b)?)))
-    {
-        sources.insert(
-            "go".to_string(),
-            format!("goroutines binary build info ({})", path_of(bin)),
-        );
-        Some(v)
-    } else {
-        let v = tool_version("go", "version");
-        if v.is_some() {
-            sources.insert("go".to_string(), "go toolchain on PATH".to_string());
-        }
-        v
-    };
-    let rust = if let Some(v) = toolchains.rust_from_event.clone() {
-        sources.insert("rust".to_string(), "threads start event".to_string());
-        Some(v)
-    } else if let Some((bin, v)) = toolchains
-        .threads_bin
-        .as_ref()
-        .and_then(|b| Some((b, binary::rust_version(b)?)))
-    {
-        sources.insert(
-            "rust".to_string(),
-            format!("threads binary .comment ({})", path_of(bin)),
-        );
-        Some(v)
-    } else {
-        let v = tool_version("rustc", "--version");
-        if v.is_some() {
-            sources.insert("rust".to_string(), "rustc on PATH".to_string());
-        }
-        v
-    };
+    let go = first_found(
+        &mut sources,
+        "go",
+        vec![
+            (
+                "goroutines start event".into(),
+                Box::new(|| toolchains.go_from_event.clone()),
+            ),
+            (
+                toolchains
+                    .goroutines_bin
+                    .as_ref()
+                    .map_or(String::new(), |b| {
+                        format!("goroutines binary build info ({})", path_of(b))
+                    }),
+                Box::new(|| binary::go_version(toolchains.goroutines_bin.as_ref()?)),
+            ),
+            (
+                "go toolchain on PATH".into(),
+                Box::new(|| tool_version("go", "version")),
+            ),
+        ],
+    );
+    let rust = first_found(
+        &mut sources,
+        "rust",
+        vec![
+            (
+                "threads start event".into(),
+                Box::new(|| toolchains.rust_from_event.clone()),
+            ),
+            (
+                toolchains.threads_bin.as_ref().map_or(String::new(), |b| {
+                    format!("threads binary .comment ({})", path_of(b))
+                }),
+                Box::new(|| binary::rust_version(toolchains.threads_bin.as_ref()?)),
+            ),
+            (
+                "rustc on PATH".into(),
+                Box::new(|| tool_version("rustc", "--version")),
+            ),
+        ],
+    );
     let free_page_reporting = sentinels::page_reporting_parameters();
     if free_page_reporting.is_none() {
         not_available.insert(
