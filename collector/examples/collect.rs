@@ -132,7 +132,8 @@ fn main() -> ExitCode {
             Some(created) => created.saturating_sub(1),
             None => result["spawned"].as_u64().unwrap_or(0),
         };
-        for check in report.cross_checks(&rusage, spawned) {
+        for check in report.cross_checks(&rusage, Some((spawned, "threads the workload reported")))
+        {
             eprintln!(
                 "collect: check {:?}: {} expected {} observed {}..={} (tolerance {}) — {}",
                 check.verdict,

@@ -67,8 +67,10 @@ impl Report {
     /// - voluntary switches vs nvcsw, exactly once each exited thread's final switch (which no
     ///   rusage sees) is left out; the classic tracepoint cannot tell that switch apart, so there
     ///   the tolerance is one per exited thread;
-    /// - threads created (task_newtask with CLONE_THREAD) vs `spawned`, exactly.
-    pub fn cross_checks(&self, rusage: &Rusage, spawned: u64) -> Vec<CrossCheck> {
+    /// - threads created (task_newtask with CLONE_THREAD) vs `threads.0`, exactly; `threads.1`
+    ///   says where that count comes from. None: the tasks are not threads and nobody said how
+    ///   many threads to expect, so there is no such check.
+    pub fn cross_checks(&self, rusage: &Rusage, threads: Option<(u64, &str)>) -> Vec<CrossCheck> {
         let mut notes = Vec::new();
         let window = match &self.rusage_basis.at_last_getrusage {
             Some(window) => window.clone(),
@@ -161,19 +163,20 @@ impl Report {
             with_common(switch_basis(hi, true, pre_nvcsw, switch_attach)),
         );
 
-        let threads = self.check(
-            "threads created vs spawned",
-            spawned,
-            (lo.new_threads, hi.new_threads),
-            0,
-            &["task:task_newtask"],
-            with_common(
-                "observed = task_newtask with CLONE_THREAD from the target; expected = the OS \
-                 threads the workload says it created"
-                    .into(),
-            ),
-        );
-        vec![faults, involuntary, voluntary, threads]
+        let mut checks = vec![faults, involuntary, voluntary];
+        if let Some((expected, from)) = threads {
+            checks.push(self.check(
+                "threads created vs spawned",
+                expected,
+                (lo.new_threads, hi.new_threads),
+                0,
+                &["task:task_newtask"],
+                with_common(format!(
+                    "observed = task_newtask with CLONE_THREAD from the target; expected = {from}"
+                )),
+            ));
+        }
+        checks
     }
 
     pub(crate) fn attach_of(&self, probe: &str) -> Option<Attach> {
@@ -348,19 +351,25 @@ mod tests {
     fn faults_agree_within_one_percent_after_the_pre_exec_faults() {
         // expected = 10030 - 30 = 10000, tolerance 100.
         let r = report(Some(Attach::TpBtf), Some(counts(10_100)));
-        let checks = r.cross_checks(&RUSAGE, 2_000);
+        let checks = r.cross_checks(&RUSAGE, Some((2_000, "spawned")));
         assert_eq!((checks[0].expected, checks[0].tolerance), (10_000, 100));
         assert!(checks[0].pass(), "{:?}", checks[0]);
         let r = report(Some(Attach::TpBtf), Some(counts(10_101)));
-        assert_eq!(r.cross_checks(&RUSAGE, 2_000)[0].verdict, Verdict::Fail);
+        assert_eq!(
+            r.cross_checks(&RUSAGE, Some((2_000, "spawned")))[0].verdict,
+            Verdict::Fail
+        );
         let r = report(Some(Attach::TpBtf), Some(counts(9_899)));
-        assert_eq!(r.cross_checks(&RUSAGE, 2_000)[0].difference(), -101);
+        assert_eq!(
+            r.cross_checks(&RUSAGE, Some((2_000, "spawned")))[0].difference(),
+            -101
+        );
     }
 
     #[test]
     fn switches_leave_out_what_no_rusage_can_see() {
         let r = report(Some(Attach::TpBtf), Some(counts(10_000)));
-        let checks = r.cross_checks(&RUSAGE, 2_000);
+        let checks = r.cross_checks(&RUSAGE, Some((2_000, "spawned")));
         // involuntary: 40 - 2 after exit = 38 = nivcsw - 0.
         assert_eq!((checks[1].observed, checks[1].expected), (38, 38));
         assert!(checks[1].pass());
@@ -371,7 +380,7 @@ mod tests {
         );
         assert!(checks[2].pass());
         assert!(checks[3].pass());
-        assert!(!r.cross_checks(&RUSAGE, 1_999)[3].pass());
+        assert!(!r.cross_checks(&RUSAGE, Some((1_999, "spawned")))[3].pass());
         // One switch off is a failure: these are exact.
         let r = report(
             Some(Attach::TpBtf),
@@ -380,7 +389,23 @@ mod tests {
                 ..counts(10_000)
             }),
         );
-        assert_eq!(r.cross_checks(&RUSAGE, 2_000)[1].verdict, Verdict::Fail);
+        assert_eq!(
+            r.cross_checks(&RUSAGE, Some((2_000, "spawned")))[1].verdict,
+            Verdict::Fail
+        );
+    }
+
+    #[test]
+    fn without_a_thread_count_there_is_no_threads_check() {
+        let r = report(Some(Attach::TpBtf), Some(counts(10_000)));
+        let with = r.cross_checks(&RUSAGE, Some((2_000, "the command's --tasks")));
+        assert_eq!(with.len(), 4);
+        assert!(with[3].basis.ends_with("expected = the command's --tasks"));
+        let without = r.cross_checks(&RUSAGE, None);
+        assert_eq!(without.len(), 3);
+        assert!(without
+            .iter()
+            .all(|c| c.name != "threads created vs spawned"));
     }
 
     #[test]
@@ -391,7 +416,7 @@ mod tests {
         window.returned.switches_voluntary += 4;
         let vol = |r: &Report, nvcsw| {
             let rusage = Rusage { nvcsw, ..RUSAGE };
-            r.cross_checks(&rusage, 2_000)[2].clone()
+            r.cross_checks(&rusage, Some((2_000, "spawned")))[2].clone()
         };
         for nvcsw in 106..=110 {
             let c = vol(&r, nvcsw);
@@ -410,13 +435,13 @@ mod tests {
     #[test]
     fn missing_probes_and_missing_cuts_are_said_not_hidden() {
         let r = report(None, Some(counts(10_000)));
-        let checks = r.cross_checks(&RUSAGE, 2_000);
+        let checks = r.cross_checks(&RUSAGE, Some((2_000, "spawned")));
         assert!(checks.iter().all(|c| c.verdict == Verdict::NotMeasured));
         assert!(checks[0]
             .basis
             .starts_with("missing probe exceptions:page_fault_user"));
         let r = report(Some(Attach::TpBtf), None);
-        let checks = r.cross_checks(&RUSAGE, 2_000);
+        let checks = r.cross_checks(&RUSAGE, Some((2_000, "spawned")));
         assert_eq!(checks[0].observed, 999_999);
         assert!(
             checks[0].basis.contains("counts are totals"),

@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::measure::probes::ProbeDetail;
 use crate::measure::run::RunError;
 use crate::record::perf::CallGraph;
-use crate::runtime::{Runtime, WorkloadKind};
+use crate::runtime::{Runtime, TaskKind, WorkloadKind};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -178,6 +178,21 @@ pub struct RunArgs {
     /// For a command after --: how many tasks it runs, for per-task figures.
     #[arg(long, value_parser = parse_n, help_heading = "What to run")]
     pub tasks: Option<u64>,
+    /// For a command: what --tasks counts — `thread`: OS threads (counted alive in the kernel,
+    /// checked against the probes); `task`: tasks of a user-space runtime (tokio, Node, asyncio,
+    /// goroutines), which the kernel cannot see.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "thread",
+        help_heading = "What to run"
+    )]
+    pub task_kind: TaskKind,
+    /// For a command: measure memory at the first line of its stdout matching this regular
+    /// expression (e.g. 'all .* sleeping') [default: the moment of most memory in use, sampled
+    /// every 100 ms].
+    #[arg(long, value_name = "REGEX", help_heading = "What to run")]
+    pub peak_when: Option<String>,
     /// Where results directories go.
     #[arg(short, long, default_value = "results", help_heading = "Output")]
     pub out: PathBuf,

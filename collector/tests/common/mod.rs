@@ -174,7 +174,9 @@ pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Confi
 
 /// Prints the cross-checks (seen with --nocapture) and asserts they all pass.
 pub fn assert_checks_pass(test: &str, run: &Run, spawned: u64) {
-    let checks = run.report.cross_checks(&run.rusage(), spawned);
+    let checks = run
+        .report
+        .cross_checks(&run.rusage(), Some((spawned, "threads spawned")));
     for c in &checks {
         println!(
             "{test}: {:?} {}: expected {} observed {}..={} tolerance {} ({})",

@@ -11,7 +11,7 @@ use crate::record::Rusage;
 
 use crate::analyse::phases::phase_names;
 use crate::record::{MemoryRecord, RunRecord, Target};
-use crate::runtime::OsThreads;
+use crate::runtime::{OsThreads, TaskKind};
 
 /// One eBPF metric: its total, per task, and split over the run's phases.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -163,17 +163,35 @@ pub fn probe_summary(
     let rusage = from_result.or(run.rusage);
     // Threads created by the kernel for the workload: its spawned threads, or — for goroutines —
     // the OS threads the Go runtime made, less the main thread (exec made that one).
+    // A command whose tasks are not threads says nothing about its threads: no such check.
     let threads_created = match (&run.target, result) {
-        (Target::Workload(inv), Some(r)) => match inv.runtime.describe().os_threads {
+        (Target::Workload(inv), Some(r)) => Some(match inv.runtime.describe().os_threads {
             OsThreads::FromRuntimeStats => r["runtime_stats"]["os_threads_created"]
                 .as_u64()
                 .map(|n| n.saturating_sub(1)),
             OsThreads::OnePerTask => r["spawned"].as_u64(),
-        },
-        _ => tasks,
+        }),
+        (
+            Target::Command {
+                task_kind: TaskKind::Task,
+                ..
+            },
+            _,
+        ) => None,
+        _ => Some(tasks),
+    };
+    let expected_from = match &run.target {
+        Target::Workload(_) => "the OS threads the workload says it created",
+        Target::Command { .. } => {
+            "--tasks, the OS threads the command was said to create (--task-kind task when its \
+             tasks are not OS threads)"
+        }
     };
     let cross_checks = rusage.map_or_else(Vec::new, |ru| {
-        report.cross_checks(&ru, threads_created.unwrap_or(0))
+        report.cross_checks(
+            &ru,
+            threads_created.map(|n| (n.unwrap_or(0), expected_from)),
+        )
     });
     let not_loaded = report
         .probes

@@ -16,9 +16,12 @@ use crate::analyse::sentinels::SentinelFigures;
 use crate::analyse::verdict::Verdict;
 use crate::analyse::waits::{waits, Waits};
 use crate::record::{
-    CgroupStats, CgroupVersion, MemoryRecord, RunRecord, Snapshot, SysctlRecord, Target,
+    CgroupStats, CgroupVersion, MemoryRecord, PeakMoment, RunRecord, Snapshot, SysctlRecord, Target,
 };
 use crate::runtime::result_event;
+
+/// How far the parts may be from what memory fell by and still "add up", percent.
+pub const ADDS_UP_PERCENT: f64 = 5.0;
 
 /// Memory per task, kB, and where each part was read.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -36,9 +39,19 @@ pub struct MemoryPerTask {
     pub cgroup_kb: Option<f64>,
     /// (total - drop) / drop, percent.
     pub difference_percent: f64,
+    /// Within ±ADDS_UP_PERCENT of the MemAvailable drop.
     pub adds_up: bool,
+    /// (total - cgroup charge) / cgroup charge, percent: the same check against what was charged
+    /// to the run alone, which nothing else on the host moves (kernel memory the cgroup is not
+    /// charged for is missing from it, so MemAvailable stays the check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charge_difference_percent: Option<f64>,
     /// Where the kernel parts were read.
     pub kernel_source: String,
+    /// What RSS counts when it is not the whole of VmRSS (a command's anonymous and shared
+    /// memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_counted: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -63,6 +76,10 @@ pub struct Summary {
     pub spawned: Option<u64>,
     /// Tasks alive when the peak snapshot was taken: memory is divided by this.
     pub alive_at_peak: Option<u64>,
+    /// Why the peak snapshot is that moment and how its tasks alive were counted (runs recorded
+    /// since it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_moment: Option<PeakMoment>,
     /// Tasks time and counts are divided by (spawned, or --tasks for a command).
     pub tasks: Option<u64>,
     pub wall_s: f64,
@@ -167,8 +184,16 @@ pub fn memory_per_task(base: &Snapshot, peak: &Snapshot, alive: u64) -> Option<M
         return None;
     }
     let per = |kb: f64| kb / alive as f64;
-    // RSS and page tables are the process's own (/proc/PID/status).
-    let rss = delta(&peak.status, &base.status, "VmRSS")?;
+    // RSS and page tables are the process's own (/proc/PID/status). Where the base says the
+    // process did not exist yet (a command), its file-backed pages are left out: they are the
+    // page cache of its binary and libraries, mostly there before it ran and counted as
+    // available, so RSS would count what MemAvailable never lost. A workload's base is its own
+    // first phase, where those pages are already mapped.
+    let anon_and_shared = |s: &Snapshot| Some(s.status.get("RssAnon")? + s.status.get("RssShmem")?);
+    let (rss, rss_counted) = match (anon_and_shared(peak), base.status.get("RssAnon")) {
+        (Some(now), Some(0)) => (now as f64, Some("anonymous and shared memory (RssAnon + RssShmem); file-backed pages are page cache")),
+        _ => (delta(&peak.status, &base.status, "VmRSS")?, None),
+    };
     let page_tables = delta(&peak.status, &base.status, "VmPTE")?;
     let (kernel_stack, slab, source) = kernel_parts(base, peak, page_tables)?;
     // Free pages taken from the per-CPU lists never left MemAvailable: add them to its drop.
@@ -186,6 +211,22 @@ pub fn memory_per_task(base: &Snapshot, peak: &Snapshot, alive: u64) -> Option<M
     } else {
         f64::NAN
     };
+    // Checked against the charge less the page cache charged with it (v1 `cache`, v2 `file`):
+    // the parts hold no page cache, and neither does MemAvailable's drop.
+    let page_cache = |s: &Snapshot| {
+        let stats = s.cgroup.as_ref()?;
+        let key = match stats.version? {
+            CgroupVersion::V1 => "cache",
+            CgroupVersion::V2 => "file",
+        };
+        Some(*stats.memory_stat.get(key)? as f64 / 1024.0)
+    };
+    let charged_less_cache = charged
+        .zip(page_cache(peak).zip(page_cache(base)))
+        .map(|(c, (after, before))| c - per(after - before));
+    let charge_difference = charged_less_cache
+        .filter(|c| *c > 0.0)
+        .map(|c| (per(total) - c) / c * 100.0);
     Some(MemoryPerTask {
         rss_kb: per(rss),
         kernel_stack_kb: per(kernel_stack),
@@ -195,8 +236,10 @@ pub fn memory_per_task(base: &Snapshot, peak: &Snapshot, alive: u64) -> Option<M
         mem_available_drop_kb: per(drop),
         cgroup_kb: charged,
         difference_percent: difference,
-        adds_up: difference.abs() <= 10.0,
+        adds_up: difference.abs() <= ADDS_UP_PERCENT,
+        charge_difference_percent: charge_difference,
         kernel_source: source.into(),
+        rss_counted: rss_counted.map(str::to_string),
     })
 }
 
@@ -219,10 +262,13 @@ pub fn summarize(
         s.n = Some(inv.n);
     }
     s.spawned = result.and_then(|r| r["spawned"].as_u64());
-    s.alive_at_peak = match &run.target {
-        Target::Workload(_) => result.and_then(|r| r["alive_at_peak"].as_u64()),
-        Target::Command { tasks, .. } => *tasks,
+    s.alive_at_peak = match (&memory.peak_moment, &run.target) {
+        (Some(moment), _) => moment.alive,
+        // Runs recorded before the peak moment: the workload's count, or --tasks.
+        (None, Target::Workload(_)) => result.and_then(|r| r["alive_at_peak"].as_u64()),
+        (None, Target::Command { tasks, .. }) => *tasks,
     };
+    s.peak_moment = memory.peak_moment.clone();
     s.tasks = match &run.target {
         Target::Workload(_) => s.spawned,
         Target::Command { tasks, .. } => *tasks,
@@ -433,5 +479,134 @@ mod tests {
             "{}",
             m.kernel_source
         );
+    }
+
+    /// A command of 1,000 tasks on cgroup v1: its binary's 40 MiB of file pages were in the page
+    /// cache before it ran, and 8 MiB of them were read for it (charged as cache).
+    fn command_snapshots() -> (Snapshot, Snapshot) {
+        let cg = |current: u64, kmem: u64, cache: u64| CgroupStats {
+            version: Some(CgroupVersion::V1),
+            memory_current_bytes: Some(current),
+            kernel_bytes: Some(kmem),
+            memory_stat: [("cache".to_string(), cache)].into(),
+            ..Default::default()
+        };
+        let mut base = snap(
+            &[
+                ("MemAvailable", 10_000_000),
+                ("KernelStack", 1_000),
+                ("Slab", 100_000),
+            ],
+            &[
+                ("VmRSS", 0),
+                ("RssAnon", 0),
+                ("RssShmem", 0),
+                ("VmPTE", 0),
+                ("Threads", 0),
+            ],
+        );
+        base.cgroup = Some(cg(0, 0, 0));
+        base.tasks_on_host = Some(100);
+        // 10,000 kB anonymous, 40,960 kB file-backed mapped, 100 kB page tables, 1 thread.
+        let mut peak = snap(
+            &[
+                ("MemAvailable", 9_989_900),
+                ("KernelStack", 1_016),
+                ("Slab", 100_000),
+            ],
+            &[
+                ("VmRSS", 50_960),
+                ("RssAnon", 10_000),
+                ("RssFile", 40_960),
+                ("RssShmem", 0),
+                ("VmPTE", 100),
+                ("Threads", 1),
+            ],
+        );
+        peak.cgroup = Some(cg((10_000 + 116 + 8_192) * 1024, 116 * 1024, 8_192 * 1024));
+        peak.tasks_on_host = Some(101);
+        (base, peak)
+    }
+
+    #[test]
+    fn a_command_counts_its_anonymous_memory_not_the_page_cache_it_maps() {
+        let (base, peak) = command_snapshots();
+        let m = memory_per_task(&base, &peak, 1_000).unwrap();
+        assert!((m.rss_kb - 10.0).abs() < 1e-9, "RssAnon + RssShmem: {m:?}");
+        assert!(m
+            .rss_counted
+            .as_deref()
+            .unwrap()
+            .starts_with("anonymous and shared"));
+        assert!((m.total_kb - 10.116).abs() < 1e-9, "{m:?}");
+        assert!(m.adds_up, "{:+.1} % of the drop", m.difference_percent);
+        // The charge holds the 8 MiB read into the page cache; the check leaves it out.
+        assert!((m.cgroup_kb.unwrap() - 18.308).abs() < 1e-9);
+        assert!(m.charge_difference_percent.unwrap().abs() < 1e-9, "{m:?}");
+        // The rule of runs recorded before: the whole of VmRSS, page cache and all.
+        let old_base = Snapshot {
+            status: [
+                ("VmRSS".to_string(), 0),
+                ("VmPTE".to_string(), 0),
+                ("Threads".to_string(), 0),
+            ]
+            .into(),
+            ..base
+        };
+        let old = memory_per_task(&old_base, &peak, 1_000).unwrap();
+        assert!((old.rss_kb - 50.96).abs() < 1e-9);
+        assert!(old.rss_counted.is_none() && !old.adds_up);
+    }
+
+    #[test]
+    fn tasks_alive_come_from_the_moment_measured_when_it_was_recorded() {
+        let (base, peak) = command_snapshots();
+        let run = RunRecord {
+            schema: 1,
+            target: Target::Command {
+                argv: vec!["prog".into()],
+                tasks: Some(1_000),
+                task_kind: crate::runtime::TaskKind::Task,
+                peak_when: None,
+            },
+            argv: vec![],
+            started_utc: String::new(),
+            root: true,
+            pid: None,
+            wall_ns: 1,
+            released_t_ns: None,
+            reaped_t_ns: None,
+            exit: None,
+            rusage: None,
+            interrupted_by: None,
+            oom_killed: false,
+            memory_limit_bytes: None,
+            estimate: None,
+            contract_violations: vec![],
+            left_out: vec![],
+        };
+        let mut memory = MemoryRecord {
+            before: base,
+            peak: Some(peak),
+            ..Default::default()
+        };
+        let sysctl = SysctlRecord::default();
+        // Recorded before the moment was kept: --tasks.
+        assert_eq!(
+            summarize(&run, &memory, &sysctl, &[], None).alive_at_peak,
+            Some(1_000)
+        );
+        memory.peak_moment = Some(PeakMoment {
+            chosen: crate::record::PeakChoice::MostMemory,
+            alive: Some(800),
+            counted: crate::record::AliveCount::Declared,
+        });
+        let s = summarize(&run, &memory, &sysctl, &[], None);
+        assert_eq!(s.alive_at_peak, Some(800));
+        assert!(
+            (s.memory_per_task.unwrap().rss_kb - 12.5).abs() < 1e-9,
+            "10,000 kB / 800"
+        );
+        assert_eq!(s.peak_moment, memory.peak_moment);
     }
 }

@@ -10,7 +10,7 @@ use crate::measure::perf;
 use crate::measure::run::{self, Outcome, RunError, RunOptions};
 use crate::record::{self, Target};
 use crate::render;
-use crate::runtime::Invocation;
+use crate::runtime::{Invocation, TaskKind};
 
 /// `spawnscope run …`
 pub fn command(args: RunArgs) -> ExitCode {
@@ -29,6 +29,11 @@ pub fn command(args: RunArgs) -> ExitCode {
                     "--tasks is for a command after --; a workload's tasks come from --n",
                 );
             }
+            if args.peak_when.is_some() || args.task_kind != TaskKind::default() {
+                return usage_error(
+                    "--peak-when and --task-kind are for a command after --; a workload says its own peak",
+                );
+            }
             Target::Workload(Invocation {
                 runtime: *runtime,
                 workload: *workload,
@@ -40,9 +45,16 @@ pub fn command(args: RunArgs) -> ExitCode {
             if !args.workload_flags.pairs().is_empty() {
                 return usage_error("workload flags do not apply to a command after --");
             }
+            if let Some(Err(err)) = args.peak_when.as_deref().map(regex::Regex::new) {
+                let first = err.to_string();
+                let why = first.lines().last().unwrap_or("invalid");
+                return usage_error(format!("--peak-when is not a regular expression: {why}"));
+            }
             Target::Command {
                 argv: args.command.clone(),
                 tasks: args.tasks,
+                task_kind: args.task_kind,
+                peak_when: args.peak_when.clone(),
             }
         }
         (_, _, _, false) => {

@@ -306,9 +306,9 @@ impl RunCgroup {
         };
         if let Some((h, dir)) = &self.memory {
             stats.version = Some(h.version);
-            stats.memory_stat = read_kv(&dir.join("memory.stat"));
             match h.version {
                 Version::V2 => {
+                    stats.memory_stat = read_kv(&dir.join("memory.stat"));
                     stats.memory_current_bytes = read_u64(&dir.join("memory.current"));
                     stats.memory_peak_bytes = read_u64(&dir.join("memory.peak"));
                     let kernel: u64 = ["kernel_stack", "pagetables", "slab", "percpu", "sock"]
@@ -322,9 +322,12 @@ impl RunCgroup {
                         .unwrap_or(0);
                 }
                 Version::V1 => {
+                    // The charge and kmem first: a snapshot reads the process's status just
+                    // before, and memory.stat is long to read.
                     stats.memory_current_bytes = read_u64(&dir.join("memory.usage_in_bytes"));
-                    stats.memory_peak_bytes = read_u64(&dir.join("memory.max_usage_in_bytes"));
                     stats.kernel_bytes = read_u64(&dir.join("memory.kmem.usage_in_bytes"));
+                    stats.memory_peak_bytes = read_u64(&dir.join("memory.max_usage_in_bytes"));
+                    stats.memory_stat = read_kv(&dir.join("memory.stat"));
                     stats.oom_kills = read_kv(&dir.join("memory.oom_control"))
                         .get("oom_kill")
                         .copied()

@@ -465,6 +465,8 @@ mod tests {
         let cmd = Target::Command {
             argv: vec!["x".into()],
             tasks: None,
+            task_kind: Default::default(),
+            peak_when: None,
         };
         let asked = Options {
             freq: Some(77),

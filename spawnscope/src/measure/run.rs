@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 
 use crate::host::cgroup::{self, RunCgroup};
 use crate::host::clock::monotonic_ns;
@@ -15,7 +15,9 @@ use crate::host::privileges::is_root;
 use crate::host::signals::Interrupts;
 use crate::host::sysctl::{self, RaisedGuard, SysctlStore};
 use crate::host::{machine, procfs};
-use crate::measure::follow::{follow_events, progress_bar, tee_stderr, Followed};
+use crate::measure::follow::{
+    follow_events, progress_bar, tee_stderr, watch_command_stdout, Followed,
+};
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use crate::measure::probes::{self, ProbeDetail};
 use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
@@ -23,10 +25,10 @@ use crate::measure::sentinels::SentinelWatch;
 use crate::measure::{perf, preflight};
 use crate::record::process::signal_name;
 use crate::record::{
-    self, Calibration, Estimate, Exit, MemoryRecord, ResultsDir, RunRecord, Rusage, SysctlRecord,
-    Target,
+    self, AliveCount, Calibration, Estimate, Exit, MemoryRecord, PeakChoice, PeakMoment,
+    ResultsDir, RunRecord, Rusage, Snapshot, SysctlRecord, Target,
 };
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, TaskKind};
 
 /// OS threads a runtime whose tasks are not threads runs them on, at most (Go: GOMAXPROCS plus
 /// the threads blocked in syscalls); what the collector sizes its per-thread tables for.
@@ -139,7 +141,11 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         Target::Workload(inv) if inv.runtime.describe().tasks_are_threads => {
             Some(inv.workload.tasks(inv.n))
         }
-        Target::Command { tasks, .. } => *tasks,
+        Target::Command {
+            tasks,
+            task_kind: TaskKind::Thread,
+            ..
+        } => *tasks,
         _ => None,
     };
     let tasks_on_host = procfs::tasks_on_host().unwrap_or(0);
@@ -355,6 +361,43 @@ fn workload_toolchains(runtime_version: Option<&str>) -> machine::Toolchains {
     }
 }
 
+/// A command's base: the machine just before its release. The command does not exist yet: its
+/// RSS, page tables and threads are zero (the gated child is still a copy of the conductor).
+fn command_base(cgroup: Option<&RunCgroup>) -> Snapshot {
+    let mut base = snapshot(None, cgroup, false);
+    base.status = [
+        ("VmRSS".to_string(), 0),
+        ("RssAnon".to_string(), 0),
+        ("RssShmem".to_string(), 0),
+        ("VmPTE".to_string(), 0),
+        ("Threads".to_string(), 0),
+    ]
+    .into();
+    base
+}
+
+/// A command's tasks alive at its peak snapshot: OS threads are counted there (all but the main
+/// thread); a user-space runtime's tasks only the command knows (`--tasks`).
+fn command_moment(
+    at: &Snapshot,
+    chosen: PeakChoice,
+    kind: TaskKind,
+    declared: Option<u64>,
+) -> PeakMoment {
+    let (alive, counted) = match kind {
+        TaskKind::Thread => (
+            at.status.get("Threads").map(|t| t.saturating_sub(1)),
+            AliveCount::ThreadsInSnapshot { before: 1 },
+        ),
+        TaskKind::Task => (declared, AliveCount::Declared),
+    };
+    PeakMoment {
+        chosen,
+        alive,
+        counted,
+    }
+}
+
 /// What `measure` brings back.
 struct Measured {
     pid: Option<u32>,
@@ -385,19 +428,30 @@ fn measure(
         Target::Workload(inv) => Some(inv.workload),
         Target::Command { .. } => None,
     };
+    // A workload's memory is measured from its first phase; this is the machine before it. A
+    // command's base is taken again just before its release, once the probes' maps and perf's
+    // buffers exist: they are the conductor's, not the command's.
     let mut memory = MemoryRecord {
         before: snapshot(None, cgroup, false),
         ..Default::default()
     };
-    if workload.is_none() {
-        // The command did not exist yet: its RSS and page tables were zero.
-        memory.before.status = [
-            ("VmRSS".to_string(), 0),
-            ("VmPTE".to_string(), 0),
-            ("Threads".to_string(), 0),
-        ]
-        .into();
-    }
+    let (peak_when, task_kind, declared_tasks) = match &opts.target {
+        Target::Command {
+            peak_when,
+            task_kind,
+            tasks,
+            ..
+        } => (
+            peak_when
+                .as_deref()
+                .map(regex::Regex::new)
+                .transpose()
+                .context("--peak-when")?,
+            *task_kind,
+            *tasks,
+        ),
+        Target::Workload(_) => (None, TaskKind::Thread, None),
+    };
     let setup = ChildSetup {
         cgroup_procs: cgroup.map(RunCgroup::procs_files).unwrap_or_default(),
         unlimited_nproc: root,
@@ -408,7 +462,7 @@ fn measure(
         } else {
             Stdio::Inherit
         },
-        stdout: if workload.is_some() {
+        stdout: if workload.is_some() || peak_when.is_some() {
             Stdio::Pipe
         } else {
             Stdio::Inherit
@@ -433,6 +487,10 @@ fn measure(
     // in the MemAvailable drop if sized by a million goroutines).
     let expected_threads = match &opts.target {
         Target::Workload(inv) if !inv.runtime.describe().tasks_are_threads => RUNTIME_THREADS,
+        Target::Command {
+            task_kind: TaskKind::Task,
+            ..
+        } => RUNTIME_THREADS,
         _ => target_tasks,
     };
     let collector = if let (true, Some(detail)) = (root, opts.probes) {
@@ -470,6 +528,9 @@ fn measure(
     // The sentinels' first mark: just before the release, with the workload held at its gate.
     let mut sentinels = SentinelWatch::new(cgroup, pid);
     sentinels.mark("start");
+    if workload.is_none() {
+        memory.before = command_base(cgroup);
+    }
     let start = Instant::now();
     let released_t_ns = monotonic_ns();
     if let Err(err) = child.release() {
@@ -484,6 +545,17 @@ fn measure(
         bar.clone(),
         Some(sentinels.reader()),
     );
+    let peak_when_given = peak_when.is_some();
+    let command_stdout = peak_when.and_then(|pattern| {
+        let from = child.stdout.take()?;
+        Some(watch_command_stdout(
+            from,
+            dir.file(record::COMMAND_STDOUT),
+            pattern,
+            pid,
+            cgroup.cloned(),
+        ))
+    });
     let stderr = child
         .stderr
         .take()
@@ -497,6 +569,7 @@ fn measure(
             cgroup,
             collector.as_ref(),
             kind,
+            matches!(&opts.target, Target::Workload(inv) if inv.runtime.describe().tasks_are_threads),
             &bar,
             Some(&mut sentinels),
         ),
@@ -531,6 +604,7 @@ fn measure(
     if let Some(handle) = stderr {
         let _ = handle.join();
     }
+    let matched = command_stdout.and_then(|h| h.join().ok().flatten());
     bar.finish_and_clear();
     let followed = followed?;
     let (exit, rusage) = waited?;
@@ -540,7 +614,24 @@ fn measure(
     memory.after = Some(snapshot(None, cgroup, false));
     memory.timeline = timeline;
     memory.phases = followed.phases;
-    memory.peak = followed.peak.or(sampled_peak);
+    let peak = match workload {
+        Some(_) => followed.peak,
+        None => {
+            if peak_when_given && matched.is_none() {
+                left_out.push(
+                    "--peak-when: no line of the command's stdout matched; memory is measured at the moment of most memory in use".into(),
+                );
+            }
+            matched
+                .map(|(snapshot, line)| (snapshot, PeakChoice::Matched { line }))
+                .or(sampled_peak.map(|snapshot| (snapshot, PeakChoice::MostMemory)))
+                .map(|(snapshot, chosen)| {
+                    let moment = command_moment(&snapshot, chosen, task_kind, declared_tasks);
+                    (snapshot, moment)
+                })
+        }
+    };
+    (memory.peak, memory.peak_moment) = peak.map(|(s, m)| (Some(s), Some(m))).unwrap_or_default();
     Ok(Measured {
         pid: Some(pid),
         wall_ns,

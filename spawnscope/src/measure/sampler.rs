@@ -17,11 +17,19 @@ use crate::measure::sentinels;
 use crate::record::{SentinelTick, Snapshot, TimelineSample};
 use crate::units::bytes;
 
-/// Readings of the machine (and the process, when there is one) at one moment.
+/// Readings of the machine (and the process, when there is one) at one moment. The figures that
+/// are compared with one another are read back to back, in this order: the per-CPU free lists,
+/// /proc/meminfo, the process's status (RSS, page tables, threads), the cgroup's charge and kernel
+/// memory; the rest after. While tasks start and exit, a slower order would compare moments.
 pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) -> Snapshot {
+    let t_ns = monotonic_ns();
+    let pcp_free_kb = procfs::pcp_free_kb();
+    let meminfo = procfs::meminfo().unwrap_or_default();
     let status = pid
         .and_then(|p| procfs::read_key_values(format!("/proc/{p}/status")).ok())
         .unwrap_or_default();
+    let cgroup = cgroup.map(RunCgroup::stats);
+    let read_ns = monotonic_ns().saturating_sub(t_ns);
     let smaps_rollup = match (pid, with_smaps) {
         (Some(p), true) => {
             procfs::read_key_values(format!("/proc/{p}/smaps_rollup")).unwrap_or_default()
@@ -29,14 +37,15 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
         _ => Default::default(),
     };
     Snapshot {
-        t_ns: monotonic_ns(),
-        meminfo: procfs::meminfo().unwrap_or_default(),
-        pcp_free_kb: procfs::pcp_free_kb(),
+        t_ns,
+        read_ns: Some(read_ns),
+        meminfo,
+        pcp_free_kb,
         tasks_on_host: procfs::tasks_on_host(),
         status,
         smaps_rollup,
         cpu: pid.and_then(procfs::process_cpu),
-        cgroup: cgroup.map(RunCgroup::stats),
+        cgroup,
     }
 }
 

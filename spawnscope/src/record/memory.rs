@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 pub struct Snapshot {
     /// CLOCK_MONOTONIC, comparable with the workload's `t_ns`.
     pub t_ns: u64,
+    /// How long the readings that are compared with one another took (free lists, meminfo,
+    /// status, cgroup): while tasks start and exit, the snapshot is that wide a moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ns: Option<u64>,
     /// /proc/meminfo, kB.
     pub meminfo: BTreeMap<String, u64>,
     /// Free pages in the per-CPU lists, kB (free, yet outside MemFree): see procfs::pcp_free_kb.
@@ -49,14 +53,60 @@ pub struct MemoryRecord {
     pub before: Snapshot,
     /// At each `phase` event.
     pub phases: Vec<PhaseSample>,
-    /// When most tasks were alive: the `peak` event (hold), the end of spawning (other
-    /// workloads), or the lowest MemAvailable seen (any command).
+    /// The moment memory per task is measured at: the `peak` event (hold), the sample with the
+    /// most tasks alive (other workloads), the most memory in use or a `--peak-when` match (any
+    /// command). Runs recorded before `peak_moment`: the end of spawning (workloads other than
+    /// hold), the most memory in use (commands).
     pub peak: Option<Snapshot>,
+    /// Why `peak` is that moment and how many tasks were alive then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_moment: Option<PeakMoment>,
     /// After the workload exited and the kernel freed what it held.
     pub after: Option<Snapshot>,
     pub timeline: Vec<TimelineSample>,
     /// The cgroup's counters at the end (peaks, OOM kills).
     pub cgroup_final: Option<CgroupStats>,
+}
+
+/// Why the peak snapshot was taken when it was, and the tasks alive at that moment.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PeakMoment {
+    pub chosen: PeakChoice,
+    /// Tasks alive at the snapshot (None: not known, e.g. a command without --tasks).
+    pub alive: Option<u64>,
+    pub counted: AliveCount,
+}
+
+/// Which moment the peak snapshot is.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PeakChoice {
+    /// hold's `peak` event: every task alive and parked.
+    PeakEvent,
+    /// The sample with the most tasks alive (one at every progress event while spawning, one at
+    /// the phase that follows spawning), out of `samples`.
+    MostAlive { samples: u64 },
+    /// A command: the 100 ms sample with the most memory in use.
+    MostMemory,
+    /// A command: its first stdout line matching `--peak-when`.
+    Matched { line: String },
+}
+
+/// How the tasks alive at the peak snapshot were counted.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AliveCount {
+    /// The workload's own count in its `peak` event.
+    PeakEvent,
+    /// The process's threads in the snapshot's /proc/PID/status, less those it had before
+    /// spawning: the same reading as its RSS.
+    ThreadsInSnapshot { before: u64 },
+    /// The workload's live count in its progress event, `lag_ns` before the snapshot.
+    Progress { lag_ns: u64 },
+    /// The workload's live count when the phase began (the `result` event's alive_at_peak).
+    ResultEvent,
+    /// The command's word: `--tasks`, its tasks not being OS threads.
+    Declared,
 }
 
 /// CPU time of a whole process (live and exited threads), from /proc/PID/stat, in microseconds.

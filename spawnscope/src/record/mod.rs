@@ -23,7 +23,8 @@ use serde::Serialize;
 pub use load::{expand, find_plan, load, read_flame, LoadedRun};
 pub use machine::Fingerprint;
 pub use memory::{
-    CgroupStats, CgroupVersion, CpuTime, MemoryRecord, PhaseSample, Snapshot, TimelineSample,
+    AliveCount, CgroupStats, CgroupVersion, CpuTime, MemoryRecord, PeakChoice, PeakMoment,
+    PhaseSample, Snapshot, TimelineSample,
 };
 pub use plan::{Plan, PlannedCell};
 pub use process::{Exit, Rusage};
@@ -40,6 +41,8 @@ pub const MACHINE: &str = "machine.json";
 pub const SENTINELS: &str = "sentinels.json";
 pub const EVENTS: &str = "workload.jsonl";
 pub const STDERR: &str = "workload.stderr";
+/// A command's stdout, kept when the conductor reads it (`--peak-when`).
+pub const COMMAND_STDOUT: &str = "command.stdout";
 pub const COLLECTOR: &str = "collector.json";
 pub const SUMMARY_JSON: &str = "summary.json";
 pub const SUMMARY_MD: &str = "summary.md";

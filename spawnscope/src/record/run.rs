@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::record::process::{Exit, Rusage};
-use crate::runtime::Invocation;
+use crate::runtime::{Invocation, TaskKind};
 
 /// What was run: one of our workloads, or any command.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -15,6 +15,13 @@ pub enum Target {
     Command {
         argv: Vec<String>,
         tasks: Option<u64>,
+        /// What `tasks` counts (runs recorded before `--task-kind`: threads).
+        #[serde(default)]
+        task_kind: TaskKind,
+        /// `--peak-when`: the regular expression whose first match on the command's stdout marks
+        /// the moment memory is measured (None: the moment of most memory in use).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        peak_when: Option<String>,
     },
 }
 
@@ -32,7 +39,7 @@ impl Target {
             Target::Workload(inv) => {
                 format!("{}-{}-{}", inv.runtime.name(), inv.workload.name(), inv.n)
             }
-            Target::Command { argv, tasks } => {
+            Target::Command { argv, tasks, .. } => {
                 let program = argv.first().map(|p| {
                     Path::new(p)
                         .file_name()

@@ -5,8 +5,8 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::analyse::probes::{ProbeCost, ProbeSummary};
-use crate::analyse::summary::Summary;
-use crate::record::Fingerprint;
+use crate::analyse::summary::{Summary, ADDS_UP_PERCENT};
+use crate::record::{AliveCount, Fingerprint, PeakChoice};
 use crate::render::table::{Cell, Table};
 use crate::render::{attribution, sentinels, verdict, waits};
 use crate::units::{bytes, count};
@@ -125,18 +125,76 @@ pub fn phases_table(s: &Summary) -> Table {
 
 fn adds_up_line(s: &Summary) -> Option<String> {
     let m = s.memory_per_task.as_ref()?;
-    Some(format!(
+    let mut line = format!(
         "Memory {}: parts {} vs MemAvailable drop {} per task ({:+.1} %; kernel parts from {}).",
         if m.adds_up {
-            "adds up"
+            "adds up".to_string()
         } else {
-            "does NOT add up within ±10 %"
+            format!("does NOT add up within ±{ADDS_UP_PERCENT:.0} %")
         },
         kb(m.total_kb),
         kb(m.mem_available_drop_kb),
         m.difference_percent,
-        m.kernel_source
-    ))
+        match &m.rss_counted {
+            Some(rss) => format!("{}; RSS: {rss}", m.kernel_source),
+            None => m.kernel_source.clone(),
+        }
+    );
+    // When MemAvailable disagrees but the run's own charge agrees, the difference came from
+    // outside the run: say so.
+    if let (false, Some(charge)) = (m.adds_up, m.charge_difference_percent) {
+        if charge.abs() <= ADDS_UP_PERCENT {
+            let _ = write!(
+                line,
+                " What the run's cgroup was charged (less page cache) the parts match ({charge:+.1} %): something outside the run moved MemAvailable."
+            );
+        }
+    }
+    Some(line)
+}
+
+/// When memory was measured and how the tasks alive then were counted (runs that recorded it).
+fn measured_at_line(s: &Summary) -> Option<String> {
+    let m = s.peak_moment.as_ref()?;
+    let chosen = match &m.chosen {
+        PeakChoice::PeakEvent => "the workload's peak event (every task alive, parked)".into(),
+        PeakChoice::MostAlive { samples } => format!(
+            "the moment the most tasks were alive (the most of {} snapshots)",
+            count(*samples)
+        ),
+        PeakChoice::MostMemory => "the moment of most memory in use (sampled every 100 ms)".into(),
+        PeakChoice::Matched { line } => {
+            format!(
+                "the first stdout line matching --peak-when, \"{}\"",
+                line.trim()
+            )
+        }
+    };
+    let counted = match &m.counted {
+        AliveCount::PeakEvent => "counted by the workload".into(),
+        AliveCount::ThreadsInSnapshot { before } if s.runtime.is_none() => format!(
+            "OS threads in the same /proc/PID/status reading as RSS, less {before} main thread"
+        ),
+        AliveCount::ThreadsInSnapshot { before } => format!(
+            "OS threads in the same /proc/PID/status reading as RSS, less the {before} there when \
+             memory counting began"
+        ),
+        AliveCount::Progress { lag_ns } => format!(
+            "the workload's live count in its progress event {} before",
+            in_unit(*lag_ns as f64, "ns")
+        ),
+        AliveCount::ResultEvent => "the workload's live count as that phase began".into(),
+        AliveCount::Declared => {
+            "--tasks: the command's word, its tasks not being OS threads".into()
+        }
+    };
+    Some(match m.alive {
+        Some(alive) => format!(
+            "Memory measured at {chosen}: {} tasks alive ({counted}).",
+            count(alive)
+        ),
+        None => format!("Memory measured at {chosen}; tasks alive unknown (no --tasks)."),
+    })
 }
 
 pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
@@ -199,6 +257,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
         let _ = writeln!(md, "\n## Per task ({divisor})\n");
         md.push_str(&per_task.markdown());
         if let Some(line) = adds_up_line(s) {
+            let _ = writeln!(md, "\n{line}");
+        }
+        if let Some(line) = measured_at_line(s) {
             let _ = writeln!(md, "\n{line}");
         }
     }
@@ -371,6 +432,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     if let Some(line) = adds_up_line(s) {
         let _ = writeln!(out, "  {line}");
     }
+    if let Some(line) = measured_at_line(s) {
+        let _ = writeln!(out, "  {line}");
+    }
     if let Some(v) = &s.verdict {
         out.push_str(&verdict::terminal(v));
     }
@@ -530,6 +594,7 @@ mod tests {
                 difference_percent: -2.9,
                 adds_up: true,
                 kernel_source: "slabinfo".into(),
+                ..Default::default()
             }),
             ..Default::default()
         }

@@ -13,6 +13,7 @@ pub enum Event {
         t_ns: u64,
     },
     Progress {
+        t_ns: u64,
         spawned: u64,
         target: u64,
         alive: u64,
@@ -66,6 +67,7 @@ impl Contract {
                 t_ns: u("t_ns"),
             },
             "progress" => Event::Progress {
+                t_ns: u("t_ns"),
                 spawned: u("spawned"),
                 target: u("target"),
                 alive: u("alive"),
@@ -101,6 +103,7 @@ mod tests {
         assert_eq!(
             contract.parse(r#"{"event":"progress","t_ns":5,"spawned":3,"target":9,"alive":2}"#),
             Ok(Event::Progress {
+                t_ns: 5,
                 spawned: 3,
                 target: 9,
                 alive: 2

@@ -21,6 +21,21 @@ pub enum Runtime {
     Goroutines,
 }
 
+/// What a command's `--tasks` counts: OS threads (each one a task the kernel schedules), or the
+/// tasks of a user-space runtime (tokio, Node, asyncio, goroutines), which run on a few threads.
+/// It decides what the run's tasks alive are counted from and whether the probes' "threads
+/// created" check applies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskKind {
+    /// One OS thread per task: counted in the kernel, checked against the probes.
+    #[default]
+    Thread,
+    /// Tasks of a user-space runtime: the kernel cannot count them; `--tasks` is the command's
+    /// own word.
+    Task,
+}
+
 /// How the kernel threads a workload creates relate to its tasks: what the probes' "threads
 /// created" cross-check compares with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,3 @@
+module spawnscope/tests/sleepers
+
+go 1.22
