@@ -36,10 +36,17 @@ lint_shell() {
 }
 lint_gofmt() {
   local unformatted
-  unformatted=$(gofmt -l goroutines-go)
+  unformatted=$(gofmt -l goroutines-go spawnscope/tests/programs)
   [ -z "$unformatted" ] || { echo "not gofmt-clean: $unformatted"; return 1; }
 }
 in_go_module() { (cd goroutines-go && "$@"); }
+# The Go programs the conductor's tests run as commands (tests/programs/*, one module each).
+vet_test_programs() {
+  local module
+  for module in spawnscope/tests/programs/*/go.mod; do
+    (cd "$(dirname "$module")" && go vet ./...) || return 1
+  done
+}
 
 step "shellcheck" lint_shell
 step "script helpers (median, min, max, ratio, arguments)" ./scripts/test-lib.sh
@@ -47,6 +54,7 @@ step "rustfmt" cargo fmt --all --check
 step "clippy" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 step "gofmt" lint_gofmt
 step "go vet" in_go_module go vet ./...
+step "go vet (test programs)" vet_test_programs
 step "go test (goroutines)" in_go_module go test -count=1 ./...
 # --no-fail-fast: one failing suite must not hide the results of the others.
 step "cargo test (workloads, contract, collector, conductor)" cargo test --release --workspace --no-fail-fast

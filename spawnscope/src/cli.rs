@@ -3,9 +3,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::measure::leash::{parse_pids_limit, parse_timeout, PidsLimitArg};
 use crate::measure::probes::ProbeDetail;
 use crate::measure::run::RunError;
 use crate::record::perf::CallGraph;
@@ -208,6 +210,15 @@ pub struct RunArgs {
     /// the cost.
     #[arg(long, value_enum, default_value = "lean", help_heading = "Measuring")]
     pub probes: ProbeDetail,
+    /// Kill the run after this long (e.g. 30s, 5m, 1h30m): its whole cgroup, the command and all
+    /// it started; the outcome says so and the machine is restored [default: no limit].
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout, help_heading = "Limits")]
+    pub timeout: Option<Duration>,
+    /// pids.max of the run's cgroup (root): a number of tasks (threads count), or max. A command
+    /// that reaches it is stopped there, its cgroup killed [default for a command: its --tasks
+    /// threads + max(64, 10 %), else half the PIDs the host has left; none for a workload].
+    #[arg(long, value_name = "N|max", value_parser = parse_pids_limit, help_heading = "Limits")]
+    pub pids_limit: Option<PidsLimitArg>,
     /// The run's cgroup memory limit (e.g. 8G) [default: MemAvailable less max(1 GiB, 5 % of RAM)].
     #[arg(long, value_parser = parse_bytes, help_heading = "Limits")]
     pub memory_limit: Option<u64>,

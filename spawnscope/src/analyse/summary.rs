@@ -16,7 +16,8 @@ use crate::analyse::sentinels::SentinelFigures;
 use crate::analyse::verdict::Verdict;
 use crate::analyse::waits::{waits, Waits};
 use crate::record::{
-    CgroupStats, CgroupVersion, MemoryRecord, PeakMoment, RunRecord, Snapshot, SysctlRecord, Target,
+    CgroupStats, CgroupVersion, MemoryRecord, PeakMoment, RunRecord, Snapshot, StoppedBy,
+    SysctlRecord, Target,
 };
 use crate::runtime::result_event;
 
@@ -37,7 +38,18 @@ pub struct MemoryPerTask {
     /// What the run's cgroup was charged (RSS, page cache and kernel memory), when there was one:
     /// per run, unlike MemAvailable, which anything else on the host moves too.
     pub cgroup_kb: Option<f64>,
-    /// (total - drop) / drop, percent.
+    /// Two kernel mechanisms that move MemAvailable apart from the tasks alive, measured in
+    /// records that carry /proc/slabinfo (root). Slab objects put in room old slabs had (objects
+    /// in use rose more than room for them): charged to the run, yet that memory had left
+    /// MemAvailable before the base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slab_room_used_kb: Option<f64>,
+    /// Kernel stacks of exited threads waiting for their RCU-deferred free (VmallocUsed less
+    /// KernelStack): MemAvailable fell by them, no live task holds them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks_awaiting_free_kb: Option<f64>,
+    /// (total - drop) / drop, percent, where the drop is taken plus the slab room used and less
+    /// the stacks awaiting their free.
     pub difference_percent: f64,
     /// Within ±ADDS_UP_PERCENT of the MemAvailable drop.
     pub adds_up: bool,
@@ -52,6 +64,17 @@ pub struct MemoryPerTask {
     /// memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_counted: Option<String>,
+    /// The moments averaged, when more than one (the most tasks alive and those near it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moments: Option<Moments>,
+}
+
+/// How many moments memory per task was averaged over, and the tasks alive in them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Moments {
+    pub count: u64,
+    pub alive_min: u64,
+    pub alive_max: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -178,12 +201,144 @@ fn kernel_parts(
     }
 }
 
-/// Memory per task between `base` (before spawning) and `peak`, for `alive` tasks.
-pub fn memory_per_task(base: &Snapshot, peak: &Snapshot, alive: u64) -> Option<MemoryPerTask> {
+/// The leash a run had, for the cgroup line: ", pids.max 164 (…), highest 12, --timeout 2s".
+fn leash_terms(run: &RunRecord, pids_peak: Option<u64>) -> String {
+    let mut terms = String::new();
+    if let Some(limit) = &run.pids_limit {
+        terms += &format!(
+            ", pids.max {} ({})",
+            crate::units::count(limit.max),
+            limit.basis
+        );
+        if let Some(peak) = pids_peak {
+            terms += &format!(", most PIDs in use {}", crate::units::count(peak));
+        }
+    }
+    if let Some(timeout) = run.timeout_ns {
+        terms += &format!(
+            ", --timeout {}",
+            humantime::format_duration(std::time::Duration::from_nanos(timeout))
+        );
+    }
+    terms
+}
+
+/// The outcome of a run the leash (measure/leash.rs) ended.
+fn leash_outcome(stopped_by: Option<&StoppedBy>) -> String {
+    match stopped_by {
+        Some(StoppedBy::Timeout {
+            timeout_ns,
+            whole_cgroup: true,
+        }) => format!(
+            "stopped by --timeout {}: the run's cgroup (the command and all it started) was killed, the machine restored",
+            humantime::format_duration(std::time::Duration::from_nanos(*timeout_ns))
+        ),
+        Some(StoppedBy::Timeout { timeout_ns, .. }) => format!(
+            "stopped by --timeout {}: the command was killed (without a cgroup, what it started was not tracked), the machine restored",
+            humantime::format_duration(std::time::Duration::from_nanos(*timeout_ns))
+        ),
+        Some(StoppedBy::PidsMax { limit, refused }) => format!(
+            "stopped at pids.max ({} tasks): the command tried to start more ({} refused), so its cgroup was killed; the host was not affected",
+            crate::units::count(*limit),
+            crate::units::count(*refused)
+        ),
+        None => "completed".into(),
+    }
+}
+
+/// Memory per task between `base` (before spawning) and one or more moments, each with its tasks
+/// alive (the moment with the most alive and those near it): each figure is summed over the
+/// moments and divided by the tasks alive summed over them, so a reading the kernel's churn
+/// moved weighs no more than its share.
+pub fn memory_per_task_over(
+    base: &Snapshot,
+    moments: &[(&Snapshot, u64)],
+) -> Option<MemoryPerTask> {
+    let alive: u64 = moments.iter().map(|(_, a)| a).sum();
     if alive == 0 {
         return None;
     }
+    let mut sum = MemoryParts::default();
+    for (peak, _) in moments {
+        sum.add(&memory_parts(base, peak)?);
+    }
     let per = |kb: f64| kb / alive as f64;
+    let compared =
+        sum.drop + sum.slab_room_used.unwrap_or(0.0) - sum.stacks_awaiting_free.unwrap_or(0.0);
+    let difference = if compared > 0.0 {
+        (sum.total() - compared) / compared * 100.0
+    } else {
+        f64::NAN
+    };
+    let charge_difference = sum
+        .charged_less_cache
+        .filter(|c| *c > 0.0)
+        .map(|c| (sum.total() - c) / c * 100.0);
+    Some(MemoryPerTask {
+        rss_kb: per(sum.rss),
+        kernel_stack_kb: per(sum.kernel_stack),
+        page_tables_kb: per(sum.page_tables),
+        slab_kb: per(sum.slab),
+        total_kb: per(sum.total()),
+        mem_available_drop_kb: per(sum.drop),
+        slab_room_used_kb: sum.slab_room_used.map(per),
+        stacks_awaiting_free_kb: sum.stacks_awaiting_free.map(per),
+        cgroup_kb: sum.charged.map(per),
+        difference_percent: difference,
+        adds_up: difference.abs() <= ADDS_UP_PERCENT,
+        charge_difference_percent: charge_difference,
+        kernel_source: sum.source.into(),
+        rss_counted: sum.rss_counted.map(str::to_string),
+        moments: (moments.len() > 1).then(|| Moments {
+            count: moments.len() as u64,
+            alive_min: moments.iter().map(|(_, a)| *a).min().unwrap_or(0),
+            alive_max: moments.iter().map(|(_, a)| *a).max().unwrap_or(0),
+        }),
+    })
+}
+
+/// What one moment holds above the base, in kB (not yet per task).
+#[derive(Default)]
+struct MemoryParts {
+    rss: f64,
+    kernel_stack: f64,
+    page_tables: f64,
+    slab: f64,
+    drop: f64,
+    slab_room_used: Option<f64>,
+    stacks_awaiting_free: Option<f64>,
+    charged: Option<f64>,
+    charged_less_cache: Option<f64>,
+    source: &'static str,
+    rss_counted: Option<&'static str>,
+}
+
+impl MemoryParts {
+    fn total(&self) -> f64 {
+        self.rss + self.kernel_stack + self.page_tables + self.slab
+    }
+
+    fn add(&mut self, m: &MemoryParts) {
+        let plus = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a + b),
+            (None, b) if self.source.is_empty() => b,
+            _ => None,
+        };
+        self.slab_room_used = plus(self.slab_room_used, m.slab_room_used);
+        self.stacks_awaiting_free = plus(self.stacks_awaiting_free, m.stacks_awaiting_free);
+        self.charged = plus(self.charged, m.charged);
+        self.charged_less_cache = plus(self.charged_less_cache, m.charged_less_cache);
+        self.rss += m.rss;
+        self.kernel_stack += m.kernel_stack;
+        self.page_tables += m.page_tables;
+        self.slab += m.slab;
+        self.drop += m.drop;
+        self.source = m.source;
+        self.rss_counted = m.rss_counted;
+    }
+}
+
+fn memory_parts(base: &Snapshot, peak: &Snapshot) -> Option<MemoryParts> {
     // RSS and page tables are the process's own (/proc/PID/status). Where the base says the
     // process did not exist yet (a command), its file-backed pages are left out: they are the
     // page cache of its binary and libraries, mostly there before it ran and counted as
@@ -197,20 +352,51 @@ pub fn memory_per_task(base: &Snapshot, peak: &Snapshot, alive: u64) -> Option<M
     let page_tables = delta(&peak.status, &base.status, "VmPTE")?;
     let (kernel_stack, slab, source) = kernel_parts(base, peak, page_tables)?;
     // Free pages taken from the per-CPU lists never left MemAvailable: add them to its drop.
-    let pcp_drained = match (base.pcp_free_kb, peak.pcp_free_kb) {
-        (Some(b), Some(p)) => b as f64 - p as f64,
-        _ => 0.0,
+    // Snapshots that read the zones' free pages with those lists (procfs::FreePages) count
+    // available memory the way MemAvailable does, with two fixes: free memory is that pair from
+    // one reading (MemFree is read a moment apart while pages move between the two), and page
+    // cache and reclaimable slab count whole — MemAvailable counts only half of each while it is
+    // under twice the low watermark (tens of MiB here), so the host's reclaim of an idle
+    // file's cache (DAMON) would raise it by half of what was reclaimed.
+    let available = |s: &Snapshot| -> Option<f64> {
+        let kb = |k: &str| s.meminfo.get(k).copied();
+        Some(match s.zone_free_kb {
+            Some(zones) => {
+                let reclaimable = kb("KReclaimable").or(kb("SReclaimable")).unwrap_or(0);
+                (zones
+                    + s.pcp_free_kb.unwrap_or(0)
+                    + kb("Active(file)")?
+                    + kb("Inactive(file)")?
+                    + reclaimable) as f64
+            }
+            None => (kb("MemAvailable")? + s.pcp_free_kb.unwrap_or(0)) as f64,
+        })
     };
-    let drop = -delta(&peak.meminfo, &base.meminfo, "MemAvailable")? + pcp_drained;
+    let drop = if base.zone_free_kb.is_some() && peak.zone_free_kb.is_some() {
+        available(base)? - available(peak)?
+    } else {
+        let pcp_drained = match (base.pcp_free_kb, peak.pcp_free_kb) {
+            (Some(b), Some(p)) => b as f64 - p as f64,
+            _ => 0.0,
+        };
+        -delta(&peak.meminfo, &base.meminfo, "MemAvailable")? + pcp_drained
+    };
+    // Where few tasks are alive (a few megabytes in all), what the kernel reuses and defers
+    // matters: new slab objects fill room old slabs had (charged, yet never free), and exited
+    // threads' stacks stay allocated until an RCU grace period ends.
+    let (slab_room_used, stacks_awaiting_free) = match (base.slab_objects, peak.slab_objects) {
+        (Some(b), Some(p)) => {
+            let in_use = p.in_use_kb as f64 - b.in_use_kb as f64;
+            let room = p.room_kb as f64 - b.room_kb as f64;
+            let vmalloc = delta(&peak.meminfo, &base.meminfo, "VmallocUsed").unwrap_or(0.0);
+            let stacks = delta(&peak.meminfo, &base.meminfo, "KernelStack").unwrap_or(0.0);
+            (Some(in_use - room), Some((vmalloc - stacks).max(0.0)))
+        }
+        _ => (None, None),
+    };
     let charged = cgroup_kb(peak, |c| c.memory_current_bytes)
         .zip(cgroup_kb(base, |c| c.memory_current_bytes))
-        .map(|(after, before)| per(after - before));
-    let total = rss + kernel_stack + page_tables + slab;
-    let difference = if drop > 0.0 {
-        (total - drop) / drop * 100.0
-    } else {
-        f64::NAN
-    };
+        .map(|(after, before)| after - before);
     // Checked against the charge less the page cache charged with it (v1 `cache`, v2 `file`):
     // the parts hold no page cache, and neither does MemAvailable's drop.
     let page_cache = |s: &Snapshot| {
@@ -223,23 +409,19 @@ pub fn memory_per_task(base: &Snapshot, peak: &Snapshot, alive: u64) -> Option<M
     };
     let charged_less_cache = charged
         .zip(page_cache(peak).zip(page_cache(base)))
-        .map(|(c, (after, before))| c - per(after - before));
-    let charge_difference = charged_less_cache
-        .filter(|c| *c > 0.0)
-        .map(|c| (per(total) - c) / c * 100.0);
-    Some(MemoryPerTask {
-        rss_kb: per(rss),
-        kernel_stack_kb: per(kernel_stack),
-        page_tables_kb: per(page_tables),
-        slab_kb: per(slab),
-        total_kb: per(total),
-        mem_available_drop_kb: per(drop),
-        cgroup_kb: charged,
-        difference_percent: difference,
-        adds_up: difference.abs() <= ADDS_UP_PERCENT,
-        charge_difference_percent: charge_difference,
-        kernel_source: source.into(),
-        rss_counted: rss_counted.map(str::to_string),
+        .map(|(c, (after, before))| c - (after - before));
+    Some(MemoryParts {
+        rss,
+        kernel_stack,
+        page_tables,
+        slab,
+        drop,
+        slab_room_used,
+        stacks_awaiting_free,
+        charged,
+        charged_less_cache,
+        source,
+        rss_counted,
     })
 }
 
@@ -304,6 +486,7 @@ pub fn summarize(
     s.exit = run.exit.map_or("not started".into(), |e| e.describe());
     let failure = result.map(|r| &r["failure"]).filter(|f| !f.is_null());
     (s.outcome, s.ok) = match (&run.interrupted_by, run.oom_killed, failure, run.exit) {
+        _ if run.stopped_by.is_some() => (leash_outcome(run.stopped_by.as_ref()), false),
         (Some(sig), _, _, _) => (
             format!("interrupted by {sig}: the run was stopped, the machine restored"),
             false,
@@ -334,10 +517,17 @@ pub fn summarize(
         .first()
         .map(|p| &p.snapshot)
         .unwrap_or(&memory.before);
-    s.memory_per_task = memory
-        .peak
-        .as_ref()
-        .and_then(|peak| memory_per_task(base, peak, s.alive_at_peak.unwrap_or(0)));
+    s.memory_per_task = memory.peak.as_ref().and_then(|peak| {
+        let moments: Vec<(&Snapshot, u64)> = std::iter::once((peak, s.alive_at_peak.unwrap_or(0)))
+            .chain(
+                memory
+                    .peak_neighbours
+                    .iter()
+                    .map(|n| (&n.snapshot, n.alive)),
+            )
+            .collect();
+        memory_per_task_over(base, &moments)
+    });
     s.phases = phase_costs(run, memory);
     s.probes = collector.map(|c| probe_summary(c, memory, run, result, s.tasks));
     s.waits = collector.and_then(|c| waits(c, &phase_names(memory), s.sys_s, s.tasks));
@@ -365,7 +555,7 @@ pub fn summarize(
             size(c.memory_peak_bytes),
             size(at_peak.and_then(|p| p.kernel_bytes)),
             c.oom_kills
-        )
+        ) + &leash_terms(run, c.pids_peak)
     });
     s
 }
@@ -373,6 +563,7 @@ pub fn summarize(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::SlabObjects;
 
     fn snap(pairs_meminfo: &[(&str, u64)], pairs_status: &[(&str, u64)]) -> Snapshot {
         Snapshot {
@@ -407,7 +598,7 @@ mod tests {
             ],
             &[("VmRSS", 193_284), ("VmPTE", 80_508)],
         );
-        let m = memory_per_task(&base, &peak, 20_000).unwrap();
+        let m = memory_per_task_over(&base, &[(&peak, 20_000)]).unwrap();
         assert!((m.rss_kb - 9.564).abs() < 0.01, "{m:?}");
         assert!((m.kernel_stack_kb - 16.0).abs() < 0.01);
         assert!((m.page_tables_kb - 4.0104).abs() < 0.01);
@@ -427,10 +618,10 @@ mod tests {
             &[("MemAvailable", 500_000), ("KernelStack", 0), ("Slab", 0)],
             &[("VmRSS", 100_000), ("VmPTE", 0)],
         );
-        let m = memory_per_task(&base, &peak, 100).unwrap();
+        let m = memory_per_task_over(&base, &[(&peak, 100)]).unwrap();
         assert!(!m.adds_up);
         assert!((m.difference_percent + 80.0).abs() < 1e-9);
-        assert!(memory_per_task(&base, &peak, 0).is_none());
+        assert!(memory_per_task_over(&base, &[(&peak, 0)]).is_none());
     }
 
     #[test]
@@ -463,7 +654,7 @@ mod tests {
         peak.tasks_on_host = Some(2_500);
         base.cgroup = Some(cg(786_432, 266_240));
         peak.cgroup = Some(cg(75_235_328, 55_324_672));
-        let m = memory_per_task(&base, &peak, 2_000).unwrap();
+        let m = memory_per_task_over(&base, &[(&peak, 2_000)]).unwrap();
         assert!(
             (m.kernel_stack_kb - 16.0).abs() < 1e-9,
             "2,000 threads × 16 KiB, not the host's KernelStack rise: {m:?}"
@@ -479,6 +670,110 @@ mod tests {
             "{}",
             m.kernel_source
         );
+    }
+
+    /// 300 threads alive while 10,000 a second start and exit: a moment as snapshots record it
+    /// since they read /proc/slabinfo and the zones' free pages (kB). `reclaimed`: page cache the
+    /// host reclaimed meanwhile; `pending`: exited threads' stacks not yet freed.
+    fn churn_moment(reclaimed: u64, pending: u64, room_used: u64) -> (Snapshot, Snapshot) {
+        let mut base = snap(
+            &[
+                ("MemAvailable", 1_000_000),
+                ("MemFree", 900_000),
+                ("Active(file)", 40_000),
+                ("Inactive(file)", 60_000),
+                ("KReclaimable", 50_000),
+                ("KernelStack", 1_000),
+                ("VmallocUsed", 10_000),
+                ("Slab", 100_000),
+            ],
+            &[("VmRSS", 1_000), ("VmPTE", 100), ("Threads", 1)],
+        );
+        base.zone_free_kb = Some(899_000);
+        base.pcp_free_kb = Some(20_000);
+        base.slab_objects = Some(SlabObjects {
+            in_use_kb: 80_000,
+            room_kb: 90_000,
+        });
+        // 300 threads: RSS 3,000, stacks 4,800, page tables 1,200, slab 2,100 = 11,100 kB.
+        let mut peak = snap(
+            &[
+                // Half the reclaimed cache shows in MemAvailable (the cache is small).
+                (
+                    "MemAvailable",
+                    1_000_000 - 11_100 - pending + room_used + reclaimed / 2,
+                ),
+                ("MemFree", 0),
+                ("Active(file)", 40_000 - reclaimed),
+                ("Inactive(file)", 60_000),
+                ("KReclaimable", 50_000),
+                ("KernelStack", 5_800),
+                ("VmallocUsed", 14_800 + pending),
+                ("Slab", 100_000 + 2_100 - room_used),
+            ],
+            &[("VmRSS", 4_000), ("VmPTE", 1_300), ("Threads", 301)],
+        );
+        // Free memory: what the run took and the pending stacks, less what was already slab
+        // room, plus the reclaimed cache; 5,000 kB moved from the per-CPU lists to the zones.
+        let free = 919_000 + reclaimed + room_used - 11_100 - pending;
+        peak.pcp_free_kb = Some(15_000);
+        peak.zone_free_kb = Some(free - 15_000);
+        peak.slab_objects = Some(SlabObjects {
+            in_use_kb: 80_000 + 2_100,
+            room_kb: 90_000 + 2_100 - room_used,
+        });
+        let cg = |kmem_kb: u64| CgroupStats {
+            version: Some(CgroupVersion::V1),
+            memory_current_bytes: Some(kmem_kb * 1024),
+            kernel_bytes: Some(kmem_kb * 1024),
+            ..Default::default()
+        };
+        base.cgroup = Some(cg(0));
+        peak.cgroup = Some(cg(4_800 + 1_200 + 2_100));
+        base.tasks_on_host = Some(100);
+        peak.tasks_on_host = Some(400);
+        (base, peak)
+    }
+
+    #[test]
+    fn under_churn_the_drop_counts_cache_whole_slab_room_and_pending_stacks() {
+        let (base, peak) = churn_moment(8_000, 1_600, 900);
+        let m = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        assert!((m.total_kb - 37.0).abs() < 1e-9, "{m:?}");
+        // Free + per-CPU lists + page cache + reclaimable: the cache the host reclaimed moved
+        // to free memory and changes nothing; what the run took shows whole.
+        assert!((m.mem_available_drop_kb * 300.0 - (11_100.0 + 1_600.0 - 900.0)).abs() < 1e-6);
+        assert!((m.slab_room_used_kb.unwrap() * 300.0 - 900.0).abs() < 1e-6);
+        assert!((m.stacks_awaiting_free_kb.unwrap() * 300.0 - 1_600.0).abs() < 1e-6);
+        assert!(m.difference_percent.abs() < 1e-9 && m.adds_up, "{m:?}");
+        // Without the slab and zone readings (older records), MemAvailable alone: the half of
+        // the reclaimed cache it counted and the pending stacks break the sum.
+        let strip = |mut s: Snapshot| {
+            s.slab_objects = None;
+            s.zone_free_kb = None;
+            s
+        };
+        let old = memory_per_task_over(&strip(base), &[(&strip(peak), 300)]).unwrap();
+        assert!(old.slab_room_used_kb.is_none() && old.stacks_awaiting_free_kb.is_none());
+        assert!(!old.adds_up, "{old:?}");
+    }
+
+    #[test]
+    fn moments_are_averaged_weighted_by_tasks_alive() {
+        let (base, peak) = churn_moment(0, 0, 0);
+        // A second moment with the same memory and half the tasks counted alive (e.g. the
+        // rest had just exited): memory over all tasks alive in both.
+        let m = memory_per_task_over(&base, &[(&peak, 300), (&peak, 150)]).unwrap();
+        assert!((m.total_kb - 2.0 * 11_100.0 / 450.0).abs() < 1e-9, "{m:?}");
+        let moments = m.moments.unwrap();
+        assert_eq!(
+            (moments.count, moments.alive_min, moments.alive_max),
+            (2, 150, 300)
+        );
+        assert!(memory_per_task_over(&base, &[(&peak, 300)])
+            .unwrap()
+            .moments
+            .is_none());
     }
 
     /// A command of 1,000 tasks on cgroup v1: its binary's 40 MiB of file pages were in the page
@@ -531,7 +826,7 @@ mod tests {
     #[test]
     fn a_command_counts_its_anonymous_memory_not_the_page_cache_it_maps() {
         let (base, peak) = command_snapshots();
-        let m = memory_per_task(&base, &peak, 1_000).unwrap();
+        let m = memory_per_task_over(&base, &[(&peak, 1_000)]).unwrap();
         assert!((m.rss_kb - 10.0).abs() < 1e-9, "RssAnon + RssShmem: {m:?}");
         assert!(m
             .rss_counted
@@ -553,7 +848,7 @@ mod tests {
             .into(),
             ..base
         };
-        let old = memory_per_task(&old_base, &peak, 1_000).unwrap();
+        let old = memory_per_task_over(&old_base, &[(&peak, 1_000)]).unwrap();
         assert!((old.rss_kb - 50.96).abs() < 1e-9);
         assert!(old.rss_counted.is_none() && !old.adds_up);
     }
@@ -583,6 +878,9 @@ mod tests {
             memory_limit_bytes: None,
             estimate: None,
             contract_violations: vec![],
+            timeout_ns: None,
+            pids_limit: None,
+            stopped_by: None,
             left_out: vec![],
         };
         let mut memory = MemoryRecord {

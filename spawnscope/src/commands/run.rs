@@ -82,6 +82,8 @@ pub fn command(args: RunArgs) -> ExitCode {
             call_graph: args.perf_call_graph,
         }),
         calibration: None,
+        timeout: args.timeout,
+        pids_limit: args.pids_limit,
     };
     let json = args.json;
     let result = run::run(opts, &interrupts).and_then(|outcome| {

@@ -167,6 +167,9 @@ pub struct RunCgroup {
     cpuacct: Option<(Hierarchy, PathBuf)>,
     /// Only for `run --perf`: the directory `perf record -G` filters on.
     perf_event: Option<(Hierarchy, PathBuf)>,
+    /// On v1 hosts with a freezer hierarchy: lets [`RunCgroup::kill_all`] stop a forking command
+    /// before killing it (v2 has cgroup.kill and cgroup.freeze in the memory directory).
+    freezer: Option<(Hierarchy, PathBuf)>,
     memory_limit: Option<u64>,
 }
 
@@ -185,6 +188,7 @@ impl RunCgroup {
             pids: None,
             cpuacct: None,
             perf_event: None,
+            freezer: None,
             memory_limit,
         };
         // On v2 one directory carries both controllers.
@@ -226,15 +230,87 @@ impl RunCgroup {
         }
         // A separate v1 cpuacct hierarchy: one more directory, so the run's CPU time is counted
         // apart from everything else. Without it the sentinels fall back to the process's stat.
-        if let Some(h) = find("cpuacct").filter(|h| h.version == Version::V1) {
-            if let Ok(parent) = prepare_parent(&h, &["cpuacct"]) {
-                let dir = parent.join(&name);
-                if dir.exists() || fs::create_dir(&dir).is_ok() {
-                    group.cpuacct = Some((h, dir));
+        for (controller, slot) in [
+            ("cpuacct", &mut group.cpuacct),
+            ("freezer", &mut group.freezer),
+        ] {
+            if let Some(h) = find(controller).filter(|h| h.version == Version::V1) {
+                if let Ok(parent) = prepare_parent(&h, &[controller]) {
+                    let dir = parent.join(&name);
+                    if dir.exists() || fs::create_dir(&dir).is_ok() {
+                        *slot = Some((h, dir));
+                    }
                 }
             }
         }
         Ok(group)
+    }
+
+    /// Sets pids.max: forks and clones in the run fail with EAGAIN beyond `limit` tasks (threads
+    /// count), so a runaway command stops at its own limit while the host can still start
+    /// processes. Returns false when the host has no pids controller.
+    pub fn set_pids_max(&self, limit: u64) -> Result<bool> {
+        let Some((_, dir)) = &self.pids else {
+            return Ok(false);
+        };
+        write(&dir.join("pids.max"), &limit.to_string())?;
+        Ok(true)
+    }
+
+    /// How many forks or clones pids.max has refused so far (pids.events `max`, v1 and v2).
+    pub fn pids_max_refusals(&self) -> u64 {
+        self.pids.as_ref().map_or(0, |(_, dir)| {
+            read_kv(&dir.join("pids.events"))
+                .get("max")
+                .copied()
+                .unwrap_or(0)
+        })
+    }
+
+    /// The processes in the run's cgroup now (a command's children and their children too).
+    pub fn processes(&self) -> Vec<i32> {
+        let Some((_, dir)) = self.memory.as_ref().or(self.pids.as_ref()) else {
+            return Vec::new();
+        };
+        pids_in(dir)
+    }
+
+    /// Kills every task in the run's cgroup, including those a fork bomb is starting right now:
+    /// v2 cgroup.kill (one atomic write, kernel 5.14+); else the cgroup is frozen (v2
+    /// cgroup.freeze or the v1 freezer) so nothing forks while it is SIGKILLed, then thawed so
+    /// the kills land; else SIGKILL until it is empty. Waits up to 10 s for it to empty.
+    pub fn kill_all(&self) -> Result<()> {
+        let Some((h, dir)) = self.memory.as_ref().or(self.pids.as_ref()) else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let kill_file = dir.join("cgroup.kill");
+        if h.version == Version::V2 && kill_file.exists() && write(&kill_file, "1").is_ok() {
+            return wait_empty(dir, deadline);
+        }
+        let freeze = match (h.version, &self.freezer) {
+            (Version::V2, _) => Some((dir.join("cgroup.freeze"), "1", "0")),
+            (Version::V1, Some((_, freezer))) => {
+                Some((freezer.join("freezer.state"), "FROZEN", "THAWED"))
+            }
+            (Version::V1, None) => None,
+        };
+        let frozen = freeze
+            .as_ref()
+            .is_some_and(|(file, on, _)| write(file, on).is_ok());
+        while !pids_in(dir).is_empty() && Instant::now() < deadline {
+            for pid in pids_in(dir) {
+                // SAFETY: kill has no memory-safety preconditions; these PIDs are in the run's
+                // own cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            if let (true, Some((file, _, off))) = (frozen, &freeze) {
+                // Frozen tasks die only once thawed; nothing unkilled is left to fork by now.
+                let _ = write(file, off);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        wait_empty(dir, deadline)
     }
 
     /// Puts the run in the perf_event hierarchy too (the same directory on a v2 host), so that
@@ -266,6 +342,7 @@ impl RunCgroup {
             .iter()
             .chain(self.pids.iter())
             .chain(self.cpuacct.iter())
+            .chain(self.freezer.iter())
             .chain(self.perf_event.iter())
             .map(|(_, d)| d)
             .collect();
@@ -348,6 +425,7 @@ impl RunCgroup {
             .iter()
             .chain(self.pids.iter())
             .chain(self.cpuacct.iter())
+            .chain(self.freezer.iter())
             .chain(self.perf_event.iter())
             .map(|(_, d)| d.clone())
             .collect();
@@ -360,6 +438,30 @@ impl RunCgroup {
     pub fn remove(self) -> Result<()> {
         remove_dirs(&self.dirs())
     }
+}
+
+/// The PIDs in one cgroup directory (cgroup.procs: processes, not their threads).
+fn pids_in(dir: &Path) -> Vec<i32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Waits until `dir` holds no process (killed tasks take a moment to be reaped).
+fn wait_empty(dir: &Path, deadline: Instant) -> Result<()> {
+    while !pids_in(dir).is_empty() {
+        if Instant::now() >= deadline {
+            bail!(
+                "{} processes still in {} after SIGKILL",
+                pids_in(dir).len(),
+                dir.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 fn remove_dirs(dirs: &[PathBuf]) -> Result<()> {
@@ -394,7 +496,7 @@ fn remove_dirs(dirs: &[PathBuf]) -> Result<()> {
 /// processes are workloads a spawnscope run started. Returns the cgroups removed.
 pub fn remove_stale() -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    let hierarchies = ["memory", "pids", "cpuacct"]
+    let hierarchies = ["memory", "pids", "cpuacct", "freezer"]
         .iter()
         .map(|c| find(c))
         .chain([perf_event_hierarchy()]);

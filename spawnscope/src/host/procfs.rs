@@ -5,6 +5,7 @@ use std::fs;
 use std::path::Path;
 
 pub use crate::record::CpuTime;
+use crate::record::SlabObjects;
 use anyhow::{Context, Result};
 
 /// `Name: value [kB]` lines (/proc/meminfo, /proc/PID/status, smaps_rollup) as name -> number.
@@ -30,19 +31,72 @@ pub fn meminfo() -> Result<BTreeMap<String, u64>> {
     read_key_values("/proc/meminfo")
 }
 
-/// Free pages held in the per-CPU page lists (/proc/zoneinfo pagesets `count:`), in kB. They
-/// are free but not in MemFree (nor MemAvailable): with PCP auto-tuning they can be hundreds of
-/// MiB, and a workload that allocates drains them without MemFree moving.
-pub fn pcp_free_kb() -> Option<u64> {
-    let text = fs::read_to_string("/proc/zoneinfo").ok()?;
-    let pages: u64 = text
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("count:"))
-        .filter_map(|v| v.trim().parse::<u64>().ok())
-        .sum();
+/// Free memory as /proc/zoneinfo gives it in one reading, in kB: the zones' free pages (what
+/// MemFree sums) and the pages held in the per-CPU lists (pagesets `count:`), which are free but
+/// outside MemFree and MemAvailable — with PCP auto-tuning hundreds of MiB that a workload drains
+/// without MemFree moving. Read together the two agree while pages move between them (thousands
+/// a millisecond while threads start and exit); MemFree read from /proc/meminfo a moment apart
+/// does not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FreePages {
+    pub zones_kb: u64,
+    pub pcp_kb: u64,
+}
+
+pub fn free_pages() -> Option<FreePages> {
+    parse_zoneinfo(&fs::read_to_string("/proc/zoneinfo").ok()?)
+}
+
+fn parse_zoneinfo(text: &str) -> Option<FreePages> {
+    let sum = |prefix: &str| -> u64 {
+        text.lines()
+            .filter_map(|l| l.trim_start().strip_prefix(prefix))
+            .filter_map(|v| v.trim().parse::<u64>().ok())
+            .sum()
+    };
     // SAFETY: sysconf has no preconditions.
     let page_kb = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64 / 1024;
-    Some(pages * page_kb)
+    text.contains("pages free").then(|| FreePages {
+        zones_kb: sum("pages free") * page_kb,
+        pcp_kb: sum("count:") * page_kb,
+    })
+}
+
+/// The per-CPU lists' free pages alone (see [`FreePages`]).
+pub fn pcp_free_kb() -> Option<u64> {
+    free_pages().map(|f| f.pcp_kb)
+}
+
+/// The slab caches' objects in use and room for objects (/proc/slabinfo, readable by root only).
+/// SLUB counts objects free in the per-CPU slabs as in use: the room counted is the nodes' own.
+pub fn slab_objects() -> Option<SlabObjects> {
+    parse_slabinfo(&fs::read_to_string("/proc/slabinfo").ok()?)
+}
+
+/// "name active_objs num_objs objsize …" rows after the two header lines.
+fn parse_slabinfo(text: &str) -> Option<SlabObjects> {
+    let mut bytes = (0u64, 0u64);
+    let mut rows = 0;
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with("slabinfo") && !l.starts_with('#'))
+    {
+        let numbers: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .take(3)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        if let [active, total, size] = numbers[..] {
+            bytes.0 += active * size;
+            bytes.1 += total * size;
+            rows += 1;
+        }
+    }
+    (rows > 0).then_some(SlabObjects {
+        in_use_kb: bytes.0 / 1024,
+        room_kb: bytes.1 / 1024,
+    })
 }
 
 pub fn clock_ticks_per_second() -> u64 {
@@ -107,6 +161,32 @@ pub fn tasks_on_host() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zoneinfo_gives_zone_free_pages_and_per_cpu_lists_from_one_reading() {
+        let text = "Node 0, zone   Normal\n  pages free     1000\n        min      10\n  pagesets\n    cpu: 0\n              count:    30\n              high:     500\n    cpu: 1\n              count:    12\nNode 0, zone  DMA32\n  pages free     24\n";
+        let page_kb = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64 / 1024;
+        assert_eq!(
+            parse_zoneinfo(text),
+            Some(FreePages {
+                zones_kb: 1024 * page_kb,
+                pcp_kb: 42 * page_kb
+            })
+        );
+        assert_eq!(parse_zoneinfo("nothing here"), None);
+    }
+
+    #[test]
+    fn slabinfo_sums_objects_in_use_and_room_over_caches() {
+        let text = "slabinfo - version: 2.1\n\
+# name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs> <sharedavail>\n\
+task_struct         1024   1040  10240    3    8 : tunables    0    0    0 : slabdata    347    347      0\n\
+kmalloc-64          2048   4096     64   64    1 : tunables    0    0    0 : slabdata     64     64      0\n";
+        let totals = parse_slabinfo(text).unwrap();
+        assert_eq!(totals.in_use_kb, (1024 * 10240 + 2048 * 64) / 1024);
+        assert_eq!(totals.room_kb, (1040 * 10240 + 4096 * 64) / 1024);
+        assert_eq!(parse_slabinfo("slabinfo - version: 2.1\n"), None);
+    }
 
     #[test]
     fn key_values_keep_numbers_and_skip_the_rest() {

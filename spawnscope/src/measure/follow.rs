@@ -13,7 +13,7 @@ use spawnscope_collector::Collector;
 use crate::host::cgroup::RunCgroup;
 use crate::measure::sampler::snapshot;
 use crate::measure::sentinels::SentinelWatch;
-use crate::record::{AliveCount, PeakChoice, PeakMoment, PhaseSample, Snapshot};
+use crate::record::{AliveCount, AliveSnapshot, PeakChoice, PeakMoment, PhaseSample, Snapshot};
 use crate::runtime::{Contract, Event, WorkloadKind};
 
 /// Copies the workload's stderr to ours and to workload.stderr as it comes.
@@ -95,8 +95,8 @@ pub fn progress_bar(total: u64) -> ProgressBar {
 #[derive(Default)]
 pub struct Followed {
     pub phases: Vec<PhaseSample>,
-    /// The snapshot memory per task is measured at, and why.
-    pub peak: Option<(Snapshot, PeakMoment)>,
+    /// The snapshot memory per task is measured at, why, and the moments averaged with it.
+    pub peak: Option<Peak>,
     pub runtime_version: Option<String>,
     pub violations: Vec<String>,
 }
@@ -108,24 +108,44 @@ struct Candidate {
     counted: AliveCount,
 }
 
-/// The peak of a workload without a `peak` event (sleep, churn, pingpong, chain): the moment the
+/// Moments kept besides the one with the most tasks alive, and how close to it they must come:
+/// where a sleep of milliseconds leaves a few hundred tasks alive, one reading is a few megabytes
+/// that the kernel's own churn (deferred frees, reused slab room) moves by several percent, so
+/// the figures are averaged over the moments with nearly the most alive.
+const MOMENTS_KEPT: usize = 32;
+const NEAR_THE_MOST: f64 = 0.8;
+
+/// The peak of a workload without a `peak` event (sleep, churn, pingpong, chain): the moments the
 /// most tasks are alive. A snapshot at every progress event that reports more tasks alive than
-/// any before (at most ten a second, while spawning) and one at the phase after spawning; the one
-/// with the most alive wins. Threads are counted in the snapshot's own status (the same reading
-/// as RSS); goroutines by the workload's count in the event, or, for the phase, in its result.
+/// the least of the moments kept (at most ten a second) and one at the phase after spawning; the
+/// one with the most alive is the peak, those within 80 % of it are averaged with it. Threads
+/// are counted in the snapshot's own status (the same reading as RSS); goroutines by the
+/// workload's count in the event, or, for the phase, in its result.
 struct MostAlive {
     tasks_are_threads: bool,
     /// The process's threads before spawning (its main thread, a runtime's threads).
     threads_before: Option<u64>,
-    best: Option<Candidate>,
+    /// The progress moments with the most alive, at most MOMENTS_KEPT, most alive first.
+    kept: Vec<Candidate>,
     /// The phase after spawning (`steady` or `join`).
     at_phase: Option<Candidate>,
     samples: u64,
-    /// The most alive any progress event reported when its snapshot was taken.
-    reported: u64,
 }
 
+/// The moment memory is measured at, and the moments averaged with it.
+pub type Peak = (Snapshot, PeakMoment, Vec<AliveSnapshot>);
+
 impl MostAlive {
+    fn new(tasks_are_threads: bool) -> Self {
+        MostAlive {
+            tasks_are_threads,
+            threads_before: None,
+            kept: Vec::new(),
+            at_phase: None,
+            samples: 0,
+        }
+    }
+
     fn candidate(&mut self, snapshot: Snapshot, reported: Option<(u64, u64)>) -> Candidate {
         self.samples += 1;
         let threads = snapshot.status.get("Threads").copied();
@@ -152,30 +172,49 @@ impl MostAlive {
         }
     }
 
+    /// Whether a progress event reporting `alive` may be among the moments kept.
+    fn worth_a_snapshot(&self, alive: u64) -> bool {
+        alive > 0
+            && (self.kept.len() < MOMENTS_KEPT
+                || self
+                    .kept
+                    .last()
+                    .and_then(|c| c.alive)
+                    .is_some_and(|a| alive > a))
+    }
+
+    fn keep(&mut self, c: Candidate) {
+        let at = self.kept.partition_point(|k| k.alive >= c.alive);
+        self.kept.insert(at, c);
+        self.kept.truncate(MOMENTS_KEPT);
+    }
+
     fn progress(&mut self, alive: u64, t_ns: u64, pid: u32, cgroup: Option<&RunCgroup>) {
-        if alive <= self.reported {
-            return;
-        }
-        self.reported = alive;
-        let c = self.candidate(snapshot(Some(pid), cgroup, false), Some((alive, t_ns)));
-        if c.alive > self.best.as_ref().and_then(|b| b.alive) {
-            self.best = Some(c);
+        if self.worth_a_snapshot(alive) {
+            let c = self.candidate(snapshot(Some(pid), cgroup, false), Some((alive, t_ns)));
+            self.keep(c);
         }
     }
 
-    /// The winner, once the result event has given the phase's count.
-    fn finish(self, result_alive: Option<u64>) -> Option<(Snapshot, PeakMoment)> {
-        let at_phase = self.at_phase.map(|mut c| {
-            if c.alive.is_none() {
-                c.alive = result_alive;
+    /// The peak and the moments near it, once the result event has given the phase's count.
+    fn finish(mut self, result_alive: Option<u64>) -> Option<Peak> {
+        if let Some(mut phase) = self.at_phase.take() {
+            if phase.alive.is_none() {
+                phase.alive = result_alive;
             }
-            c
-        });
-        let winner = match (self.best, at_phase) {
-            (Some(best), Some(phase)) if best.alive > phase.alive => best,
-            (_, Some(phase)) => phase,
-            (best, None) => best?,
-        };
+            // The phase's count comes from the workload itself: it wins a tie.
+            let at = self.kept.partition_point(|k| k.alive > phase.alive);
+            self.kept.insert(at, phase);
+        }
+        let mut moments = self.kept.into_iter();
+        let winner = moments.next()?;
+        let most = winner.alive.unwrap_or(0);
+        let near: Vec<AliveSnapshot> = moments
+            .filter_map(|c| Some((c.alive?, c.snapshot)))
+            .filter(|(alive, _)| *alive as f64 >= most as f64 * NEAR_THE_MOST)
+            .take(MOMENTS_KEPT - 1)
+            .map(|(alive, snapshot)| AliveSnapshot { alive, snapshot })
+            .collect();
         let moment = PeakMoment {
             chosen: PeakChoice::MostAlive {
                 samples: self.samples,
@@ -183,7 +222,7 @@ impl MostAlive {
             alive: winner.alive,
             counted: winner.counted,
         };
-        Some((winner.snapshot, moment))
+        Some((winner.snapshot, moment, near))
     }
 }
 
@@ -207,14 +246,8 @@ pub fn follow_events(
         LineWriter::new(File::create(raw).with_context(|| format!("creating {}", raw.display()))?);
     let mut stdin = stdin;
     let mut followed = Followed::default();
-    let mut most_alive = (workload != WorkloadKind::Hold).then_some(MostAlive {
-        tasks_are_threads,
-        threads_before: None,
-        best: None,
-        at_phase: None,
-        samples: 0,
-        reported: 0,
-    });
+    let mut most_alive =
+        (workload != WorkloadKind::Hold).then(|| MostAlive::new(tasks_are_threads));
     let mut result_alive = None;
     for line in BufReader::new(stdout).lines() {
         let line = line.context("reading the workload's output")?;
@@ -269,6 +302,7 @@ pub fn follow_events(
                         alive: Some(alive),
                         counted: AliveCount::PeakEvent,
                     },
+                    Vec::new(),
                 ));
                 bar.set_position(alive);
                 // The snapshot is taken: release the tasks.
@@ -308,12 +342,8 @@ mod tests {
 
     fn most_alive(tasks_are_threads: bool) -> MostAlive {
         MostAlive {
-            tasks_are_threads,
             threads_before: Some(3),
-            best: None,
-            at_phase: None,
-            samples: 0,
-            reported: 0,
+            ..MostAlive::new(tasks_are_threads)
         }
     }
 
@@ -324,11 +354,12 @@ mod tests {
         let c = m.candidate(at(10, Some(453)), Some((500, 5)));
         assert_eq!(c.alive, Some(450));
         assert_eq!(c.counted, AliveCount::ThreadsInSnapshot { before: 3 });
-        m.best = Some(c);
+        m.keep(c);
         m.at_phase = Some(m.candidate(at(20, Some(83)), None));
-        let (snapshot, moment) = m.finish(Some(82)).unwrap();
+        let (snapshot, moment, near) = m.finish(Some(82)).unwrap();
         assert_eq!((snapshot.t_ns, moment.alive), (10, Some(450)));
         assert_eq!(moment.chosen, PeakChoice::MostAlive { samples: 2 });
+        assert!(near.is_empty(), "82 alive is not near 450");
     }
 
     #[test]
@@ -337,12 +368,15 @@ mod tests {
         let c = m.candidate(at(1_500, Some(7)), Some((600_000, 1_000)));
         assert_eq!(c.alive, Some(600_000));
         assert_eq!(c.counted, AliveCount::Progress { lag_ns: 500 });
-        m.best = Some(c);
+        m.keep(c);
         m.at_phase = Some(m.candidate(at(2_000, Some(7)), None));
-        // The result says 643,207 were alive as the phase began: the phase wins.
-        let (snapshot, moment) = m.finish(Some(643_207)).unwrap();
+        // The result says 643,207 were alive as the phase began: the phase wins, and the
+        // progress moment, within 80 % of it, is averaged with it.
+        let (snapshot, moment, near) = m.finish(Some(643_207)).unwrap();
         assert_eq!((snapshot.t_ns, moment.alive), (2_000, Some(643_207)));
         assert_eq!(moment.counted, AliveCount::ResultEvent);
+        assert_eq!(near.len(), 1);
+        assert_eq!((near[0].alive, near[0].snapshot.t_ns), (600_000, 1_500));
     }
 
     #[test]
@@ -350,8 +384,35 @@ mod tests {
         let m = most_alive(true);
         assert!(m.finish(None).is_none(), "no sample, no peak");
         let mut m = most_alive(true);
-        m.best = Some(m.candidate(at(10, Some(1_003)), Some((1_000, 9))));
-        let (_, moment) = m.finish(None).unwrap();
+        let c = m.candidate(at(10, Some(1_003)), Some((1_000, 9)));
+        m.keep(c);
+        let (_, moment, _) = m.finish(None).unwrap();
         assert_eq!(moment.alive, Some(1_000));
+    }
+
+    #[test]
+    fn the_moments_with_the_most_alive_are_kept_and_those_near_the_most_averaged() {
+        let mut m = most_alive(false);
+        // A plateau around 300 alive after a climb: the climb's moments are pushed out.
+        let reported: Vec<u64> = (1..=10)
+            .map(|i| i * 30)
+            .chain((0..40).map(|i| 280 + (i * 7) % 30))
+            .collect();
+        for (t, &alive) in reported.iter().enumerate() {
+            if m.worth_a_snapshot(alive) {
+                let c = m.candidate(at(t as u64, None), Some((alive, t as u64)));
+                m.keep(c);
+            }
+        }
+        assert_eq!(m.kept.len(), MOMENTS_KEPT);
+        assert!(m.kept.windows(2).all(|w| w[0].alive >= w[1].alive));
+        assert!(!m.worth_a_snapshot(m.kept.last().unwrap().alive.unwrap()));
+        let (_, moment, near) = m.finish(None).unwrap();
+        let most = moment.alive.unwrap();
+        assert_eq!(most, *reported.iter().max().unwrap());
+        assert_eq!(near.len(), MOMENTS_KEPT - 1);
+        assert!(near
+            .iter()
+            .all(|n| n.alive as f64 >= most as f64 * 0.8 && n.alive <= most));
     }
 }

@@ -3,6 +3,7 @@
 //! write the raw records (record/). Nothing here computes a figure for people to read.
 
 pub mod follow;
+pub mod leash;
 /// The one launcher (fork, join the cgroup, hold at a gate, exec, wait4), from the collector crate.
 pub use spawnscope_collector::launch;
 pub mod perf;

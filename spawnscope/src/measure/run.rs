@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
@@ -19,6 +19,7 @@ use crate::measure::follow::{
     follow_events, progress_bar, tee_stderr, watch_command_stdout, Followed,
 };
 use crate::measure::launch::{self, ChildSetup, Stdio};
+use crate::measure::leash::{self, PidsLimitArg};
 use crate::measure::probes::{self, ProbeDetail};
 use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
 use crate::measure::sentinels::SentinelWatch;
@@ -26,7 +27,7 @@ use crate::measure::{perf, preflight};
 use crate::record::process::signal_name;
 use crate::record::{
     self, AliveCount, Calibration, Estimate, Exit, MemoryRecord, PeakChoice, PeakMoment,
-    ResultsDir, RunRecord, Rusage, Snapshot, SysctlRecord, Target,
+    ResultsDir, RunRecord, Rusage, Snapshot, StoppedBy, SysctlRecord, Target,
 };
 use crate::runtime::{Runtime, TaskKind};
 
@@ -46,6 +47,10 @@ pub struct RunOptions {
     /// A calibration already made under the same flags (compare calibrates once per runtime);
     /// None: this run calibrates.
     pub calibration: Option<Calibration>,
+    /// `--timeout`: the leash's time (measure/leash.rs).
+    pub timeout: Option<Duration>,
+    /// `--pids-limit` (None: the default for the target).
+    pub pids_limit: Option<PidsLimitArg>,
 }
 
 /// Why a run did not happen or did not finish, by exit code.
@@ -168,6 +173,20 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         }
     }
 
+    if opts.pids_limit.is_some() && !root {
+        return Err(RunError::Usage(
+            "--pids-limit needs root (it is the pids.max of the run's cgroup)".into(),
+        ));
+    }
+    let headroom = store
+        .read("kernel.pid_max")
+        .ok()
+        .zip(store.read("kernel.threads-max").ok())
+        .map_or(0, |(pid_max, threads_max)| {
+            pid_max.min(threads_max).saturating_sub(tasks_on_host)
+        });
+    let pids_limit = leash::pids_limit(&opts.target, opts.pids_limit, headroom);
+
     // Preflight: calibrate, estimate, refuse what cannot fit.
     let budget = match opts.memory_limit {
         Some(limit) => limit,
@@ -257,6 +276,24 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     if !root {
         left_out.push("eBPF probes and perf need root".into());
     }
+    // The leash's pids.max (a command's by default, see measure/leash.rs).
+    let pids_limit = match (&cgroup, pids_limit) {
+        (Some(cg), Some(limit)) => match cg.set_pids_max(limit.max) {
+            Ok(true) => Some(limit),
+            Ok(false) => {
+                left_out.push(format!(
+                    "pids limit {} not set: this host has no pids cgroup controller",
+                    limit.max
+                ));
+                None
+            }
+            Err(err) => {
+                left_out.push(format!("pids limit {} not set: {err:#}", limit.max));
+                None
+            }
+        },
+        _ => None,
+    };
     // perf samples the run's cgroup (see perf.rs), else the workload's process.
     let perf_scope = perf_plan.as_ref().map(|_| match cgroup.as_mut() {
         Some(cg) => match cg.add_perf_event() {
@@ -281,6 +318,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         interrupts,
         root,
         perf,
+        pids_limit.as_ref().map(|l| l.max),
     );
 
     // Put the machine back before looking at any figure.
@@ -321,6 +359,9 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         memory_limit_bytes: cgroup_final.as_ref().and_then(|c| c.memory_limit_bytes),
         estimate,
         contract_violations: measured.violations,
+        timeout_ns: opts.timeout.map(|t| t.as_nanos() as u64),
+        pids_limit,
+        stopped_by: measured.stopped_by,
         left_out,
     };
     dir.write_json(record::MEMORY, &measured.memory)?;
@@ -408,11 +449,13 @@ struct Measured {
     rusage: Option<Rusage>,
     memory: MemoryRecord,
     violations: Vec<String>,
+    stopped_by: Option<StoppedBy>,
     left_out: Vec<String>,
 }
 
 /// Starts the workload, follows it, reaps it. The caller restores the machine whatever happens.
 /// `perf`: how to record samples, and the cgroup perf filters on (None: the workload's PID).
+/// `pids_limit`: the cgroup's pids.max, which stops a command that reaches it (measure/leash.rs).
 #[allow(clippy::too_many_arguments)]
 fn measure(
     opts: &RunOptions,
@@ -423,6 +466,7 @@ fn measure(
     interrupts: &Interrupts,
     root: bool,
     perf: Option<(&record::perf::PerfPlan, Option<String>)>,
+    pids_limit: Option<u64>,
 ) -> Result<Measured> {
     let workload = match &opts.target {
         Target::Workload(inv) => Some(inv.workload),
@@ -523,6 +567,10 @@ fn measure(
             }
         }
     });
+    // What ran just before (the calibration runs, a previous run of a sweep) is still being
+    // freed for a while (RCU callbacks, lazy teardown): MemAvailable would rise under the run and
+    // hide megabytes of it, which matters where few tasks are alive at the moment measured.
+    settle();
     let bar = progress_bar(target_tasks);
     bar.set_prefix("start");
     // The sentinels' first mark: just before the release, with the workload held at its gate.
@@ -538,6 +586,12 @@ fn measure(
         interrupts.unwatch(pid);
         return Err(err);
     }
+    let watcher = leash::watch(
+        pid,
+        cgroup.cloned(),
+        opts.timeout,
+        pids_limit.filter(|_| workload.is_none()),
+    );
     let sampler = Sampler::start(
         pid,
         cgroup.cloned(),
@@ -576,9 +630,13 @@ fn measure(
         _ => Ok(Followed::default()),
     };
     let waited = launch::wait(pid);
-    let wall_ns = start.elapsed().as_nanos() as u64;
     let reaped_t_ns = monotonic_ns();
     interrupts.unwatch(pid);
+    if let (None, Some(cg)) = (workload, cgroup) {
+        leash::wait_for_leftovers(cg, interrupts);
+    }
+    let wall_ns = start.elapsed().as_nanos() as u64;
+    let stopped_by = watcher.and_then(leash::Watcher::finish);
     if let Some(c) = collector {
         dir.write_json(record::COLLECTOR, &c.finish())?;
     }
@@ -627,11 +685,15 @@ fn measure(
                 .or(sampled_peak.map(|snapshot| (snapshot, PeakChoice::MostMemory)))
                 .map(|(snapshot, chosen)| {
                     let moment = command_moment(&snapshot, chosen, task_kind, declared_tasks);
-                    (snapshot, moment)
+                    (snapshot, moment, Vec::new())
                 })
         }
     };
-    (memory.peak, memory.peak_moment) = peak.map(|(s, m)| (Some(s), Some(m))).unwrap_or_default();
+    if let Some((snapshot, moment, neighbours)) = peak {
+        memory.peak = Some(snapshot);
+        memory.peak_moment = Some(moment);
+        memory.peak_neighbours = neighbours;
+    }
     Ok(Measured {
         pid: Some(pid),
         wall_ns,
@@ -641,6 +703,7 @@ fn measure(
         rusage: Some(rusage),
         memory,
         violations: followed.violations,
+        stopped_by,
         left_out,
     })
 }

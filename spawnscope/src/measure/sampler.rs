@@ -23,8 +23,9 @@ use crate::units::bytes;
 /// memory; the rest after. While tasks start and exit, a slower order would compare moments.
 pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) -> Snapshot {
     let t_ns = monotonic_ns();
-    let pcp_free_kb = procfs::pcp_free_kb();
+    let free = procfs::free_pages();
     let meminfo = procfs::meminfo().unwrap_or_default();
+    let slab_objects = procfs::slab_objects();
     let status = pid
         .and_then(|p| procfs::read_key_values(format!("/proc/{p}/status")).ok())
         .unwrap_or_default();
@@ -40,12 +41,14 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
         t_ns,
         read_ns: Some(read_ns),
         meminfo,
-        pcp_free_kb,
+        pcp_free_kb: free.map(|f| f.pcp_kb),
+        zone_free_kb: free.map(|f| f.zones_kb),
         tasks_on_host: procfs::tasks_on_host(),
         status,
         smaps_rollup,
         cpu: pid.and_then(procfs::process_cpu),
         cgroup,
+        slab_objects,
     }
 }
 

@@ -358,6 +358,8 @@ pub fn compare(
                 probes: Some(ProbeDetail::Lean),
                 perf: None,
                 calibration: Some(job.calibration.clone()),
+                timeout: None,
+                pids_limit: None,
             },
             interrupts,
         );

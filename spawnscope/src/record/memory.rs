@@ -11,7 +11,7 @@ pub struct Snapshot {
     /// CLOCK_MONOTONIC, comparable with the workload's `t_ns`.
     pub t_ns: u64,
     /// How long the readings that are compared with one another took (free lists, meminfo,
-    /// status, cgroup): while tasks start and exit, the snapshot is that wide a moment.
+    /// slabinfo, status, cgroup): while tasks start and exit, the snapshot is that wide a moment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_ns: Option<u64>,
     /// /proc/meminfo, kB.
@@ -19,6 +19,10 @@ pub struct Snapshot {
     /// Free pages in the per-CPU lists, kB (free, yet outside MemFree): see procfs::pcp_free_kb.
     #[serde(default)]
     pub pcp_free_kb: Option<u64>,
+    /// The zones' free pages (MemFree) from the same /proc/zoneinfo reading as `pcp_free_kb`,
+    /// kB: the two add up to free memory at one instant (procfs::FreePages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_free_kb: Option<u64>,
     /// Tasks on the whole host (/proc/loadavg): with KernelStack, the size of one kernel stack.
     #[serde(default)]
     pub tasks_on_host: Option<u64>,
@@ -28,6 +32,18 @@ pub struct Snapshot {
     pub smaps_rollup: BTreeMap<String, u64>,
     pub cpu: Option<CpuTime>,
     pub cgroup: Option<CgroupStats>,
+    /// The kernel's slab objects, machine-wide (/proc/slabinfo, root only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slab_objects: Option<SlabObjects>,
+}
+
+/// All slab caches together (/proc/slabinfo), in kB: the objects in use and the objects their
+/// slabs have room for (objects × object size). Room used up between two snapshots is memory
+/// that had left MemAvailable before the first, yet is charged to whoever allocated there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlabObjects {
+    pub in_use_kb: u64,
+    pub room_kb: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -61,11 +77,23 @@ pub struct MemoryRecord {
     /// Why `peak` is that moment and how many tasks were alive then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_moment: Option<PeakMoment>,
+    /// Where `peak` is the moment the most tasks were alive: the other moments with nearly as
+    /// many (within 80 %), measured the same way. Memory per task is averaged over them and
+    /// `peak`, weighted by tasks alive (see measure/follow.rs, `MostAlive`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peak_neighbours: Vec<AliveSnapshot>,
     /// After the workload exited and the kernel freed what it held.
     pub after: Option<Snapshot>,
     pub timeline: Vec<TimelineSample>,
     /// The cgroup's counters at the end (peaks, OOM kills).
     pub cgroup_final: Option<CgroupStats>,
+}
+
+/// A snapshot and the tasks alive in it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AliveSnapshot {
+    pub alive: u64,
+    pub snapshot: Snapshot,
 }
 
 /// Why the peak snapshot was taken when it was, and the tasks alive at that moment.

@@ -23,12 +23,12 @@ use serde::Serialize;
 pub use load::{expand, find_plan, load, read_flame, LoadedRun};
 pub use machine::Fingerprint;
 pub use memory::{
-    AliveCount, CgroupStats, CgroupVersion, CpuTime, MemoryRecord, PeakChoice, PeakMoment,
-    PhaseSample, Snapshot, TimelineSample,
+    AliveCount, AliveSnapshot, CgroupStats, CgroupVersion, CpuTime, MemoryRecord, PeakChoice,
+    PeakMoment, PhaseSample, SlabObjects, Snapshot, TimelineSample,
 };
 pub use plan::{Plan, PlannedCell};
 pub use process::{Exit, Rusage};
-pub use run::{Calibration, Estimate, RunRecord, Target};
+pub use run::{Calibration, Estimate, PidsLimit, RunRecord, StoppedBy, Target};
 pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};
 

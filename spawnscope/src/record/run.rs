@@ -83,8 +83,36 @@ pub struct RunRecord {
     pub estimate: Option<Estimate>,
     /// Lines of the workload's stdout that broke the event schema.
     pub contract_violations: Vec<String>,
+    /// `--timeout`, in nanoseconds from the release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ns: Option<u64>,
+    /// The pids.max the run's cgroup had (None: no limit was set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids_limit: Option<PidsLimit>,
+    /// What the leash stopped the run for (None: it ended on its own, or by a signal or OOM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<StoppedBy>,
     /// What this run could not measure, and why.
     pub left_out: Vec<String>,
+}
+
+/// The run cgroup's pids.max and where it came from.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PidsLimit {
+    pub max: u64,
+    /// "--pids-limit", or how the default was derived.
+    pub basis: String,
+}
+
+/// Why the leash (measure/leash.rs) ended a run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StoppedBy {
+    /// `--timeout` ran out: the run's cgroup was killed (`whole_cgroup`), or, without a cgroup,
+    /// the started process alone.
+    Timeout { timeout_ns: u64, whole_cgroup: bool },
+    /// pids.max refused a fork or clone (`refused` times when it was killed).
+    PidsMax { limit: u64, refused: u64 },
 }
 
 /// Memory per coexisting task, from two sizes: the slope, the intercept, and the spawn rate.

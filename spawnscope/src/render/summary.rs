@@ -92,6 +92,12 @@ fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
         rows.push(("slab", kb(m.slab_kb)));
         rows.push(("total (RSS + kernel)", kb(m.total_kb)));
         rows.push(("MemAvailable drop", kb(m.mem_available_drop_kb)));
+        if let Some(room) = m.slab_room_used_kb {
+            rows.push(("+ slab objects in old slabs' room", kb(room)));
+        }
+        if let Some(stacks) = m.stacks_awaiting_free_kb {
+            rows.push(("− exited threads' stacks not yet freed", kb(stacks)));
+        }
         if let Some(charged) = m.cgroup_kb {
             rows.push(("charged to the run's cgroup", kb(charged)));
         }
@@ -125,6 +131,9 @@ pub fn phases_table(s: &Summary) -> Table {
 
 fn adds_up_line(s: &Summary) -> Option<String> {
     let m = s.memory_per_task.as_ref()?;
+    let corrections = m.slab_room_used_kb.is_some() || m.stacks_awaiting_free_kb.is_some();
+    let compared = m.mem_available_drop_kb + m.slab_room_used_kb.unwrap_or(0.0)
+        - m.stacks_awaiting_free_kb.unwrap_or(0.0);
     let mut line = format!(
         "Memory {}: parts {} vs MemAvailable drop {} per task ({:+.1} %; kernel parts from {}).",
         if m.adds_up {
@@ -133,7 +142,14 @@ fn adds_up_line(s: &Summary) -> Option<String> {
             format!("does NOT add up within ±{ADDS_UP_PERCENT:.0} %")
         },
         kb(m.total_kb),
-        kb(m.mem_available_drop_kb),
+        if corrections {
+            format!(
+                "{}, with the slab room used and less the stacks not yet freed",
+                kb(compared)
+            )
+        } else {
+            kb(m.mem_available_drop_kb)
+        },
         m.difference_percent,
         match &m.rss_counted {
             Some(rss) => format!("{}; RSS: {rss}", m.kernel_source),
@@ -188,9 +204,18 @@ fn measured_at_line(s: &Summary) -> Option<String> {
             "--tasks: the command's word, its tasks not being OS threads".into()
         }
     };
+    let averaged = match s.memory_per_task.as_ref().and_then(|m| m.moments.as_ref()) {
+        Some(moments) => format!(
+            " Averaged with the {} other moments with nearly as many alive ({}–{}), weighted by tasks alive: one reading of a few megabytes moves with the kernel's deferred frees.",
+            moments.count - 1,
+            count(moments.alive_min),
+            count(moments.alive_max)
+        ),
+        None => String::new(),
+    };
     Some(match m.alive {
         Some(alive) => format!(
-            "Memory measured at {chosen}: {} tasks alive ({counted}).",
+            "Memory measured at {chosen}: {} tasks alive ({counted}).{averaged}",
             count(alive)
         ),
         None => format!("Memory measured at {chosen}; tasks alive unknown (no --tasks)."),

@@ -326,6 +326,7 @@ pub fn run_cgroups() -> Vec<PathBuf> {
         "/sys/fs/cgroup/memory/spawnscope",
         "/sys/fs/cgroup/pids/spawnscope",
         "/sys/fs/cgroup/cpuacct/spawnscope",
+        "/sys/fs/cgroup/freezer/spawnscope",
         "/sys/fs/cgroup/spawnscope",
     ]
     .iter()
