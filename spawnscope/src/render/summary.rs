@@ -206,7 +206,7 @@ fn measured_at_line(s: &Summary) -> Option<String> {
     };
     let averaged = match s.memory_per_task.as_ref().and_then(|m| m.moments.as_ref()) {
         Some(moments) => format!(
-            " Averaged with the {} other moments with nearly as many alive ({}–{}), weighted by tasks alive: one reading of a few megabytes moves with the kernel's deferred frees.",
+            " Averaged with the {} other moments with nearly as many alive ({}–{}), weighted by tasks alive.",
             moments.count - 1,
             count(moments.alive_min),
             count(moments.alive_max)
