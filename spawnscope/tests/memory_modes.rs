@@ -66,8 +66,11 @@ fn sleep_at_its_peak(runtime: &str, n: &str, sleep: Option<&str>) -> f64 {
     let most = result_event(&events)["alive_max"].as_u64().unwrap();
     // Snapshots follow the live count ten times a second: the one kept holds most of the most
     // the workload ever saw alive at once (at the end of spawning, with 10 ms sleeps, a tenth).
+    // The kernel's count may be a little higher: it still lists threads whose work is done and
+    // which the workload has counted gone, but which have not finished exiting (and still hold
+    // their memory).
     assert!(
-        alive * 2 >= most && alive <= most + 1,
+        alive * 2 >= most && alive <= most + most / 5 + 1,
         "{alive} alive at the moment measured, {most} at most"
     );
     assert!(
