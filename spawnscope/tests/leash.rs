@@ -36,15 +36,19 @@ fn marked_processes((key, value): &(String, String)) -> Vec<u32> {
         .collect()
 }
 
-fn run_marked(sandbox: &Sandbox, marker: &(String, String), args: &[&str]) -> Output {
+/// `spawnscope run --out <sandbox> ARGS` with the marker in its environment (and so in the
+/// command's and everything it starts).
+fn marked_run(sandbox: &Sandbox, marker: &(String, String), args: &[&str]) -> Command {
     let out = sandbox.out();
     let mut full = vec!["run", "--out", out.to_str().unwrap()];
     full.extend_from_slice(args);
-    sandbox
-        .command(&full)
-        .env(&marker.0, &marker.1)
-        .output()
-        .unwrap()
+    let mut command = sandbox.command(&full);
+    command.env(&marker.0, &marker.1);
+    command
+}
+
+fn run_marked(sandbox: &Sandbox, marker: &(String, String), args: &[&str]) -> Output {
+    marked_run(sandbox, marker, args).output().unwrap()
 }
 
 /// What a stopped run must leave: exit 4 (the run did not complete), its outcome said, nothing
@@ -85,29 +89,25 @@ fn a_fork_bomb_stops_at_its_pids_limit_while_the_host_keeps_forking() {
     // The classic bomb: every copy starts two more in the background and returns, so the first
     // shell exits at once and the run follows the rest of its cgroup.
     let bomb = "bomb() { bomb | bomb & }; bomb";
-    let run = {
-        let out = sandbox.out();
-        sandbox
-            .command(&[
-                "run",
-                "--out",
-                out.to_str().unwrap(),
-                "--no-probes",
-                "--tasks",
-                "100",
-                "--timeout",
-                "2m",
-                "--",
-                "bash",
-                "-c",
-                bomb,
-            ])
-            .env(&marker.0, &marker.1)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let run = marked_run(
+        &sandbox,
+        &marker,
+        &[
+            "--no-probes",
+            "--tasks",
+            "100",
+            "--timeout",
+            "2m",
+            "--",
+            "bash",
+            "-c",
+            bomb,
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     // Meanwhile this process starts processes of its own, and every one of them starts.
     let started = Instant::now();
     let mut forks = 0;
@@ -201,30 +201,25 @@ fn a_command_lasts_until_the_last_process_it_started_ends() {
 fn bad_leash_flags_are_refused_before_anything_changes() {
     let _one = serial();
     let sandbox = Sandbox::new();
-    for (args, says) in [
-        (
-            &["--timeout", "5", "--", "true"][..],
-            "'5' is not a duration above zero",
-        ),
-        (
-            &["--timeout", "0s", "--", "true"][..],
-            "'0s' is not a duration above zero",
-        ),
-        (
-            &["--pids-limit", "0", "--", "true"][..],
-            "'0' is not a number of tasks",
-        ),
-        (
-            &["--pids-limit", "lots", "--", "true"][..],
-            "'lots' is not a number of tasks",
-        ),
-    ] {
-        let out = sandbox.run(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty(), "{args:?}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-        assert!(!sandbox.out().exists(), "{args:?} created results");
-    }
+    assert_runs_refused(
+        &sandbox,
+        &[
+            (
+                &["--timeout", "5", "--", "true"][..],
+                "'5' is not a duration above zero",
+            ),
+            (
+                &["--timeout", "0s", "--", "true"][..],
+                "'0s' is not a duration above zero",
+            ),
+            (
+                &["--pids-limit", "0", "--", "true"][..],
+                "'0' is not a number of tasks",
+            ),
+            (
+                &["--pids-limit", "lots", "--", "true"][..],
+                "'lots' is not a number of tasks",
+            ),
+        ],
+    );
 }

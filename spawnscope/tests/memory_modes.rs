@@ -187,35 +187,30 @@ fn an_async_command_adds_up_and_is_not_failed_for_its_threads() {
 fn bad_command_mode_flags_are_refused_before_anything_changes() {
     let _one = serial();
     let sandbox = Sandbox::new();
-    for (args, says) in [
-        (
-            &["--tasks", "5", "--peak-when", "(", "--", "true"][..],
-            "--peak-when is not a regular expression",
-        ),
-        (
-            &[
-                "-r",
-                "threads",
-                "-w",
-                "sleep",
-                "-n",
-                "5",
-                "--peak-when",
-                "x",
-            ][..],
-            "--peak-when and --task-kind are for a command",
-        ),
-        (
-            &["--task-kind", "fibre", "--", "true"][..],
-            "invalid value 'fibre' for '--task-kind",
-        ),
-    ] {
-        let out = sandbox.run(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty(), "{args:?}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-        assert!(!sandbox.out().exists(), "{args:?} created results");
-    }
+    assert_runs_refused(
+        &sandbox,
+        &[
+            (
+                &["--tasks", "5", "--peak-when", "(", "--", "true"][..],
+                "--peak-when is not a regular expression",
+            ),
+            (
+                &[
+                    "-r",
+                    "threads",
+                    "-w",
+                    "sleep",
+                    "-n",
+                    "5",
+                    "--peak-when",
+                    "x",
+                ][..],
+                "--peak-when and --task-kind are for a command",
+            ),
+            (
+                &["--task-kind", "fibre", "--", "true"][..],
+                "invalid value 'fibre' for '--task-kind",
+            ),
+        ],
+    );
 }

@@ -254,6 +254,24 @@ impl Sandbox {
     }
 }
 
+/// Each `run` call is refused as bad input: exit 2, one stderr line containing its text, nothing
+/// on stdout, no results written.
+pub fn assert_runs_refused(sandbox: &Sandbox, cases: &[(&[&str], &str)]) {
+    for (args, says) in cases {
+        let out = sandbox.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {stderr}"
+        );
+        assert!(sandbox.results_dirs().is_empty(), "{args:?} wrote results");
+    }
+}
+
 pub fn read_json(path: impl AsRef<Path>) -> Value {
     let path = path.as_ref();
     serde_json::from_str(
