@@ -99,13 +99,21 @@ fn threads_sleeping_10ms_add_up_at_the_moment_most_are_alive() {
     let _one = serial();
     // A few hundred threads alive at any moment here, 12 MiB in all, while 10,000 a second
     // start and exit. What the kernel frees only after a thread has gone, beyond the stacks the
-    // conductor measures, moves one run by a few percent (README, "Where few tasks are alive"):
-    // most runs land within ±5 %, not all, so this one asserts ±10 % — still far from the
-    // −55 % of measuring when spawning ends.
-    let difference = sleep_at_its_peak("threads", "100000", Some("10ms"));
+    // conductor measures, moves one run by several percent, more right after a big run
+    // (README, "Where few tasks are alive"). Like the time figures, the figure is the median of
+    // three runs: within ±10 %, each within ±20 % — far from the −55 % of measuring when
+    // spawning ends.
+    let mut differences: Vec<f64> = (0..3)
+        .map(|_| sleep_at_its_peak("threads", "100000", Some("10ms")))
+        .collect();
+    differences.sort_by(f64::total_cmp);
     assert!(
-        difference.abs() <= 10.0,
-        "parts {difference:+.1} % from the MemAvailable drop"
+        differences.iter().all(|d| d.abs() <= 20.0),
+        "every run within ±20 %: {differences:?}"
+    );
+    assert!(
+        differences[1].abs() <= 10.0,
+        "the median within ±10 %: {differences:?}"
     );
 }
 

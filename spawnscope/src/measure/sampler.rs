@@ -156,11 +156,14 @@ pub fn memory_in_use_now(cgroup: Option<&RunCgroup>) -> u64 {
 /// memory later (kernel stacks and page tables through RCU callbacks, which a lazy-RCU kernel
 /// may hold for seconds). Still = three readings 200 ms apart within 1 MiB; at most ten seconds.
 pub fn settle() {
+    // With the per-CPU lists: after a big run they drain back into MemFree for seconds, which
+    // moves MemAvailable but not free memory.
     let available = || {
-        procfs::meminfo()
+        let listed = procfs::meminfo()
             .ok()
             .and_then(|m| m.get("MemAvailable").copied())
-            .unwrap_or(0)
+            .unwrap_or(0);
+        listed + procfs::pcp_free_kb().unwrap_or(0)
     };
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut last = available();
