@@ -215,34 +215,35 @@ fn leash_terms(run: &RunRecord, pids_peak: Option<u64>) -> String {
         }
     }
     if let Some(timeout) = run.timeout_ns {
-        terms += &format!(
-            ", --timeout {}",
-            humantime::format_duration(std::time::Duration::from_nanos(timeout))
-        );
+        terms += &format!(", --timeout {}", duration(timeout));
     }
     terms
 }
 
+/// A `--timeout` as it was given: "2s", "1h 30m".
+fn duration(ns: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
+}
+
 /// The outcome of a run the leash (measure/leash.rs) ended.
-fn leash_outcome(stopped_by: Option<&StoppedBy>) -> String {
+fn leash_outcome(stopped_by: &StoppedBy) -> String {
     match stopped_by {
-        Some(StoppedBy::Timeout {
+        StoppedBy::Timeout {
             timeout_ns,
             whole_cgroup: true,
-        }) => format!(
+        } => format!(
             "stopped by --timeout {}: the run's cgroup (the command and all it started) was killed, the machine restored",
-            humantime::format_duration(std::time::Duration::from_nanos(*timeout_ns))
+            duration(*timeout_ns)
         ),
-        Some(StoppedBy::Timeout { timeout_ns, .. }) => format!(
+        StoppedBy::Timeout { timeout_ns, .. } => format!(
             "stopped by --timeout {}: the command was killed (without a cgroup, what it started was not tracked), the machine restored",
-            humantime::format_duration(std::time::Duration::from_nanos(*timeout_ns))
+            duration(*timeout_ns)
         ),
-        Some(StoppedBy::PidsMax { limit, refused }) => format!(
+        StoppedBy::PidsMax { limit, refused } => format!(
             "stopped at pids.max ({} tasks): the command tried to start more ({} refused), so its cgroup was killed; the host was not affected",
             crate::units::count(*limit),
             crate::units::count(*refused)
         ),
-        None => "completed".into(),
     }
 }
 
@@ -258,47 +259,72 @@ pub fn memory_per_task_over(
     if alive == 0 {
         return None;
     }
-    let mut sum = MemoryParts::default();
-    for (peak, _) in moments {
-        sum.add(&memory_parts(base, peak)?);
-    }
+    let parts = moments
+        .iter()
+        .map(|(peak, _)| memory_parts(base, peak))
+        .collect::<Option<Vec<_>>>()?;
     let per = |kb: f64| kb / alive as f64;
-    let compared =
-        sum.drop + sum.slab_room_used.unwrap_or(0.0) - sum.stacks_awaiting_free.unwrap_or(0.0);
-    let difference = if compared > 0.0 {
-        (sum.total() - compared) / compared * 100.0
-    } else {
-        f64::NAN
-    };
-    let charge_difference = sum
-        .charged_less_cache
+    // Summed over the moments; an optional part only where every moment has it.
+    let sum = |part: fn(&MemoryParts) -> f64| parts.iter().map(part).sum::<f64>();
+    let sum_optional =
+        |part: fn(&MemoryParts) -> Option<f64>| parts.iter().map(part).sum::<Option<f64>>();
+    let last = parts.last()?;
+    let total = sum(MemoryParts::total);
+    let charge_difference = sum_optional(|p| p.charged_less_cache)
         .filter(|c| *c > 0.0)
-        .map(|c| (sum.total() - c) / c * 100.0);
-    Some(MemoryPerTask {
-        rss_kb: per(sum.rss),
-        kernel_stack_kb: per(sum.kernel_stack),
-        page_tables_kb: per(sum.page_tables),
-        slab_kb: per(sum.slab),
-        total_kb: per(sum.total()),
-        mem_available_drop_kb: per(sum.drop),
-        slab_room_used_kb: sum.slab_room_used.map(per),
-        stacks_awaiting_free_kb: sum.stacks_awaiting_free.map(per),
-        cgroup_kb: sum.charged.map(per),
-        difference_percent: difference,
-        adds_up: difference.abs() <= ADDS_UP_PERCENT,
+        .map(|c| (total - c) / c * 100.0);
+    let mut m = MemoryPerTask {
+        rss_kb: per(sum(|p| p.rss)),
+        kernel_stack_kb: per(sum(|p| p.kernel_stack)),
+        page_tables_kb: per(sum(|p| p.page_tables)),
+        slab_kb: per(sum(|p| p.slab)),
+        total_kb: per(total),
+        mem_available_drop_kb: per(sum(|p| p.drop)),
+        slab_room_used_kb: sum_optional(|p| p.slab_room_used).map(per),
+        stacks_awaiting_free_kb: sum_optional(|p| p.stacks_awaiting_free).map(per),
+        cgroup_kb: sum_optional(|p| p.charged).map(per),
+        difference_percent: f64::NAN,
+        adds_up: false,
         charge_difference_percent: charge_difference,
-        kernel_source: sum.source.into(),
-        rss_counted: sum.rss_counted.map(str::to_string),
+        kernel_source: last.source.into(),
+        rss_counted: last.rss_counted.map(str::to_string),
         moments: (moments.len() > 1).then(|| Moments {
             count: moments.len() as u64,
             alive_min: moments.iter().map(|(_, a)| *a).min().unwrap_or(0),
             alive_max: moments.iter().map(|(_, a)| *a).max().unwrap_or(0),
         }),
-    })
+    };
+    // On the sums, before dividing: the figures recorded before stay byte for byte.
+    let compared = drop_compared(
+        sum(|p| p.drop),
+        sum_optional(|p| p.slab_room_used),
+        sum_optional(|p| p.stacks_awaiting_free),
+    );
+    if compared > 0.0 {
+        m.difference_percent = (total - compared) / compared * 100.0;
+    }
+    m.adds_up = m.difference_percent.abs() <= ADDS_UP_PERCENT;
+    Some(m)
+}
+
+/// What the parts are checked against: the MemAvailable drop, plus the slab room the run used
+/// and less the stacks awaiting their free, where those were measured.
+fn drop_compared(drop: f64, slab_room_used: Option<f64>, stacks_awaiting_free: Option<f64>) -> f64 {
+    drop + slab_room_used.unwrap_or(0.0) - stacks_awaiting_free.unwrap_or(0.0)
+}
+
+impl MemoryPerTask {
+    /// The drop the parts were checked against, per task.
+    pub fn drop_compared_kb(&self) -> f64 {
+        drop_compared(
+            self.mem_available_drop_kb,
+            self.slab_room_used_kb,
+            self.stacks_awaiting_free_kb,
+        )
+    }
 }
 
 /// What one moment holds above the base, in kB (not yet per task).
-#[derive(Default)]
 struct MemoryParts {
     rss: f64,
     kernel_stack: f64,
@@ -316,25 +342,6 @@ struct MemoryParts {
 impl MemoryParts {
     fn total(&self) -> f64 {
         self.rss + self.kernel_stack + self.page_tables + self.slab
-    }
-
-    fn add(&mut self, m: &MemoryParts) {
-        let plus = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) => Some(a + b),
-            (None, b) if self.source.is_empty() => b,
-            _ => None,
-        };
-        self.slab_room_used = plus(self.slab_room_used, m.slab_room_used);
-        self.stacks_awaiting_free = plus(self.stacks_awaiting_free, m.stacks_awaiting_free);
-        self.charged = plus(self.charged, m.charged);
-        self.charged_less_cache = plus(self.charged_less_cache, m.charged_less_cache);
-        self.rss += m.rss;
-        self.kernel_stack += m.kernel_stack;
-        self.page_tables += m.page_tables;
-        self.slab += m.slab;
-        self.drop += m.drop;
-        self.source = m.source;
-        self.rss_counted = m.rss_counted;
     }
 }
 
@@ -485,13 +492,20 @@ pub fn summarize(
     }
     s.exit = run.exit.map_or("not started".into(), |e| e.describe());
     let failure = result.map(|r| &r["failure"]).filter(|f| !f.is_null());
-    (s.outcome, s.ok) = match (&run.interrupted_by, run.oom_killed, failure, run.exit) {
-        _ if run.stopped_by.is_some() => (leash_outcome(run.stopped_by.as_ref()), false),
-        (Some(sig), _, _, _) => (
+    let ended = (
+        &run.stopped_by,
+        &run.interrupted_by,
+        run.oom_killed,
+        failure,
+        run.exit,
+    );
+    (s.outcome, s.ok) = match ended {
+        (Some(stopped), ..) => (leash_outcome(stopped), false),
+        (_, Some(sig), _, _, _) => (
             format!("interrupted by {sig}: the run was stopped, the machine restored"),
             false,
         ),
-        (_, true, _, _) => (
+        (_, _, true, _, _) => (
             format!(
                 "OOM-killed inside its cgroup (memory limit {}); the host was not affected",
                 run.memory_limit_bytes
@@ -499,7 +513,7 @@ pub fn summarize(
             ),
             false,
         ),
-        (_, _, Some(f), _) => (
+        (_, _, _, Some(f), _) => (
             format!(
                 "spawning stopped at {}: {} ({})",
                 f["limit"].as_str().unwrap_or("?"),
@@ -508,8 +522,8 @@ pub fn summarize(
             ),
             false,
         ),
-        (_, _, _, Some(exit)) if exit.success() => ("completed".into(), true),
-        (_, _, _, Some(exit)) => (format!("the workload failed: {}", exit.describe()), false),
+        (_, _, _, _, Some(exit)) if exit.success() => ("completed".into(), true),
+        (_, _, _, _, Some(exit)) => (format!("the workload failed: {}", exit.describe()), false),
         _ => ("the workload did not start".into(), false),
     };
     let base = memory

@@ -267,12 +267,15 @@ impl RunCgroup {
         })
     }
 
+    /// The directory whose cgroup.procs lists the run's processes (v1: memory's, else pids').
+    fn procs_dir(&self) -> Option<&(Hierarchy, PathBuf)> {
+        self.memory.as_ref().or(self.pids.as_ref())
+    }
+
     /// The processes in the run's cgroup now (a command's children and their children too).
     pub fn processes(&self) -> Vec<i32> {
-        let Some((_, dir)) = self.memory.as_ref().or(self.pids.as_ref()) else {
-            return Vec::new();
-        };
-        pids_in(dir)
+        self.procs_dir()
+            .map_or_else(Vec::new, |(_, dir)| pids_in(dir))
     }
 
     /// Kills every task in the run's cgroup, including those a fork bomb is starting right now:
@@ -280,7 +283,7 @@ impl RunCgroup {
     /// cgroup.freeze or the v1 freezer) so nothing forks while it is SIGKILLed, then thawed so
     /// the kills land; else SIGKILL until it is empty. Waits up to 10 s for it to empty.
     pub fn kill_all(&self) -> Result<()> {
-        let Some((h, dir)) = self.memory.as_ref().or(self.pids.as_ref()) else {
+        let Some((h, dir)) = self.procs_dir() else {
             return Ok(());
         };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -298,12 +301,7 @@ impl RunCgroup {
         let frozen = freeze
             .as_ref()
             .is_some_and(|(file, on, _)| write(file, on).is_ok());
-        while !pids_in(dir).is_empty() && Instant::now() < deadline {
-            for pid in pids_in(dir) {
-                // SAFETY: kill has no memory-safety preconditions; these PIDs are in the run's
-                // own cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+        while sigkill_listed(dir) && Instant::now() < deadline {
             if let (true, Some((file, _, off))) = (frozen, &freeze) {
                 // Frozen tasks die only once thawed; nothing unkilled is left to fork by now.
                 let _ = write(file, off);
@@ -449,34 +447,36 @@ fn pids_in(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// SIGKILLs every process `dir` lists (only the run's own workload can be there); false when it
+/// lists none.
+fn sigkill_listed(dir: &Path) -> bool {
+    let pids = pids_in(dir);
+    for &pid in &pids {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    !pids.is_empty()
+}
+
 /// Waits until `dir` holds no process (killed tasks take a moment to be reaped).
 fn wait_empty(dir: &Path, deadline: Instant) -> Result<()> {
-    while !pids_in(dir).is_empty() {
+    loop {
+        let left = pids_in(dir).len();
+        if left == 0 {
+            return Ok(());
+        }
         if Instant::now() >= deadline {
-            bail!(
-                "{} processes still in {} after SIGKILL",
-                pids_in(dir).len(),
-                dir.display()
-            );
+            bail!("{left} processes still in {} after SIGKILL", dir.display());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(())
 }
 
 fn remove_dirs(dirs: &[PathBuf]) -> Result<()> {
     for dir in dirs {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            for pid in fs::read_to_string(dir.join("cgroup.procs"))
-                .unwrap_or_default()
-                .lines()
-            {
-                if let Ok(pid) = pid.trim().parse::<i32>() {
-                    // SAFETY: kill has no memory-safety preconditions.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                }
-            }
+            sigkill_listed(dir);
             match fs::remove_dir(dir) {
                 Ok(()) => break,
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => break,

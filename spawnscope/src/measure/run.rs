@@ -473,10 +473,13 @@ fn measure(
         Target::Command { .. } => None,
     };
     // A workload's memory is measured from its first phase; this is the machine before it. A
-    // command's base is taken again just before its release, once the probes' maps and perf's
-    // buffers exist: they are the conductor's, not the command's.
+    // command's base is taken just before its release (`command_base`), once the probes' maps
+    // and perf's buffers exist: they are the conductor's, not the command's.
     let mut memory = MemoryRecord {
-        before: snapshot(None, cgroup, false),
+        before: match workload {
+            Some(_) => snapshot(None, cgroup, false),
+            None => Snapshot::default(),
+        },
         ..Default::default()
     };
     let (peak_when, task_kind, declared_tasks) = match &opts.target {

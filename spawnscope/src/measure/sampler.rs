@@ -18,9 +18,10 @@ use crate::record::{SentinelTick, Snapshot, TimelineSample};
 use crate::units::bytes;
 
 /// Readings of the machine (and the process, when there is one) at one moment. The figures that
-/// are compared with one another are read back to back, in this order: the per-CPU free lists,
-/// /proc/meminfo, the process's status (RSS, page tables, threads), the cgroup's charge and kernel
-/// memory; the rest after. While tasks start and exit, a slower order would compare moments.
+/// are compared with one another are read back to back, in this order: free pages and the per-CPU
+/// free lists (one /proc/zoneinfo reading), /proc/meminfo, /proc/slabinfo, the process's status
+/// (RSS, page tables, threads), the cgroup's charge and kernel memory; the rest after. While
+/// tasks start and exit, a slower order would compare moments.
 pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) -> Snapshot {
     let t_ns = monotonic_ns();
     let free = procfs::free_pages();

@@ -132,8 +132,6 @@ pub fn phases_table(s: &Summary) -> Table {
 fn adds_up_line(s: &Summary) -> Option<String> {
     let m = s.memory_per_task.as_ref()?;
     let corrections = m.slab_room_used_kb.is_some() || m.stacks_awaiting_free_kb.is_some();
-    let compared = m.mem_available_drop_kb + m.slab_room_used_kb.unwrap_or(0.0)
-        - m.stacks_awaiting_free_kb.unwrap_or(0.0);
     let mut line = format!(
         "Memory {}: parts {} vs MemAvailable drop {} per task ({:+.1} %; kernel parts from {}).",
         if m.adds_up {
@@ -145,7 +143,7 @@ fn adds_up_line(s: &Summary) -> Option<String> {
         if corrections {
             format!(
                 "{}, with the slab room used and less the stacks not yet freed",
-                kb(compared)
+                kb(m.drop_compared_kb())
             )
         } else {
             kb(m.mem_available_drop_kb)
