@@ -84,15 +84,20 @@
             );
         in
         rec {
+          # The workloads are installed under names no other program has (`threads` is a common
+          # word); spawnscope looks for them on PATH under these names only.
           threads = rustPackage {
             pname = "threads";
             cargoBuildFlags = [
               "--package"
               "threads"
             ];
+            postInstall = ''
+              mv "$out/bin/threads" "$out/bin/spawnscope-threads"
+            '';
             meta = meta // {
               description = "spawnscope workload: N OS threads (Rust std::thread), JSON Lines on stdout";
-              mainProgram = "threads";
+              mainProgram = "spawnscope-threads";
             };
           };
 
@@ -104,9 +109,12 @@
             vendorHash = null;
             doCheck = false;
             dontStrip = true;
+            postInstall = ''
+              mv "$out/bin/goroutines" "$out/bin/spawnscope-goroutines"
+            '';
             meta = meta // {
               description = "spawnscope workload: N goroutines (Go standard library), JSON Lines on stdout";
-              mainProgram = "goroutines";
+              mainProgram = "spawnscope-goroutines";
             };
           };
 
@@ -122,6 +130,7 @@
             nativeBuildInputs = [
               pkgs.clang
               pkgs.pkg-config
+              pkgs.installShellFiles
             ];
             buildInputs = [
               pkgs.libbpf
@@ -133,6 +142,16 @@
             hardeningDisable = [ "zerocallusedregs" ];
             # The source has no .git: the commit machine.json names comes from the flake.
             SPAWNSCOPE_GIT_COMMIT = self.shortRev or self.dirtyShortRev or "unknown";
+            # Shell completions and the man page, from the binary just built (clap_complete,
+            # clap_mangen): share/{bash-completion,zsh,fish} and share/man/man1.
+            postInstall = ''
+              installShellCompletion --cmd spawnscope \
+                --bash <("$out/bin/spawnscope" completions bash) \
+                --zsh <("$out/bin/spawnscope" completions zsh) \
+                --fish <("$out/bin/spawnscope" completions fish)
+              "$out/bin/spawnscope" man >spawnscope.1
+              installManPage spawnscope.1
+            '';
             meta = meta // {
               description = "spawnscope conductor, without the Nix-built workloads and tools on its path";
               mainProgram = "spawnscope";
@@ -182,6 +201,10 @@
               threads
               goroutines
             ];
+            # The conductor's completions and man page (built with it; its bin/ is the wrapper's).
+            postBuild = ''
+              ln -s ${spawnscope-unwrapped}/share "$out/share"
+            '';
             meta = meta // {
               description = "spawnscope: the main job, the conductor and both workloads";
               mainProgram = "spawnscope-trace";

@@ -232,6 +232,31 @@ hold_1000() {
 case_passes "nix run .#goroutines -- hold --n 1000 (the real program, built by Nix)" hold_1000 goroutines
 case_passes "nix run .#threads -- hold --n 1000 (the real program, built by Nix)" hold_1000 threads
 
+# out_path PACKAGE: the store path of a package the offline check built.
+out_path() {
+  flake_dir="$tmp/flake"
+  flake_nix eval --raw "path:$tmp/flake#$1.outPath" 2>"$tmp/out-path-$1.err" ||
+    step_failed "nix eval .#$1.outPath" "$tmp/out-path-$1.err"
+}
+
+# The conductor's completions and man page where installShellFiles puts them, each naming the
+# subcommands; the workloads under names no other program has, and not under the common ones.
+installed_files() {
+  local unwrapped threads goroutines file
+  unwrapped=$(out_path spawnscope-unwrapped) && threads=$(out_path threads) &&
+    goroutines=$(out_path goroutines) || return 1
+  for file in share/bash-completion/completions/spawnscope.bash share/zsh/site-functions/_spawnscope \
+    share/fish/vendor_completions.d/spawnscope.fish share/man/man1/spawnscope.1; do
+    printf '%s: ' "$file"
+    grep -c -e compare "$unwrapped/$file" || return 1
+  done
+  grep -q '^\.TH spawnscope 1' "$unwrapped/share/man/man1/spawnscope.1" || return 1
+  ls "$threads/bin" "$goroutines/bin"
+  [ -x "$threads/bin/spawnscope-threads" ] && [ ! -e "$threads/bin/threads" ] &&
+    [ -x "$goroutines/bin/spawnscope-goroutines" ] && [ ! -e "$goroutines/bin/goroutines" ]
+}
+case_passes "nix build: completions and the man page installed; workloads as spawnscope-threads, spawnscope-goroutines" installed_files
+
 # --- The scripts behind the apps, run as they are written (with the preamble's bash options),
 # with a fake conductor / fake spawnscope that log their arguments.
 fake="$tmp/fake"
@@ -324,8 +349,8 @@ app_typo() {
 case_passes "refused: an app whose program names a binary no package has" app_typo
 
 main_program_typo() {
-  broken main-program-typo flake.nix 's|mainProgram = "goroutines";|mainProgram = "goroutine";|' &&
-    refused main-program-typo 'apps\.[a-z0-9_-]+\.goroutines: /nix/store/[^ ]*-goroutines-[^ ]*/bin/goroutine is not an executable of the built package'
+  broken main-program-typo flake.nix 's|mainProgram = "spawnscope-goroutines";|mainProgram = "spawnscope-goroutine";|' &&
+    refused main-program-typo 'apps\.[a-z0-9_-]+\.goroutines: /nix/store/[^ ]*-goroutines-[^ ]*/bin/spawnscope-goroutine is not an executable of the built package'
 }
 case_passes "refused: an app pointing at a binary the built package lacks (wrong meta.mainProgram)" main_program_typo
 

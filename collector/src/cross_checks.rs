@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::launch::Rusage;
 use crate::model::{Attach, CutCounts, CutWindow, Report};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Pass,
@@ -23,7 +23,7 @@ pub enum Verdict {
 }
 
 /// One comparison: pass when `observed - tolerance <= expected <= observed_max + tolerance`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrossCheck {
     pub name: String,
     /// From the kernel's accounting (rusage), less what it held before exec.

@@ -33,7 +33,9 @@ use serde::{Deserialize, Serialize};
 /// getrusage-style figures: of a child reaped by [`wait`] (wait4), or the `rusage` object of a
 /// workload's `result` event (its own getrusage(RUSAGE_SELF); same fields, same names, so it
 /// deserializes from that object as is). The one rusage type of the project: run.json holds it.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(
+    schemars::JsonSchema, Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq,
+)]
 pub struct Rusage {
     pub user_us: u64,
     pub sys_us: u64,
@@ -60,7 +62,9 @@ impl From<&libc::rusage> for Rusage {
 }
 
 /// How the child ended.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(
+    schemars::JsonSchema, Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq,
+)]
 pub struct Exit {
     pub code: Option<i32>,
     pub signal: Option<i32>,

@@ -70,7 +70,9 @@ pub use probes::{tracefs_root, tracepoints};
 pub use summary::{metric_label, SummaryRow};
 
 /// A probe that could not be loaded or attached, and why.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    schemars::JsonSchema, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize,
+)]
 pub struct MissingProbe {
     /// `category:tracepoint`, e.g. `exceptions:page_fault_user`.
     pub probe: String,

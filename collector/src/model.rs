@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub const REPORT_SCHEMA: u32 = 1;
 
 /// How a probe is attached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Attach {
     /// BTF-typed raw tracepoint: typed arguments, task_struct readable.
@@ -18,7 +18,7 @@ pub enum Attach {
 }
 
 /// One probe: attached how, or missing; `note` says why it is not tp_btf, or why it is missing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeStatus {
     pub probe: String,
     pub attach: Option<Attach>,
@@ -27,7 +27,7 @@ pub struct ProbeStatus {
 
 /// A phase start: the workload's own CLOCK_MONOTONIC time for it, when counting switched to it,
 /// and the difference (events in that window were counted towards the previous phase).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PhaseMark {
     pub index: u32,
     /// The phase event's `t_ns` as passed to set_phase; 0 when only the kernel saw the event.
@@ -42,7 +42,7 @@ pub struct PhaseMark {
 
 /// One counter: its total, and how it splits between the time before the first phase event and
 /// each phase (index = phase number). `total = before_first_phase + sum(per_phase)`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metric {
     pub name: String,
     /// `count`, `ns` or `bytes`.
@@ -53,7 +53,7 @@ pub struct Metric {
 }
 
 /// Values v with `lo <= v < hi`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistBucket {
     pub lo: u64,
     pub hi: u64,
@@ -62,7 +62,7 @@ pub struct HistBucket {
 
 /// A log2 histogram: bucket i holds [2^i, 2^(i+1)), the first also 0 and 1. Only the buckets from
 /// the first to the last non-empty one are listed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Histogram {
     pub name: String,
     pub unit: String,
@@ -90,7 +90,7 @@ impl Histogram {
 
 /// One value per time bucket (bucket i starts at t0_ns + i * bucket_ns). Counters are sums over
 /// the bucket; `rss_*` are gauges: the last size seen, carried forward over quiet buckets.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Series {
     pub name: String,
     pub unit: String,
@@ -98,7 +98,7 @@ pub struct Series {
 }
 
 /// clone/clone3 failures with one errno. errno 159 stands for 159 and above.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrnoCount {
     pub syscall: String,
     pub errno: u32,
@@ -107,7 +107,7 @@ pub struct ErrnoCount {
 }
 
 /// How far page faults are told apart by the memory they hit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultKinds {
     /// Every fault counts as `fault_unclassified`.
@@ -122,7 +122,7 @@ pub enum FaultKinds {
 }
 
 /// The counters the cross-checks compare with rusage.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CutCounts {
     /// page_fault_user + page_fault_kernel on user addresses.
     pub faults: u64,
@@ -136,7 +136,7 @@ pub struct CutCounts {
 }
 
 /// The task's own counters when it exec'd: what its rusage already held from between fork and exec.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PreExec {
     pub minflt: u64,
     pub majflt: u64,
@@ -150,14 +150,14 @@ pub struct PreExec {
 
 /// Counted up to the entry of a getrusage call, and up to its return. Other threads run while
 /// getrusage sums their counters, so what it returns lies between the two.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CutWindow {
     pub entered: CutCounts,
     pub returned: CutCounts,
 }
 
 /// What the cross-checks stand on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RusageBasis {
     /// getrusage(RUSAGE_SELF) calls by the target, and returns seen; the workloads make one call,
     /// for their result event.
@@ -173,7 +173,7 @@ pub struct RusageBasis {
     pub total: CutCounts,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostics {
     /// Size of the per-thread map, and how often it was found full (then per-thread figures
     /// such as on-CPU time and run-queue waits miss some threads).
@@ -205,7 +205,7 @@ pub struct Diagnostics {
 }
 
 /// One BPF program's cost, as the kernel's run-time statistics counted it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramCost {
     /// The program's name in collector.bpf.c (`btf_<tracepoint>` or `tp_<tracepoint>`).
     pub program: String,
@@ -225,7 +225,7 @@ fn kept() -> bool {
 }
 
 /// Everything the collector found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
     pub schema: u32,
     /// The traced thread group.
@@ -258,7 +258,7 @@ pub struct Report {
 
 /// What the wait counters (mmap_lock, lock contention, TLB, IPIs, futex hash, the machine's
 /// reclaim and compaction) leave unsaid.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Waits {
     /// Figures this host cannot give: their metrics are left out of `metrics` (not available,
     /// never 0).
@@ -269,7 +269,7 @@ pub struct Waits {
 }
 
 /// A figure left out, the metrics it would have had, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unavailable {
     pub figure: String,
     pub metrics: Vec<String>,
@@ -277,7 +277,7 @@ pub struct Unavailable {
 }
 
 /// The target's private futex hash (Linux 6.16+), as its futex ops found it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FutexHash {
     /// Its slots (hash_mask + 1) at the last private op; None when no op found one (a
     /// single-threaded process uses the global hash).
@@ -301,7 +301,7 @@ pub struct FutexHash {
 }
 
 /// One futex word of the target.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FutexAddress {
     /// `0x…`: the user address.
     pub address: String,
@@ -314,7 +314,7 @@ pub struct FutexAddress {
 }
 
 /// One bucket of the target's futex hash.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FutexBucket {
     pub bucket: u64,
     pub peak_waiters: u64,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Attach, FaultKinds, Metric, Report};
 
 /// One line of a summary table: a metric, its total and its split over phases.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SummaryRow {
     pub metric: String,
     pub unit: String,

@@ -64,13 +64,27 @@ build_cargo_vendor() {
   fi
 }
 
+# nativeBuildInputs: their bin/ on PATH and their setup hooks sourced, as stdenv does.
+use_native_inputs() {
+  local input
+  for input in ${nativeBuildInputs:-}; do # clang, pkg-config: links to the host's
+    PATH="$input/bin:$PATH"
+    if [ -f "$input/nix-support/setup-hook" ]; then
+      # shellcheck disable=SC1091 # a derivation's output, known at build time only
+      . "$input/nix-support/setup-hook"
+    fi
+  done
+}
+
+# The postInstall (postBuild for symlinkJoin) hook, in the build directory as stdenv runs it.
+run_hook() {
+  if [ -n "${!1:-}" ]; then eval "${!1}"; fi
+}
+
 # buildRustPackage: cargo build --release --frozen against the vendored crates, then every
 # executable of target/release into $out/bin (as nixpkgs' cargoInstallHook does).
 build_cargo_build() {
-  local input
-  for input in $nativeBuildInputs; do # clang, pkg-config: links to the host's
-    PATH="$input/bin:$PATH"
-  done
+  use_native_inputs
   need cargo rustc cc
   unpack
   cmp -s Cargo.lock "$lockFile" ||
@@ -89,16 +103,19 @@ EOF
   mkdir -p "$out/bin"
   find "$CARGO_TARGET_DIR/release" -maxdepth 1 -type f -executable -exec cp {} "$out/bin/" \;
   [ -n "$(ls -A "$out/bin")" ] || die "cargo build $cargoBuildFlags produced no executable"
+  run_hook postInstall
 }
 
 # buildGoModule with vendorHash = null: go install of the module's main packages, no proxy.
 build_go_build() {
+  use_native_inputs
   need go
   unpack
   export GOCACHE="$PWD/.go-cache" GOPATH="$PWD/.go" GOBIN="$out/bin"
   export GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-trimpath GO111MODULE=on GOTELEMETRY=off
   if [ -d vendor ]; then GOFLAGS="$GOFLAGS -mod=vendor"; fi
   go install ./...
+  run_hook postInstall
 }
 
 # writeShellApplication: the script, then bash -n and shellcheck as nixpkgs' checkPhase.
@@ -118,6 +135,47 @@ build_symlink_join() {
   for path in $paths; do # a list attribute arrives space-separated
     cp -rs --no-preserve=mode "$path/." "$out/"
   done
+  run_hook postBuild
+}
+
+# installShellFiles' setup hook, reduced to what a package's postInstall calls:
+#   installShellCompletion --cmd NAME [--bash|--zsh|--fish] FILE ...   (FILE may be <(command))
+#   installManPage PAGE.SECTION ...
+# into share/bash-completion/completions/NAME.bash, share/zsh/site-functions/_NAME,
+# share/fish/vendor_completions.d/NAME.fish and share/man/man<SECTION>/, as nixpkgs places them.
+build_setup_hook() {
+  mkdir -p "$out/nix-support"
+  cat >"$out/nix-support/setup-hook" <<'HOOK'
+installShellCompletion() {
+  local cmd="" shell="" file dest
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --cmd) cmd=$2; shift 2; continue ;;
+      --bash | --zsh | --fish) shell=${1#--}; shift; continue ;;
+    esac
+    file=$1
+    shift
+    [ -n "$shell" ] || { echo "installShellCompletion: no shell named for $file" >&2; return 1; }
+    [ -n "$cmd" ] || cmd=$(basename "$file" | sed 's/\..*//')
+    case "$shell" in
+      bash) dest=$out/share/bash-completion/completions/$cmd.bash ;;
+      zsh) dest=$out/share/zsh/site-functions/_$cmd ;;
+      fish) dest=$out/share/fish/vendor_completions.d/$cmd.fish ;;
+    esac
+    mkdir -p "$(dirname "$dest")"
+    cat "$file" >"$dest"
+    [ -s "$dest" ] || { echo "installShellCompletion: $file is empty" >&2; return 1; }
+  done
+}
+installManPage() {
+  local page section
+  for page in "$@"; do
+    section=${page##*.}
+    mkdir -p "$out/share/man/man$section"
+    cp "$page" "$out/share/man/man$section/"
+  done
+}
+HOOK
 }
 
 # A tool nixpkgs would build: links to the host's binaries of the same names.

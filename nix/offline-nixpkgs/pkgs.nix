@@ -106,6 +106,7 @@ let
       cargoBuildFlags ? [ ],
       nativeBuildInputs ? [ ],
       buildInputs ? [ ],
+      postInstall ? "",
       meta ? { },
       ...
     }@args:
@@ -133,6 +134,7 @@ let
         cargoBuildFlags
         nativeBuildInputs
         buildInputs
+        postInstall
         meta
         ;
       hardeningDisable = args.hardeningDisable or [ ];
@@ -152,6 +154,8 @@ let
         else
           "buildGoModule: vendorHash is missing"
       ),
+      nativeBuildInputs ? [ ],
+      postInstall ? "",
       meta ? { },
       ...
     }@args:
@@ -164,6 +168,8 @@ let
         pname
         version
         src
+        nativeBuildInputs
+        postInstall
         meta
         ;
     };
@@ -219,6 +225,7 @@ let
     {
       name,
       paths,
+      postBuild ? "",
       meta ? { },
       passthru ? { },
       ...
@@ -227,6 +234,7 @@ let
       inherit
         name
         paths
+        postBuild
         meta
         passthru
         ;
@@ -303,6 +311,10 @@ in
     "mktemp"
     "date"
   ];
+
+  # pkgs/by-name/in/installShellFiles: a setup hook with installShellCompletion and
+  # installManPage (builder.sh's build_setup_hook models the part the flake uses).
+  installShellFiles = mkDrv "setup_hook" { name = "install-shell-files"; };
 
   elfutils = hostLibrary "elfutils";
   zlib = hostLibrary "zlib";

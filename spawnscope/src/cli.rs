@@ -72,6 +72,12 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// The JSON Schema of a results file on stdout (the same as the repository's
+    /// schema/FILE.schema.json), e.g. `spawnscope schema summary > summary.schema.json`.
+    Schema {
+        #[arg(value_enum)]
+        file: crate::record::Documented,
+    },
     /// The manual page (roff) on stdout, e.g. `spawnscope man > spawnscope.1; man ./spawnscope.1`.
     Man,
 }

@@ -51,5 +51,6 @@ fn main() -> ExitCode {
         Command::Flame { dirs, out, diff } => commands::flame::command(&dirs, &out, diff),
         Command::Completions { shell } => commands::docs::completions(shell),
         Command::Man => commands::docs::man(),
+        Command::Schema { file } => commands::schema::command(file),
     }
 }

@@ -115,7 +115,7 @@ fn exact_lines_give_exact_slopes_intercepts_and_r2() {
         .starts_with("M1 (synthetic-a),threads,hold,1000,2,2,2,"));
     let fits_csv = std::fs::read_to_string(out.join("compare-fits.csv")).unwrap();
     assert!(
-        fits_csv.contains(",threads,hold,kernel_stack_kb,kB,alive_at_peak,6,3,16,0,"),
+        fits_csv.contains(",threads,hold,kernel_stack_kib,KiB,alive_at_peak,6,3,16,0,"),
         "{fits_csv}"
     );
 }
@@ -284,6 +284,7 @@ fn a_small_real_compare_runs_the_matrix_and_restores_the_machine() {
     // Other root tests on the host may move the global sysctls meanwhile: what this run owns
     // is its state file, gone when everything it raised was put back.
     assert!(!sandbox.state_dir().join("sysctl-state.json").exists());
+    assert_matches_schemas(&out);
     let compare = read_json(out.join("compare.json"));
     assert_eq!(compare["runs"].as_array().unwrap().len(), 8);
     assert!(compare["runs"]

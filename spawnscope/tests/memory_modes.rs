@@ -30,6 +30,7 @@ fn run_ok(sandbox: &Sandbox, args: &[&str]) -> (Value, Vec<Value>, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     let dir = sandbox.only_results_dir();
+    assert_matches_schemas(&dir);
     let events = std::fs::read_to_string(dir.join("workload.jsonl"))
         .unwrap_or_default()
         .lines()

@@ -227,6 +227,7 @@ fn thread_memory_adds_up_and_sysctls_come_back() {
         "20,000 threads need more mappings than 65530"
     );
     assert_eq!(sysctl["after"], sysctl["before"]);
+    assert_matches_schemas(&dir);
     let summary = read_json(dir.join("summary.json"));
     assert_eq!(summary["alive_at_peak"], 20_000);
     let m = &summary["memory_per_task"];
@@ -389,6 +390,7 @@ fn without_root_a_run_completes_and_says_what_it_left_out() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert_matches_schemas(&sandbox.only_results_dir());
     let summary = read_json(sandbox.only_results_dir().join("summary.json"));
     let left_out = summary["left_out"].to_string();
     assert!(left_out.contains("no cgroup (not root)"), "{left_out}");
@@ -424,6 +426,7 @@ fn any_command_is_measured_with_the_same_figures() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert_matches_schemas(&sandbox.only_results_dir());
     let summary = read_json(sandbox.only_results_dir().join("summary.json"));
     assert_eq!(summary["tasks"], 3000);
     assert!(summary["label"]

@@ -19,7 +19,7 @@ use crate::runtime::{result_event, Runtime, WorkloadKind};
 use crate::units::count;
 
 /// The machines in the set: identical fingerprints (less sysctls and toolchain) are one.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 pub struct Machine {
     pub id: String,
     pub runs: usize,
@@ -34,7 +34,7 @@ fn machine_key(f: &Fingerprint) -> String {
 }
 
 /// min / median / max of one cell's repeats.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 pub struct Cell {
     pub machine: String,
     pub runtime: String,
@@ -66,7 +66,7 @@ pub struct Cell {
 
 /// What one figure is regressed on: tasks alive at the peak (memory) or tasks spawned (time,
 /// counts).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Over {
     AliveAtPeak,
@@ -177,7 +177,7 @@ pub const METRICS: [MetricDef; 13] = [
 ];
 
 /// One metric's line over N for one machine × runtime × workload.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 pub struct Fit {
     pub machine: String,
     pub runtime: String,
@@ -191,7 +191,7 @@ pub struct Fit {
 }
 
 /// Everything `compare` and `report` show for a set of runs.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 pub struct Comparison {
     pub schema: u32,
     pub rendered_utc: String,

@@ -12,7 +12,7 @@ use crate::runtime::DESCRIPTORS;
 use crate::units::{bytes, count};
 
 /// One runtime's side of a headline.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Side {
     pub runtime: String,
     pub n: u64,
@@ -22,7 +22,7 @@ pub struct Side {
     pub spawn_us: Option<f64>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Headline {
     /// The machine's id when the set has several, else None.
     pub machine: Option<String>,

@@ -9,7 +9,7 @@ use crate::record::perf::Phases;
 use crate::record::{CpuTime, MemoryRecord, RunRecord};
 
 /// Wall and CPU time of one phase.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct PhaseCost {
     pub name: String,
     pub wall_ms: f64,

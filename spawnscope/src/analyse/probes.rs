@@ -14,7 +14,7 @@ use crate::record::{MemoryRecord, RunRecord, Target};
 use crate::runtime::{OsThreads, TaskKind};
 
 /// One eBPF metric: its total, per task, and split over the run's phases.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProbeRow {
     pub metric: String,
     pub unit: String,
@@ -25,7 +25,7 @@ pub struct ProbeRow {
 }
 
 /// A latency distribution's upper bounds (log2 buckets), ns.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Latency {
     pub name: String,
     pub count: u64,
@@ -34,7 +34,7 @@ pub struct Latency {
 }
 
 /// What the eBPF collector saw, and how it agrees with the kernel's own accounting.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProbeSummary {
     /// `startup` (exec to the first phase mark), the workload's phases, `exit` (after `end`).
     pub phases: Vec<String>,
@@ -51,7 +51,7 @@ pub struct ProbeSummary {
 }
 
 /// One BPF program's cost over the run.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProgramCostRow {
     pub program: String,
     pub tracepoint: String,
@@ -62,7 +62,7 @@ pub struct ProgramCostRow {
 }
 
 /// What the probes cost in all, and per program, most expensive first.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProbeCost {
     /// Programs that ran at least once.
     pub programs: Vec<ProgramCostRow>,

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A straight line through (x, y) points by ordinary least squares.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct LineFit {
     /// Points used, and how many distinct x among them.
     pub points: usize,
@@ -62,7 +62,7 @@ pub fn fit(points: &[(f64, f64)]) -> Option<LineFit> {
 }
 
 /// Min, median and max of the repeats of one cell.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Spread {
     pub min: f64,
     pub median: f64,

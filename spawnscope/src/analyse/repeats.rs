@@ -49,7 +49,7 @@ pub const TIME_FIGURES: [TimeFigure; 4] = [
 ];
 
 /// One figure of one experiment over its repeats.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct FigureSpread {
     pub key: String,
     pub label: String,
@@ -71,7 +71,7 @@ impl FigureSpread {
 }
 
 /// A run whose figure lies more than OUTLIER_FACTOR away from its experiment's median.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Outlier {
     pub run: String,
     pub figure: String,
@@ -83,7 +83,7 @@ pub struct Outlier {
 }
 
 /// One experiment (runtime, workload, N) repeated.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Repeated {
     pub label: String,
     pub runs: usize,

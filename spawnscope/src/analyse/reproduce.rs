@@ -50,7 +50,7 @@ pub const HANSEN_2023: [Published; 2] = [
 ];
 
 /// The reproduction table: columns of figures, rows by figure.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Reproduce {
     pub source: String,
     pub columns: Vec<String>,

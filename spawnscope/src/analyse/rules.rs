@@ -1,6 +1,7 @@
 //! Which category a perf sample belongs to: kernel samples by their kernel entry path, user samples
 //! by whose code ran. The rules are data, attribution-rules.tsv, explained at its top; the
-//! deepest matching frame decides.
+//! deepest matching frame decides, and where none matches, `root` rules name the stack by its
+//! outermost frame.
 
 use std::sync::OnceLock;
 
@@ -11,7 +12,9 @@ use crate::record::perf::{is_kernel_frame, Stack};
 
 const RULES_TSV: &str = include_str!("attribution-rules.tsv");
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    schemars::JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     #[default]
@@ -69,6 +72,8 @@ pub const USER_OTHER: &str = "user_other";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Match {
+    /// Only where no other rule matched any frame: the stack's outermost frame, exactly.
+    Root,
     // Declared from the least to the most specific: a frame's most specific rule wins.
     Contains,
     Prefix,
@@ -86,7 +91,7 @@ struct Rule {
 impl Rule {
     fn matches(&self, name: &str) -> bool {
         match self.kind {
-            Match::Exact => name == self.pattern,
+            Match::Exact | Match::Root => name == self.pattern,
             Match::Prefix => name.starts_with(&self.pattern),
             Match::Contains => name.contains(&self.pattern),
         }
@@ -126,8 +131,9 @@ impl Rules {
                 "exact" => Match::Exact,
                 "prefix" => Match::Prefix,
                 "contains" => Match::Contains,
+                "root" => Match::Root,
                 _ => bail!(
-                    "rules line {}: match is exact, prefix or contains, not {kind}",
+                    "rules line {}: match is exact, prefix, contains or root, not {kind}",
                     i + 1
                 ),
             };
@@ -147,10 +153,14 @@ impl Rules {
         RULES.get_or_init(|| Rules::parse(RULES_TSV).expect("attribution-rules.tsv is valid"))
     }
 
-    /// The most specific rule for one frame name, if any.
+    /// The most specific rule for one frame name, if any (`root` rules aside).
     fn best(&self, mode: Mode, name: &str) -> Option<&Rule> {
         let mut best: Option<&Rule> = None;
-        for rule in self.0.iter().filter(|r| r.mode == mode && r.matches(name)) {
+        let candidates = self
+            .0
+            .iter()
+            .filter(|r| r.mode == mode && r.kind != Match::Root && r.matches(name));
+        for rule in candidates {
             let key = |r: &Rule| (r.kind, r.pattern.len());
             if best.is_none_or(|b| key(rule) > key(b)) {
                 best = Some(rule);
@@ -167,7 +177,22 @@ impl Rules {
             if is_kernel_frame(frame) != (mode == Mode::Kernel) {
                 continue;
             }
-            if let Some(rule) = self.best(mode, &symbol(frame)) {
+            if let Some(rule) = self.best(mode, &rule_name(frame)) {
+                return (rule.category, Some(i));
+            }
+        }
+        // No frame named: where the stack starts (a thread's clone3 in a libc without symbols).
+        let root = stack
+            .frames
+            .iter()
+            .position(|f| is_kernel_frame(f) == (mode == Mode::Kernel));
+        if let Some(i) = root {
+            let name = rule_name(&stack.frames[i]);
+            let by_root = self
+                .0
+                .iter()
+                .find(|r| r.mode == mode && r.kind == Match::Root && r.matches(&name));
+            if let Some(rule) = by_root {
                 return (rule.category, Some(i));
             }
         }
@@ -186,6 +211,29 @@ pub fn symbol(frame: &str) -> String {
         Some(kernel) => kernel.split('.').next().unwrap_or(kernel).to_string(),
         None => frame.to_string(),
     }
+}
+
+/// The name rules compare: `symbol`, and for user frames without the symbol version perf adds
+/// when libc's symbols come from its debug file (`pthread_create@@GLIBC_2.34`,
+/// `cfree@GLIBC_2.2.5`) and without glibc's internal-alias prefix (`__GI___clone3` is `__clone3`,
+/// `__GI___nptl_deallocate_stack` is `__nptl_deallocate_stack`): the same function is named
+/// either way, depending on the release and on whether debug symbols are installed.
+fn rule_name(frame: &str) -> String {
+    if is_kernel_frame(frame) {
+        return symbol(frame);
+    }
+    let name = frame
+        .split_once('@')
+        .filter(|(name, version)| {
+            let version = version.trim_start_matches('@');
+            !name.is_empty()
+                && !version.is_empty()
+                && version
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        })
+        .map_or(frame, |(name, _)| name);
+    name.strip_prefix("__GI_").unwrap_or(name).to_string()
 }
 
 #[cfg(test)]
@@ -358,5 +406,91 @@ pub mod tests {
         );
         assert_eq!(category(&["threads::harness::Harness::spawn"]), "workload");
         assert_eq!(category(&["[unknown]"]), "user_other");
+    }
+
+    #[test]
+    fn glibc_names_hold_across_releases_and_without_debug_symbols() {
+        // perf's names for one function, by release and by whether libc6-dbg is there.
+        for clone3 in ["clone3", "__GI___clone3", "__clone3_internal"] {
+            assert_eq!(category(&[clone3]), "allocation", "{clone3}");
+        }
+        for create in [
+            "pthread_create@GLIBC_2.2.5",
+            "pthread_create@@GLIBC_2.34",
+            "pthread_create",
+        ] {
+            assert_eq!(
+                category(&["threads::main", create]),
+                "allocation",
+                "{create}"
+            );
+        }
+        assert_eq!(rule_name("cfree@GLIBC_2.2.5"), "cfree");
+        assert_eq!(
+            rule_name("__GI___nptl_deallocate_stack"),
+            "__nptl_deallocate_stack"
+        );
+        assert_eq!(rule_name("a@b c"), "a@b c", "not a symbol version");
+        assert_eq!(rule_name("@@GLIBC_2.34"), "@@GLIBC_2.34");
+        assert_eq!(
+            rule_name("__GI___clone3_[k]"),
+            "__GI___clone3",
+            "kernel frames as they are"
+        );
+        assert_eq!(
+            category(&[
+                "threads::harness::Harness::emit",
+                "cfree@GLIBC_2.2.5",
+                "_int_free_chunk"
+            ]),
+            "allocation"
+        );
+
+        // glibc as shipped (2.39 on Ubuntu 24.04, 2.41 on Debian 13): a new thread's own work in
+        // libc, no frame named but for an exported function or two.
+        let thread_exit = [
+            "[libc.so.6]",
+            "[libc.so.6]",
+            "[libc.so.6]",
+            "__lll_lock_wait_private",
+        ];
+        assert_eq!(category(&thread_exit), "allocation");
+        assert_eq!(
+            Rules::builtin().classify(&stack(&thread_exit)).1,
+            Some(0),
+            "decided by the root"
+        );
+        assert_eq!(category(&["[libc.so.6]"]), "allocation");
+        // A named frame decides first; the root only where none is.
+        assert_eq!(
+            category(&[
+                "[libc.so.6]",
+                "[libc.so.6]",
+                "<std::sys::thread::unix::Thread>::new::thread_start",
+                "core::ops::function::FnOnce::call_once{{vtable.shim}}",
+                "std::thread::functions::sleep",
+                "clock_nanosleep",
+                "[libc.so.6]",
+            ]),
+            "workload"
+        );
+        // libc's unnamed frames elsewhere than at the root are nobody's.
+        assert_eq!(
+            category(&[
+                "_start",
+                "__libc_start_main",
+                "[libc.so.6]",
+                "main",
+                "[libc.so.6]"
+            ]),
+            "user_other"
+        );
+        assert_eq!(category(&["[ld-linux-x86-64.so.2]"]), "user_other");
+        // Root rules name no frame but the root, and kernel samples never by a user root.
+        assert!(Rules::parse("allocation\tuser\troot\t[libc.so.6]\n").is_ok());
+        assert_eq!(
+            category(&["[libc.so.6]", "some_kthread_fn_[k]"]),
+            "kernel_other"
+        );
     }
 }

@@ -7,7 +7,7 @@ use crate::analyse::summary::MemoryPerTask;
 use crate::analyse::verdict::Verdict;
 
 /// One run, as read from its directory.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 pub struct RunPoint {
     pub dir: String,
     pub machine: String,

@@ -26,7 +26,7 @@ use crate::record::{SentinelMark, SentinelTick, SentinelsRecord};
 
 /// One phase's sentinels. None: not available here (see `SentinelFigures::unavailable`) or not
 /// read at one of the phase's edges.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct PhaseSentinels {
     pub name: String,
     /// Between the two sentinel marks (what the deltas cover).
@@ -58,14 +58,14 @@ pub struct PhaseSentinels {
 }
 
 /// A sentinel this host cannot give, and why.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Unavailable {
     pub sentinel: String,
     pub reason: String,
 }
 
 /// A run's sentinels, per phase (startup, the workload's phases, exit).
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SentinelFigures {
     /// Where the run's own CPU time was read.
     pub run_cpu_source: Option<String>,

@@ -25,7 +25,7 @@ use crate::runtime::result_event;
 pub const ADDS_UP_PERCENT: f64 = 5.0;
 
 /// Memory per task, kB, and where each part was read.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct MemoryPerTask {
     pub rss_kb: f64,
     pub kernel_stack_kb: f64,
@@ -49,8 +49,8 @@ pub struct MemoryPerTask {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stacks_awaiting_free_kb: Option<f64>,
     /// (total - drop) / drop, percent, where the drop is taken plus the slab room used and less
-    /// the stacks awaiting their free.
-    pub difference_percent: f64,
+    /// the stacks awaiting their free. None (null) where nothing dropped to compare with.
+    pub difference_percent: Option<f64>,
     /// Within ±ADDS_UP_PERCENT of the MemAvailable drop.
     pub adds_up: bool,
     /// (total - cgroup charge) / cgroup charge, percent: the same check against what was charged
@@ -70,14 +70,14 @@ pub struct MemoryPerTask {
 }
 
 /// How many moments memory per task was averaged over, and the tasks alive in them.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Moments {
     pub count: u64,
     pub alive_min: u64,
     pub alive_max: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct TimePerTask {
     pub spawn_us: Option<f64>,
     pub user_us: f64,
@@ -88,7 +88,7 @@ pub struct TimePerTask {
 }
 
 /// Everything a person reads about one run, derived from its raw records.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub label: String,
     pub runtime: Option<String>,
@@ -283,7 +283,7 @@ pub fn memory_per_task_over(
         slab_room_used_kb: sum_optional(|p| p.slab_room_used).map(per),
         stacks_awaiting_free_kb: sum_optional(|p| p.stacks_awaiting_free).map(per),
         cgroup_kb: sum_optional(|p| p.charged).map(per),
-        difference_percent: f64::NAN,
+        difference_percent: None,
         adds_up: false,
         charge_difference_percent: charge_difference,
         kernel_source: last.source.into(),
@@ -300,10 +300,10 @@ pub fn memory_per_task_over(
         sum_optional(|p| p.slab_room_used),
         sum_optional(|p| p.stacks_awaiting_free),
     );
-    if compared > 0.0 {
-        m.difference_percent = (total - compared) / compared * 100.0;
-    }
-    m.adds_up = m.difference_percent.abs() <= ADDS_UP_PERCENT;
+    m.difference_percent = (compared > 0.0).then(|| (total - compared) / compared * 100.0);
+    m.adds_up = m
+        .difference_percent
+        .is_some_and(|d| d.abs() <= ADDS_UP_PERCENT);
     Some(m)
 }
 
@@ -618,7 +618,7 @@ mod tests {
         assert!((m.page_tables_kb - 4.0104).abs() < 0.01);
         assert!((m.slab_kb - 7.75).abs() < 0.01);
         assert!((m.mem_available_drop_kb - 36.08).abs() < 0.01);
-        assert!(m.adds_up, "{:.1} %", m.difference_percent);
+        assert!(m.adds_up, "{:?} %", m.difference_percent);
         assert_eq!(m.kernel_source, "/proc/meminfo (host-wide)");
     }
 
@@ -634,7 +634,7 @@ mod tests {
         );
         let m = memory_per_task_over(&base, &[(&peak, 100)]).unwrap();
         assert!(!m.adds_up);
-        assert!((m.difference_percent + 80.0).abs() < 1e-9);
+        assert!((m.difference_percent.unwrap() + 80.0).abs() < 1e-9);
         assert!(memory_per_task_over(&base, &[(&peak, 0)]).is_none());
     }
 
@@ -759,7 +759,10 @@ mod tests {
         assert!((m.mem_available_drop_kb * 300.0 - (11_100.0 + 1_600.0 - 900.0)).abs() < 1e-6);
         assert!((m.slab_room_used_kb.unwrap() * 300.0 - 900.0).abs() < 1e-6);
         assert!((m.stacks_awaiting_free_kb.unwrap() * 300.0 - 1_600.0).abs() < 1e-6);
-        assert!(m.difference_percent.abs() < 1e-9 && m.adds_up, "{m:?}");
+        assert!(
+            m.difference_percent.unwrap().abs() < 1e-9 && m.adds_up,
+            "{m:?}"
+        );
         // Without the slab and zone readings (older records), MemAvailable alone: the half of
         // the reclaimed cache it counted and the pending stacks break the sum.
         let strip = |mut s: Snapshot| {
@@ -848,7 +851,7 @@ mod tests {
             .unwrap()
             .starts_with("anonymous and shared"));
         assert!((m.total_kb - 10.116).abs() < 1e-9, "{m:?}");
-        assert!(m.adds_up, "{:+.1} % of the drop", m.difference_percent);
+        assert!(m.adds_up, "{:?} % of the drop", m.difference_percent);
         // The charge holds the 8 MiB read into the page cache; the check leaves it out.
         assert!((m.cgroup_kb.unwrap() - 18.308).abs() < 1e-9);
         assert!(m.charge_difference_percent.unwrap().abs() < 1e-9, "{m:?}");

@@ -211,7 +211,7 @@ pub const RULES: &[Rule] = &[
 ];
 
 /// One reason the time figures are suspect.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub rule: String,
     pub phase: String,
@@ -220,7 +220,7 @@ pub struct Finding {
 }
 
 /// The verdict on a run's time figures.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub trustworthy: bool,
     pub findings: Vec<Finding>,

@@ -14,7 +14,7 @@ use spawnscope_collector::Report as CollectorReport;
 use crate::record::perf::Profile;
 
 /// Whether a wait burns CPU while it lasts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitKind {
     /// Spins on a CPU: its time is system CPU time.
@@ -24,7 +24,7 @@ pub enum WaitKind {
 }
 
 /// One kind of wait: how often, how long (summed over tasks), per phase.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct WaitRow {
     /// The collector's counter of the waits (its `_ns` twin holds their time).
     pub metric: String,
@@ -41,7 +41,7 @@ pub struct WaitRow {
 }
 
 /// What the futex hash cost the wakes.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct FutexFigures {
     pub waits: u64,
     pub wait_ns: u64,
@@ -67,7 +67,7 @@ pub struct FutexFigures {
 }
 
 /// TLB shootdowns and IPIs the workload's tasks caused.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct TlbFigures {
     /// Flushes that had to reach other CPUs (tlb_flush reason "remote IPI send").
     pub remote_flushes: Option<u64>,
@@ -80,7 +80,7 @@ pub struct TlbFigures {
 }
 
 /// The machine while the run ran, all tasks (for judging whether the run was disturbed).
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct MachineNoise {
     pub direct_reclaims: Option<u64>,
     pub direct_reclaim_ns: Option<u64>,
@@ -100,7 +100,7 @@ pub struct MachineNoise {
 }
 
 /// The section "Where the system time goes (exact, from the kernel's tracepoints)".
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Waits {
     pub phases: Vec<String>,
     /// The run's system time (rusage), what spinning waits are set against.
@@ -118,7 +118,7 @@ pub struct Waits {
 }
 
 /// perf's kernel samples inside a spin-lock slow path, set beside the spinning counted exactly.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct PerfBeside {
     pub kernel_samples: u64,
     /// Kernel samples with a spin-lock or rwlock slow path on their stack.

@@ -10,4 +10,5 @@ pub mod docs;
 pub mod flame;
 pub mod report;
 pub mod run;
+pub mod schema;
 pub mod sysctl;

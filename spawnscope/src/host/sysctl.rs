@@ -42,7 +42,7 @@ const MAPS_HEADROOM: u64 = 65_536;
 const TASKS_HEADROOM: u64 = 4_096;
 
 /// A lower bound a run needs on one key, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Need {
     pub key: String,
     pub min: u64,
@@ -96,7 +96,7 @@ pub fn this_run() -> Owner {
     }
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Serialize, Deserialize)]
 struct State {
     entries: Vec<Entry>,
 }

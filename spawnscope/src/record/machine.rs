@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The hardware, kernel, tunables and toolchains of one machine.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Fingerprint {
     pub hostname: String,
     pub kernel: String,

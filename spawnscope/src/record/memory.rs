@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// One moment's readings of the machine, the process and its cgroup.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     /// CLOCK_MONOTONIC, comparable with the workload's `t_ns`.
     pub t_ns: u64,
@@ -35,18 +35,24 @@ pub struct Snapshot {
     /// The kernel's slab objects, machine-wide (/proc/slabinfo, root only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slab_objects: Option<SlabObjects>,
+    /// Anonymous memory of every other process on the host (the conductor included), kB:
+    /// what they allocate meanwhile leaves MemAvailable too (procfs::others_anon_kb).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_anon_kb: Option<u64>,
 }
 
 /// All slab caches together (/proc/slabinfo), in kB: the objects in use and the objects their
 /// slabs have room for (objects × object size). Room used up between two snapshots is memory
 /// that had left MemAvailable before the first, yet is charged to whoever allocated there.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    schemars::JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize,
+)]
 pub struct SlabObjects {
     pub in_use_kb: u64,
     pub room_kb: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 pub struct PhaseSample {
     pub name: String,
     pub t_ns: u64,
@@ -54,7 +60,7 @@ pub struct PhaseSample {
 }
 
 /// Every 100 ms during the run: what the progress bar and timeline charts show.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TimelineSample {
     pub t_ns: u64,
     pub mem_available_kb: u64,
@@ -63,7 +69,7 @@ pub struct TimelineSample {
     pub cgroup_bytes: Option<u64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct MemoryRecord {
     /// Before the workload started.
     pub before: Snapshot,
@@ -90,14 +96,14 @@ pub struct MemoryRecord {
 }
 
 /// A snapshot and the tasks alive in it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 pub struct AliveSnapshot {
     pub alive: u64,
     pub snapshot: Snapshot,
 }
 
 /// Why the peak snapshot was taken when it was, and the tasks alive at that moment.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PeakMoment {
     pub chosen: PeakChoice,
     /// Tasks alive at the snapshot (None: not known, e.g. a command without --tasks).
@@ -106,7 +112,7 @@ pub struct PeakMoment {
 }
 
 /// Which moment the peak snapshot is.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PeakChoice {
     /// hold's `peak` event: every task alive and parked.
@@ -121,7 +127,7 @@ pub enum PeakChoice {
 }
 
 /// How the tasks alive at the peak snapshot were counted.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AliveCount {
     /// The workload's own count in its `peak` event.
@@ -138,14 +144,16 @@ pub enum AliveCount {
 }
 
 /// CPU time of a whole process (live and exited threads), from /proc/PID/stat, in microseconds.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(
+    schemars::JsonSchema, Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq,
+)]
 pub struct CpuTime {
     pub user_us: u64,
     pub sys_us: u64,
 }
 
 /// Which cgroup hierarchy a controller is on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CgroupVersion {
     V1,
@@ -153,7 +161,7 @@ pub enum CgroupVersion {
 }
 
 /// Memory and PID figures of a run's cgroup, read from its files.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CgroupStats {
     pub version: Option<CgroupVersion>,
     pub memory_current_bytes: Option<u64>,

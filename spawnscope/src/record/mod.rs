@@ -58,6 +58,45 @@ pub const COMPARE_MD: &str = "compare.md";
 pub const REPORT_HTML: &str = "report.html";
 pub const CHARTS: &str = "charts";
 
+/// The results files whose fields are documented by a JSON Schema (`spawnscope schema FILE`,
+/// committed under the repository's `schema/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Documented {
+    /// run.json: what was run, how, and how it ended.
+    Run,
+    /// memory.json: the memory snapshots (before, phases, peak, neighbours, after, timeline).
+    Memory,
+    /// summary.json: one run's figures per task, as `run --json` prints them.
+    Summary,
+    /// compare.json: a sweep's cells, fitted lines and verdict, as `compare --json` prints them.
+    Compare,
+}
+
+impl Documented {
+    #[cfg(test)]
+    pub const ALL: [Documented; 4] = [
+        Documented::Run,
+        Documented::Memory,
+        Documented::Summary,
+        Documented::Compare,
+    ];
+
+    /// The results file the schema describes.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Documented::Run => RUN,
+            Documented::Memory => MEMORY,
+            Documented::Summary => SUMMARY_JSON,
+            Documented::Compare => COMPARE_JSON,
+        }
+    }
+
+    /// Its schema's file name: `run.schema.json` for run.json.
+    pub fn schema_file_name(self) -> String {
+        format!("{}.schema.json", self.file_name().trim_end_matches(".json"))
+    }
+}
+
 /// A results directory being written.
 pub struct ResultsDir {
     pub path: PathBuf,

@@ -25,7 +25,7 @@ pub const PERF_FOLDED: &str = "perf.folded";
 pub const DEFAULT_DWARF_STACK_BYTES: u32 = 4096;
 
 /// How user stacks are walked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallGraph {
     /// Frame pointers, walked by the kernel at sample time.
@@ -63,7 +63,7 @@ impl CallGraph {
 }
 
 /// How a run is recorded, decided before it starts.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PerfPlan {
     pub call_graph: CallGraph,
     pub freq_hz: u32,
@@ -76,7 +76,7 @@ pub struct PerfPlan {
 }
 
 /// perf.json: how the samples were recorded.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct PerfRecord {
     pub argv: Vec<String>,
     pub plan: Option<PerfPlan>,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What `compare` planned, written before the first run: the matrix, and why an N was clamped.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Plan {
     pub schema: u32,
     pub created_utc: String,
@@ -15,7 +15,7 @@ pub struct Plan {
     pub stopped: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct PlannedCell {
     pub runtime: String,
     pub workload: String,

@@ -8,7 +8,7 @@ use crate::record::process::{Exit, Rusage};
 use crate::runtime::{Invocation, TaskKind};
 
 /// What was run: one of our workloads, or any command.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Target {
     Workload(Invocation),
@@ -61,7 +61,7 @@ impl Target {
 }
 
 /// run.json.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
     pub schema: u32,
     pub target: Target,
@@ -97,7 +97,7 @@ pub struct RunRecord {
 }
 
 /// The run cgroup's pids.max and where it came from.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PidsLimit {
     pub max: u64,
     /// "--pids-limit", or how the default was derived.
@@ -105,7 +105,7 @@ pub struct PidsLimit {
 }
 
 /// Why the leash (measure/leash.rs) ended a run.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StoppedBy {
     /// `--timeout` ran out: the run's cgroup was killed (`whole_cgroup`), or, without a cgroup,
@@ -116,7 +116,7 @@ pub enum StoppedBy {
 }
 
 /// Memory per coexisting task, from two sizes: the slope, the intercept, and the spawn rate.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Calibration {
     pub sizes: [u64; 2],
     pub drops_bytes: [u64; 2],
@@ -126,7 +126,7 @@ pub struct Calibration {
 }
 
 /// The verdict: what N needs against what the run may use.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Estimate {
     pub calibration: Calibration,
     pub alive: u64,

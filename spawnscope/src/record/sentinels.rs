@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 /// The `cpu ` line of /proc/stat, USER_HZ ticks since boot (all CPUs together). guest and
 /// guest_nice are already inside user and nice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    schemars::JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize,
+)]
 pub struct MachineCpu {
     pub user: u64,
     pub nice: u64,
@@ -32,7 +34,7 @@ impl MachineCpu {
 }
 
 /// Where the run's own CPU time was read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunCpuSource {
     /// cgroup v2 cpu.stat usage_usec of the run's cgroup.
@@ -54,7 +56,7 @@ impl RunCpuSource {
 }
 
 /// Readings at one edge between phases.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SentinelMark {
     /// `start` (the release), a workload phase mark (`spawn`, `steady`, `end`…), `reaped`.
     pub name: String,
@@ -71,7 +73,7 @@ pub struct SentinelMark {
 }
 
 /// One sampler tick.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SentinelTick {
     pub t_ns: u64,
     /// /proc/stat procs_running: runnable tasks on the whole machine, the reader included.
@@ -86,7 +88,7 @@ pub struct SentinelTick {
 }
 
 /// sentinels.json.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SentinelsRecord {
     pub schema: u32,
     /// USER_HZ: /proc/stat's ticks per second.

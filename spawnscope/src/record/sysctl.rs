@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Who raised an entry: a run (its PID and start time) or a person (`sysctl apply`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Owner {
     Run { pid: u32, start_time: u64 },
@@ -13,7 +13,7 @@ pub enum Owner {
 }
 
 /// One raised key: its value before, the value written, and who wrote it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     pub key: String,
     pub original: u64,
@@ -22,7 +22,7 @@ pub struct Entry {
 }
 
 /// A planned raise.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
     pub key: String,
     pub from: u64,
@@ -31,7 +31,7 @@ pub struct Change {
 }
 
 /// sysctl.json: the managed keys before the run, what it raised, what was restored, and after.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SysctlRecord {
     pub before: BTreeMap<String, u64>,
     pub changes: Vec<Change>,

@@ -73,37 +73,37 @@ const CELL_COLUMNS: &[Column<Cell>] = &[
     },
     Column {
         shown: None,
-        raw: Raw::Spread("maxrss_kb", |c| &c.maxrss_kb),
+        raw: Raw::Spread("maxrss_kib", |c| &c.maxrss_kb),
         several_machines: false,
     },
     Column {
         shown: figure("memory / task alive", |c| kb_spread(&c.memory_kb)),
-        raw: Raw::Spread("memory_kb_per_task", |c| &c.memory_kb),
+        raw: Raw::Spread("memory_kib_per_task", |c| &c.memory_kb),
         several_machines: false,
     },
     Column {
         shown: figure("RSS / task", |c| kb_spread(&c.rss_kb)),
-        raw: Raw::Spread("rss_kb_per_task", |c| &c.rss_kb),
+        raw: Raw::Spread("rss_kib_per_task", |c| &c.rss_kb),
         several_machines: false,
     },
     Column {
         shown: figure("kernel stack / task", |c| kb_spread(&c.kernel_stack_kb)),
-        raw: Raw::Spread("kernel_stack_kb_per_task", |c| &c.kernel_stack_kb),
+        raw: Raw::Spread("kernel_stack_kib_per_task", |c| &c.kernel_stack_kb),
         several_machines: false,
     },
     Column {
         shown: figure("page tables / task", |c| kb_spread(&c.page_tables_kb)),
-        raw: Raw::Spread("page_tables_kb_per_task", |c| &c.page_tables_kb),
+        raw: Raw::Spread("page_tables_kib_per_task", |c| &c.page_tables_kb),
         several_machines: false,
     },
     Column {
         shown: figure("slab / task", |c| kb_spread(&c.slab_kb)),
-        raw: Raw::Spread("slab_kb_per_task", |c| &c.slab_kb),
+        raw: Raw::Spread("slab_kib_per_task", |c| &c.slab_kb),
         several_machines: false,
     },
     Column {
         shown: None,
-        raw: Raw::Spread("mem_available_drop_kb_per_task", |c| {
+        raw: Raw::Spread("mem_available_drop_kib_per_task", |c| {
             &c.mem_available_drop_kb
         }),
         several_machines: false,
@@ -151,12 +151,12 @@ const FIT_COLUMNS: &[Column<Fit>] = &[
     },
     Column {
         shown: label("figure", |f| f.label.clone()),
-        raw: Raw::One("metric", |f| f.metric.clone()),
+        raw: Raw::One("metric", |f| kib_named(&f.metric)),
         several_machines: false,
     },
     Column {
         shown: None,
-        raw: Raw::One("unit", |f| f.unit.clone()),
+        raw: Raw::One("unit", |f| kib_named(&f.unit)),
         several_machines: false,
     },
     Column {
@@ -205,6 +205,18 @@ const FIT_COLUMNS: &[Column<Fit>] = &[
         several_machines: false,
     },
 ];
+
+/// A metric or unit as the CSV names it: compare.json keeps /proc's "kB" (`rss_kb`), which is
+/// KiB, and a spreadsheet reader should not have to know that.
+fn kib_named(name: &str) -> String {
+    match name {
+        "kB" => "KiB".into(),
+        _ => match name.strip_suffix("_kb") {
+            Some(stem) => format!("{stem}_kib"),
+            None => name.into(),
+        },
+    }
+}
 
 /// The runs table of compare.md and report.html: one row per cell.
 pub fn runs_table(r: &Comparison) -> Table {
@@ -497,6 +509,20 @@ mod tests {
         }
     }
 
+    /// compare.json keeps /proc's `kB` names; what a spreadsheet reads says KiB.
+    #[test]
+    fn csv_names_kibibytes_so() {
+        let r = recorded();
+        let (cells, fits) = (cells_csv(&r), fits_csv(&r));
+        let header = cells.lines().next().unwrap();
+        assert!(!header.contains("_kb"), "{header}");
+        assert!(header.contains("maxrss_kib_max,memory_kib_per_task_min"));
+        assert!(!fits.contains("_kb,") && !fits.contains(",kB,"), "{fits}");
+        assert!(fits.contains(",threads,hold,memory_total_kib,KiB,"));
+        assert_eq!(kib_named("wall_us"), "wall_us");
+        assert_eq!(kib_named("µs"), "µs");
+    }
+
     #[test]
     fn a_second_machine_adds_the_machine_column_and_quotes_it_in_csv() {
         let r = two_machines();
@@ -506,7 +532,7 @@ mod tests {
         assert!(md.contains("| machine | runtime | workload | figure | per task (slope ± s.e.) |"));
         assert!(cells_csv(&r).contains("\n\"M2 (b,c)\",goroutines,hold,1000,1,1,1,"));
         assert!(
-            fits_csv(&r).contains("\n\"M2 (b,c)\",goroutines,hold,rss_kb,kB,alive_at_peak,2,2,")
+            fits_csv(&r).contains("\n\"M2 (b,c)\",goroutines,hold,rss_kib,KiB,alive_at_peak,2,2,")
         );
         // Per line, the CSV and the Markdown have as many fields as their headers.
         let csv = cells_csv(&r);

@@ -128,8 +128,8 @@ const CHECK_COLUMNS: &[CheckColumn] = &[
     ("parts vs drop", |r| {
         r.memory_per_task.as_ref().map_or("—".into(), |m| {
             format!(
-                "{:+.1} % {}",
-                m.difference_percent,
+                "{} {}",
+                super::summary::percent_or_no_drop(m.difference_percent),
                 if m.adds_up { "✓" } else { "✗" }
             )
         })

@@ -129,11 +129,16 @@ pub fn phases_table(s: &Summary) -> Table {
     t
 }
 
+/// A parts-vs-drop difference, or why there is none.
+pub fn percent_or_no_drop(difference: Option<f64>) -> String {
+    difference.map_or("no drop to compare with".into(), |d| format!("{d:+.1} %"))
+}
+
 fn adds_up_line(s: &Summary) -> Option<String> {
     let m = s.memory_per_task.as_ref()?;
     let corrections = m.slab_room_used_kb.is_some() || m.stacks_awaiting_free_kb.is_some();
     let mut line = format!(
-        "Memory {}: parts {} vs MemAvailable drop {} per task ({:+.1} %; kernel parts from {}).",
+        "Memory {}: parts {} vs MemAvailable drop {} per task ({}; kernel parts from {}).",
         if m.adds_up {
             "adds up".to_string()
         } else {
@@ -148,7 +153,7 @@ fn adds_up_line(s: &Summary) -> Option<String> {
         } else {
             kb(m.mem_available_drop_kb)
         },
-        m.difference_percent,
+        percent_or_no_drop(m.difference_percent),
         match &m.rss_counted {
             Some(rss) => format!("{}; RSS: {rss}", m.kernel_source),
             None => m.kernel_source.clone(),
@@ -614,7 +619,7 @@ mod tests {
                 total_kb: 34.0,
                 mem_available_drop_kb: 35.0,
                 cgroup_kb: Some(34.5),
-                difference_percent: -2.9,
+                difference_percent: Some(-2.9),
                 adds_up: true,
                 kernel_source: "slabinfo".into(),
                 ..Default::default()

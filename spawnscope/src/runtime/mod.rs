@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 pub use contract::{result_event, Contract, Event};
 pub use workload::{Invocation, WorkloadKind};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[derive(
+    schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
     Threads,
@@ -25,7 +27,18 @@ pub enum Runtime {
 /// tasks of a user-space runtime (tokio, Node, asyncio, goroutines), which run on a few threads.
 /// It decides what the run's tasks alive are counted from and whether the probes' "threads
 /// created" check applies.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[derive(
+    schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    ValueEnum,
+    Serialize,
+    Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskKind {
     /// One OS thread per task: counted in the kernel, checked against the probes.
@@ -54,8 +67,12 @@ pub struct Descriptor {
     pub name: &'static str,
     /// One of its tasks, in words ("a thread costs 13.5× a goroutine").
     pub one_task: &'static str,
-    /// The workload binary's file name (beside spawnscope, or on PATH).
+    /// The workload binary's file name as cargo or go builds it, looked for beside spawnscope
+    /// (target/release/).
     pub binary: &'static str,
+    /// Its name where it is installed (Nix's bin/, a PATH directory): one no other program has,
+    /// as `threads` is a common word. Looked for beside spawnscope first, and alone on PATH.
+    pub installed_binary: &'static str,
     /// The environment variable that names the binary explicitly.
     pub binary_env: &'static str,
     /// The command that builds the binary, for the error that says it is missing.
@@ -86,6 +103,7 @@ pub const DESCRIPTORS: [Descriptor; 2] = [
         name: "threads",
         one_task: "thread",
         binary: "threads",
+        installed_binary: "spawnscope-threads",
         binary_env: "SPAWNSCOPE_THREADS_BIN",
         build_hint: "cargo build --release -p threads",
         calibration_sizes: [500, 2_500],
@@ -101,6 +119,7 @@ pub const DESCRIPTORS: [Descriptor; 2] = [
         name: "goroutines",
         one_task: "goroutine",
         binary: "goroutines",
+        installed_binary: "spawnscope-goroutines",
         binary_env: "SPAWNSCOPE_GOROUTINES_BIN",
         build_hint: "cd goroutines-go && go build -o ../target/release/goroutines .",
         calibration_sizes: [20_000, 100_000],
@@ -135,32 +154,47 @@ impl Runtime {
             .unwrap_or(DESCRIPTORS.len() + 7)
     }
 
-    /// The workload binary: $SPAWNSCOPE_<RUNTIME>_BIN, else beside this executable
-    /// (target/release/, result/bin/), else on PATH.
+    /// The workload binary: $SPAWNSCOPE_<RUNTIME>_BIN, else beside this executable under its
+    /// installed or its built name (result/bin/, target/release/), else on PATH under its
+    /// installed name only: a `threads` on PATH may be anyone's program.
     pub fn binary(self) -> Result<PathBuf> {
         let d = self.describe();
         if let Some(path) = std::env::var_os(d.binary_env) {
             return Ok(PathBuf::from(path));
         }
-        let beside = std::env::current_exe()
+        let exe_dir = std::env::current_exe()
             .ok()
-            .and_then(|exe| Some(exe.parent()?.join(d.binary)));
-        let on_path = || {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|dir| dir.join(d.binary))
-                    .find(|p| p.is_file())
-            })
-        };
-        beside.filter(|p| p.is_file()).or_else(on_path).ok_or_else(|| {
+            .and_then(|exe| Some(exe.parent()?.to_path_buf()));
+        let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
+            .map(|paths| std::env::split_paths(&paths).collect())
+            .unwrap_or_default();
+        find_binary(d, exe_dir.as_deref(), &path_dirs).ok_or_else(|| {
             anyhow!(
-                "the {} workload binary was not found beside spawnscope, on PATH or in ${}: build it with `{}`",
+                "the {} workload binary was not found beside spawnscope ({} or {}), as {} on PATH, or in ${}: build it with `{}`",
                 d.name,
+                d.installed_binary,
+                d.binary,
+                d.installed_binary,
                 d.binary_env,
                 d.build_hint
             )
         })
     }
+}
+
+/// Where a runtime's workload binary is, given the conductor's directory and PATH's.
+fn find_binary(
+    d: &Descriptor,
+    exe_dir: Option<&std::path::Path>,
+    path_dirs: &[PathBuf],
+) -> Option<PathBuf> {
+    let beside = exe_dir.into_iter().flat_map(|dir| {
+        [d.installed_binary, d.binary]
+            .into_iter()
+            .map(move |name| dir.join(name))
+    });
+    let on_path = path_dirs.iter().map(|dir| dir.join(d.installed_binary));
+    beside.chain(on_path).find(|p| p.is_file())
 }
 
 #[cfg(test)]
@@ -188,5 +222,39 @@ mod tests {
         assert_eq!(DESCRIPTORS.len(), Runtime::ALL.len());
         assert!(Runtime::order_of("threads") < Runtime::order_of("goroutines"));
         assert!(Runtime::order_of("goroutines") < Runtime::order_of("node"));
+    }
+
+    #[test]
+    fn a_workload_binary_is_found_on_path_only_under_its_installed_name() {
+        let d = Runtime::Threads.describe();
+        let tmp = std::env::temp_dir().join(format!("spawnscope-find-{}", std::process::id()));
+        let (exe_dir, foreign, ours) = (tmp.join("exe"), tmp.join("foreign"), tmp.join("ours"));
+        for dir in [&exe_dir, &foreign, &ours] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        // Somebody else's `threads` on PATH is not ours.
+        std::fs::write(foreign.join("threads"), "").unwrap();
+        assert_eq!(
+            find_binary(d, Some(&exe_dir), std::slice::from_ref(&foreign)),
+            None
+        );
+        std::fs::write(ours.join("spawnscope-threads"), "").unwrap();
+        assert_eq!(
+            find_binary(d, Some(&exe_dir), &[foreign.clone(), ours.clone()]),
+            Some(ours.join("spawnscope-threads"))
+        );
+        // Beside the conductor, cargo's name counts (target/release/), before PATH.
+        std::fs::write(exe_dir.join("threads"), "").unwrap();
+        assert_eq!(
+            find_binary(d, Some(&exe_dir), std::slice::from_ref(&ours)),
+            Some(exe_dir.join("threads"))
+        );
+        // ... and the installed name first (Nix's result/bin/).
+        std::fs::write(exe_dir.join("spawnscope-threads"), "").unwrap();
+        assert_eq!(
+            find_binary(d, Some(&exe_dir), &[]),
+            Some(exe_dir.join("spawnscope-threads"))
+        );
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

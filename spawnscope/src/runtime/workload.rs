@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::runtime::Runtime;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[derive(
+    schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum WorkloadKind {
     Sleep,
@@ -50,7 +52,7 @@ impl WorkloadKind {
 }
 
 /// One workload run: runtime, workload, N and the workload flags passed through as given.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize)]
 pub struct Invocation {
     pub runtime: Runtime,
     pub workload: WorkloadKind,

@@ -280,6 +280,36 @@ pub fn read_json(path: impl AsRef<Path>) -> Value {
     .unwrap()
 }
 
+/// The documented JSON files a results directory holds (run, memory, summary; compare for a
+/// compare directory, and then each run directory in it) validate against the committed
+/// schemas in schema/: what the binary really writes is what the schemas document.
+pub fn assert_matches_schemas(dir: &Path) {
+    let mut checked = 0;
+    for name in ["run", "memory", "summary", "compare"] {
+        let file = dir.join(format!("{name}.json"));
+        if !file.is_file() {
+            continue;
+        }
+        let schema = read_json(repo_root().join(format!("schema/{name}.schema.json")));
+        let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+        let errors: Vec<String> = validator
+            .iter_errors(&read_json(&file))
+            .take(5)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:#?}", file.display());
+        checked += 1;
+    }
+    assert!(checked > 0, "{} holds no documented file", dir.display());
+    if dir.join("compare.json").is_file() {
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            if entry.path().join("run.json").is_file() {
+                assert_matches_schemas(&entry.path());
+            }
+        }
+    }
+}
+
 /// Polls `condition` every 50 ms for up to `limit`.
 pub fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
