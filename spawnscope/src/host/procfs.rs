@@ -147,39 +147,6 @@ pub fn is_alive(pid: u32, expected_start: u64) -> bool {
     start_time(pid) == Some(expected_start) && state != Some("Z")
 }
 
-/// Anonymous memory of every process on the host but `except` (the workload), kB: the sum over
-/// /proc/PID/statm of resident less shared pages (RssAnon). Other processes' allocations move
-/// MemAvailable as much as the workload's; this is what they took. Processes that appear or
-/// vanish between two readings count as they are.
-pub fn others_anon_kb(except: Option<u32>) -> Option<u64> {
-    let page_kb = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64 / 1024;
-    let mut pages = 0u64;
-    let mut read = 0;
-    for entry in fs::read_dir("/proc").ok()?.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        if Some(pid) == except {
-            continue;
-        }
-        let Ok(statm) = fs::read_to_string(format!("/proc/{pid}/statm")) else {
-            continue; // exited meanwhile
-        };
-        pages += anon_pages_of_statm(&statm).unwrap_or(0);
-        read += 1;
-    }
-    (read > 0).then_some(pages * page_kb)
-}
-
-/// statm: "size resident shared text lib data dt", pages; shared is RssFile + RssShmem.
-fn anon_pages_of_statm(statm: &str) -> Option<u64> {
-    let mut fields = statm.split_whitespace().skip(1);
-    let resident: u64 = fields.next()?.parse().ok()?;
-    let shared: u64 = fields.next()?.parse().ok()?;
-    Some(resident.saturating_sub(shared))
-}
-
 /// Tasks (threads) on the whole host: /proc/loadavg's fourth field's denominator.
 pub fn tasks_on_host() -> Option<u64> {
     let text = fs::read_to_string("/proc/loadavg").ok()?;
@@ -194,20 +161,6 @@ pub fn tasks_on_host() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn others_anon_memory_is_resident_less_shared_and_leaves_out_the_workload() {
-        assert_eq!(anon_pages_of_statm("5000 1200 300 10 0 900 0\n"), Some(900));
-        assert_eq!(anon_pages_of_statm("0 0 0 0 0 0 0"), Some(0));
-        assert_eq!(anon_pages_of_statm("garbage"), None);
-        // This test process holds anonymous memory: leaving it out lowers the sum by about its
-        // RssAnon (other processes move meanwhile; a 64 MiB buffer stands out of that).
-        let buffer = vec![1u8; 64 << 20];
-        let with = others_anon_kb(None).unwrap();
-        let without = others_anon_kb(Some(std::process::id())).unwrap();
-        assert!(with >= without + 60 * 1024, "{with} vs {without}");
-        drop(buffer);
-    }
 
     #[test]
     fn zoneinfo_gives_zone_free_pages_and_per_cpu_lists_from_one_reading() {

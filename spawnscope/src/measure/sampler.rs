@@ -31,7 +31,6 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
         .and_then(|p| procfs::read_key_values(format!("/proc/{p}/status")).ok())
         .unwrap_or_default();
     let cgroup = cgroup.map(RunCgroup::stats);
-    let others_anon_kb = procfs::others_anon_kb(pid);
     let read_ns = monotonic_ns().saturating_sub(t_ns);
     let smaps_rollup = match (pid, with_smaps) {
         (Some(p), true) => {
@@ -51,7 +50,6 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
         cpu: pid.and_then(procfs::process_cpu),
         cgroup,
         slab_objects,
-        others_anon_kb,
     }
 }
 

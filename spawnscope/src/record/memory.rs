@@ -35,10 +35,6 @@ pub struct Snapshot {
     /// The kernel's slab objects, machine-wide (/proc/slabinfo, root only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slab_objects: Option<SlabObjects>,
-    /// Anonymous memory of every other process on the host (the conductor included), kB:
-    /// what they allocate meanwhile leaves MemAvailable too (procfs::others_anon_kb).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub others_anon_kb: Option<u64>,
 }
 
 /// All slab caches together (/proc/slabinfo), in kB: the objects in use and the objects their
