@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::record::perf::Phases;
-use crate::record::{CpuTime, MemoryRecord, RunRecord};
+use crate::record::{CpuTime, MemoryRecord, RunRecord, WorkloadStop};
 
 /// Wall and CPU time of one phase.
 #[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -86,16 +86,32 @@ pub fn phase_marks(run: &RunRecord, memory: &MemoryRecord) -> Vec<PhaseMark> {
     marks
 }
 
+/// How much of `from_ns..to_ns` (CLOCK_MONOTONIC) the workload spent stopped for a reading of
+/// its memory (measure/stop.rs): wall times leave it out. A stopped workload burns no CPU, so
+/// CPU times need no such correction.
+pub fn stopped_ns_between(stops: &[WorkloadStop], from_ns: u64, to_ns: u64) -> u64 {
+    stops
+        .iter()
+        .map(|s| {
+            s.to_t_ns
+                .min(to_ns)
+                .saturating_sub(s.from_t_ns.max(from_ns))
+        })
+        .sum()
+}
+
 /// Wall and CPU time per phase (see `phase_marks`), so the phases add up to the run's rusage.
+/// The wall time leaves out a stop for a memory reading.
 pub fn phase_costs(run: &RunRecord, memory: &MemoryRecord) -> Vec<PhaseCost> {
     phase_marks(run, memory)
         .windows(2)
         .map(|w| {
             let (m0, m1) = (&w[0], &w[1]);
             let cpu = m0.cpu.zip(m1.cpu);
+            let stopped = stopped_ns_between(&memory.stops, m0.t_ns, m1.t_ns);
             PhaseCost {
                 name: m0.name.clone(),
-                wall_ms: m1.t_ns.saturating_sub(m0.t_ns) as f64 / 1e6,
+                wall_ms: m1.t_ns.saturating_sub(m0.t_ns).saturating_sub(stopped) as f64 / 1e6,
                 user_ms: cpu.map(|(x, y)| y.user_us.saturating_sub(x.user_us) as f64 / 1e3),
                 sys_ms: cpu.map(|(x, y)| y.sys_us.saturating_sub(x.sys_us) as f64 / 1e3),
             }

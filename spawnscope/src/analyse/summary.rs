@@ -10,14 +10,14 @@ use serde_json::Value;
 use spawnscope_collector::Report as CollectorReport;
 
 use crate::analyse::attribution::Attribution;
-use crate::analyse::phases::{phase_costs, phase_names, PhaseCost};
+use crate::analyse::phases::{phase_costs, phase_names, stopped_ns_between, PhaseCost};
 use crate::analyse::probes::{probe_summary, ProbeSummary};
 use crate::analyse::sentinels::SentinelFigures;
 use crate::analyse::verdict::Verdict;
 use crate::analyse::waits::{waits, Waits};
 use crate::record::{
-    CgroupStats, CgroupVersion, MemoryRecord, PeakMoment, RunRecord, Snapshot, StoppedBy,
-    SysctlRecord, Target,
+    CgroupStats, CgroupVersion, MemoryRecord, PeakChoice, PeakMoment, RunRecord, Snapshot, StopAt,
+    StoppedBy, SysctlRecord, Target, WorkloadStop,
 };
 use crate::runtime::result_event;
 
@@ -103,8 +103,13 @@ pub struct Summary {
     /// since it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_moment: Option<PeakMoment>,
+    /// Where the workload was stopped for a reading of its memory: wall times, the spawn time
+    /// per task and throughput leave those spans out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stops: Vec<WorkloadStop>,
     /// Tasks time and counts are divided by (spawned, or --tasks for a command).
     pub tasks: Option<u64>,
+    /// Wall time from release to reap, less the stops for memory readings.
     pub wall_s: f64,
     pub user_s: f64,
     pub sys_s: f64,
@@ -201,6 +206,64 @@ fn kernel_parts(
     }
 }
 
+/// The workload's phases in its result event: (name, start, end), CLOCK_MONOTONIC.
+fn result_phases(result: &Value) -> Vec<(&str, u64, u64)> {
+    result["phases"]
+        .as_array()
+        .map(|phases| {
+            phases
+                .iter()
+                .filter_map(|p| {
+                    Some((
+                        p["name"].as_str()?,
+                        p["start_ns"].as_u64()?,
+                        p["end_ns"].as_u64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The workload's spawn time per task (its spawn or churn phase over the tasks spawned), less a
+/// stop for a memory reading inside that phase.
+fn spawn_ns_per_task(result: &Value, stops: &[WorkloadStop]) -> Option<f64> {
+    let per_task = result["spawn_ns_per_task"].as_f64()?;
+    let spawned = result["spawned"].as_u64().filter(|&n| n > 0)?;
+    let stopped: u64 = result_phases(result)
+        .iter()
+        .filter(|(name, ..)| matches!(*name, "spawn" | "churn"))
+        .map(|&(_, from, to)| stopped_ns_between(stops, from, to))
+        .sum();
+    Some(per_task - stopped as f64 / spawned as f64)
+}
+
+/// The workload's throughput (count per second over one of its phases), less a stop inside that
+/// phase: the phase is the one whose span the figure was computed over.
+fn throughput(result: &Value, stops: &[WorkloadStop]) -> Option<Value> {
+    let mut figure = result["throughput"].clone();
+    if figure.is_null() {
+        return None;
+    }
+    let (Some(count), Some(value)) = (figure["count"].as_f64(), figure["value"].as_f64()) else {
+        return Some(figure);
+    };
+    if value > 0.0 {
+        let span = count * 1e9 / value;
+        let phase = result_phases(result)
+            .into_iter()
+            .find(|&(_, from, to)| (to.saturating_sub(from) as f64 - span).abs() < 1_000.0);
+        if let Some((_, from, to)) = phase {
+            let stopped = stopped_ns_between(stops, from, to);
+            if stopped > 0 {
+                figure["value"] =
+                    (count * 1e9 / to.saturating_sub(from + stopped).max(1) as f64).into();
+            }
+        }
+    }
+    Some(figure)
+}
+
 /// The leash a run had, for the cgroup line: ", pids.max 164 (…), highest 12, --timeout 2s".
 fn leash_terms(run: &RunRecord, pids_peak: Option<u64>) -> String {
     let mut terms = String::new();
@@ -255,13 +318,43 @@ pub fn memory_per_task_over(
     base: &Snapshot,
     moments: &[(&Snapshot, u64)],
 ) -> Option<MemoryPerTask> {
+    per_task(base, moments, Reading::OnTheRun)
+}
+
+/// Memory per task between two readings both taken with the workload stopped and free memory
+/// still (measure/stop.rs): the slab room the run's objects used is what the run's cgroup was
+/// charged for slab beyond the slab pages the host gained, /proc/meminfo's own count, which a
+/// still host makes exact. /proc/slabinfo cannot say it: SLUB counts the free objects in per-CPU
+/// slabs and sheaves as in use, by the megabyte after a big run has freed its objects there.
+pub fn memory_per_task_still(
+    base: &Snapshot,
+    peak: &Snapshot,
+    alive: u64,
+) -> Option<MemoryPerTask> {
+    per_task(base, &[(peak, alive)], Reading::Still)
+}
+
+/// How the readings compared were taken.
+#[derive(Clone, Copy, PartialEq)]
+enum Reading {
+    /// While the workload ran (or parked, as in hold).
+    OnTheRun,
+    /// With the workload stopped and free memory still.
+    Still,
+}
+
+fn per_task(
+    base: &Snapshot,
+    moments: &[(&Snapshot, u64)],
+    reading: Reading,
+) -> Option<MemoryPerTask> {
     let alive: u64 = moments.iter().map(|(_, a)| a).sum();
     if alive == 0 {
         return None;
     }
     let parts = moments
         .iter()
-        .map(|(peak, _)| memory_parts(base, peak))
+        .map(|(peak, _)| memory_parts(base, peak, reading))
         .collect::<Option<Vec<_>>>()?;
     let per = |kb: f64| kb / alive as f64;
     // Summed over the moments; an optional part only where every moment has it.
@@ -345,7 +438,7 @@ impl MemoryParts {
     }
 }
 
-fn memory_parts(base: &Snapshot, peak: &Snapshot) -> Option<MemoryParts> {
+fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<MemoryParts> {
     // RSS and page tables are the process's own (/proc/PID/status). Where the base says the
     // process did not exist yet (a command), its file-backed pages are left out: they are the
     // page cache of its binary and libraries, mostly there before it ran and counted as
@@ -392,6 +485,14 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot) -> Option<MemoryParts> {
     // matters: new slab objects fill room old slabs had (charged, yet never free), and exited
     // threads' stacks stay allocated until an RCU grace period ends.
     let (slab_room_used, stacks_awaiting_free) = match (base.slab_objects, peak.slab_objects) {
+        _ if reading == Reading::Still => (
+            Some(slab - delta(&peak.meminfo, &base.meminfo, "Slab")?),
+            Some(
+                (delta(&peak.meminfo, &base.meminfo, "VmallocUsed").unwrap_or(0.0)
+                    - delta(&peak.meminfo, &base.meminfo, "KernelStack").unwrap_or(0.0))
+                .max(0.0),
+            ),
+        ),
         (Some(b), Some(p)) => {
             let in_use = p.in_use_kb as f64 - b.in_use_kb as f64;
             let room = p.room_kb as f64 - b.room_kb as f64;
@@ -462,7 +563,12 @@ pub fn summarize(
         Target::Workload(_) => s.spawned,
         Target::Command { tasks, .. } => *tasks,
     };
-    s.wall_s = run.wall_ns as f64 / 1e9;
+    s.stops = memory.stops.clone();
+    let stopped = match (run.released_t_ns, run.reaped_t_ns) {
+        (Some(from), Some(to)) => stopped_ns_between(&memory.stops, from, to),
+        _ => memory.stops.iter().map(WorkloadStop::span_ns).sum(),
+    };
+    s.wall_s = run.wall_ns.saturating_sub(stopped) as f64 / 1e9;
     if let Some(ru) = &run.rusage {
         s.user_s = ru.user_us as f64 / 1e6;
         s.sys_s = ru.sys_us as f64 / 1e6;
@@ -480,7 +586,7 @@ pub fn summarize(
             let per = |v: u64| v as f64 / tasks as f64;
             s.time_per_task = Some(TimePerTask {
                 spawn_us: result
-                    .and_then(|r| r["spawn_ns_per_task"].as_f64())
+                    .and_then(|r| spawn_ns_per_task(r, &memory.stops))
                     .map(|ns| ns / 1000.0),
                 user_us: per(ru.user_us),
                 sys_us: per(ru.sys_us),
@@ -531,7 +637,15 @@ pub fn summarize(
         .first()
         .map(|p| &p.snapshot)
         .unwrap_or(&memory.before);
+    // Both readings still: the base read stopped at the first phase, the peak the stopped one.
+    let still = matches!(
+        memory.peak_moment.as_ref().map(|m| &m.chosen),
+        Some(PeakChoice::Stopped { .. })
+    ) && memory.stops.iter().any(|st| st.at == StopAt::FirstPhase);
     s.memory_per_task = memory.peak.as_ref().and_then(|peak| {
+        if still {
+            return memory_per_task_still(base, peak, s.alive_at_peak.unwrap_or(0));
+        }
         let moments: Vec<(&Snapshot, u64)> = std::iter::once((peak, s.alive_at_peak.unwrap_or(0)))
             .chain(
                 memory
@@ -548,9 +662,7 @@ pub fn summarize(
     if let Some(why) = collector.and_then(|c| c.program_costs_note.as_ref()) {
         s.left_out.push(why.clone());
     }
-    s.throughput = result
-        .map(|r| r["throughput"].clone())
-        .filter(|t| !t.is_null());
+    s.throughput = result.and_then(|r| throughput(r, &memory.stops));
     s.sysctls_changed = sysctl
         .changes
         .iter()
@@ -776,6 +888,31 @@ mod tests {
     }
 
     #[test]
+    fn a_still_reading_takes_the_slab_room_from_the_hosts_own_slab_count() {
+        // 900 kB of the run's slab objects went into room freed objects had left in per-CPU
+        // slabs, which /proc/slabinfo counts as in use: it sees no room used.
+        let (base, mut peak) = churn_moment(0, 0, 900);
+        peak.slab_objects = Some(SlabObjects {
+            in_use_kb: 80_000 + 2_100,
+            room_kb: 90_000 + 2_100,
+        });
+        let on_the_run = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        assert!(on_the_run.slab_room_used_kb.unwrap().abs() < 1e-9);
+        assert!(!on_the_run.adds_up, "{on_the_run:?}");
+        // Read still, the charge beyond the host's slab growth (2,100 − 1,200 kB) is the room.
+        let still = memory_per_task_still(&base, &peak, 300).unwrap();
+        assert!(
+            (still.slab_room_used_kb.unwrap() * 300.0 - 900.0).abs() < 1e-6,
+            "{still:?}"
+        );
+        assert!(
+            still.difference_percent.unwrap().abs() < 1e-9 && still.adds_up,
+            "{still:?}"
+        );
+        assert_eq!(still.total_kb, on_the_run.total_kb);
+    }
+
+    #[test]
     fn moments_are_averaged_weighted_by_tasks_alive() {
         let (base, peak) = churn_moment(0, 0, 0);
         // A second moment with the same memory and half the tasks counted alive (e.g. the
@@ -923,5 +1060,89 @@ mod tests {
             "10,000 kB / 800"
         );
         assert_eq!(s.peak_moment, memory.peak_moment);
+    }
+
+    #[test]
+    fn the_stops_for_memory_readings_are_left_out_of_every_time() {
+        use crate::record::{PhaseSample, StopAt};
+        let ns = |s: f64| (s * 1e9) as u64;
+        let phase = |name: &str, t: f64| PhaseSample {
+            name: name.into(),
+            t_ns: ns(t),
+            snapshot: Snapshot::default(),
+        };
+        let run = RunRecord {
+            schema: 1,
+            target: Target::Workload(crate::runtime::Invocation {
+                runtime: crate::runtime::Runtime::Threads,
+                workload: crate::runtime::WorkloadKind::Sleep,
+                n: 1_000,
+                flags: vec![],
+            }),
+            argv: vec![],
+            started_utc: String::new(),
+            root: true,
+            pid: None,
+            wall_ns: ns(4.0),
+            released_t_ns: Some(ns(0.5)),
+            reaped_t_ns: Some(ns(4.5)),
+            exit: None,
+            rusage: Some(crate::record::Rusage::default()),
+            interrupted_by: None,
+            oom_killed: false,
+            memory_limit_bytes: None,
+            estimate: None,
+            contract_violations: vec![],
+            timeout_ns: None,
+            pids_limit: None,
+            stopped_by: None,
+            left_out: vec![],
+        };
+        // Spawning 1..3 s, stopped 0.1 s for the base and 0.4 s for the reading.
+        let stop = |from: f64, to: f64, at| WorkloadStop {
+            from_t_ns: ns(from),
+            to_t_ns: ns(to),
+            at,
+            rcu_barrier: true,
+        };
+        let memory = MemoryRecord {
+            phases: vec![phase("spawn", 1.0), phase("join", 3.0), phase("end", 4.0)],
+            stops: vec![
+                stop(1.0, 1.1, StopAt::FirstPhase),
+                stop(2.0, 2.4, StopAt::Levelled),
+            ],
+            ..Default::default()
+        };
+        let result = serde_json::json!({
+            "event": "result",
+            "spawned": 1_000,
+            "spawn_ns_per_task": 2_000_000.0,
+            "phases": [
+                {"name": "spawn", "start_ns": ns(1.0), "end_ns": ns(3.0), "dur_ns": ns(2.0)},
+                {"name": "join", "start_ns": ns(3.0), "end_ns": ns(4.0), "dur_ns": ns(1.0)},
+            ],
+            "throughput": {"unit": "tasks/s", "count": 1_000, "value": 500.0},
+        });
+        let s = summarize(&run, &memory, &SysctlRecord::default(), &[result], None);
+        assert!((s.wall_s - 3.5).abs() < 1e-9, "{}", s.wall_s);
+        let spawn_us = s.time_per_task.unwrap().spawn_us.unwrap();
+        assert!((spawn_us - 1_500.0).abs() < 1e-6, "{spawn_us}");
+        let per_s = s.throughput.unwrap()["value"].as_f64().unwrap();
+        assert!((per_s - 1_000.0 / 1.5).abs() < 1e-6, "{per_s}");
+        let walls: Vec<(String, f64)> = s
+            .phases
+            .iter()
+            .map(|p| (p.name.clone(), p.wall_ms))
+            .collect();
+        assert_eq!(
+            walls,
+            [
+                ("startup".into(), 500.0),
+                ("spawn".into(), 1_500.0),
+                ("join".into(), 1_000.0),
+                ("exit".into(), 500.0)
+            ]
+        );
+        assert_eq!(s.stops, memory.stops);
     }
 }

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod machine;
 pub mod privileges;
 pub mod procfs;
+pub mod rcu;
 pub mod sentinels;
 pub mod signals;
 pub mod sysctl;

@@ -13,7 +13,10 @@ use spawnscope_collector::Collector;
 use crate::host::cgroup::RunCgroup;
 use crate::measure::sampler::snapshot;
 use crate::measure::sentinels::SentinelWatch;
-use crate::record::{AliveCount, AliveSnapshot, PeakChoice, PeakMoment, PhaseSample, Snapshot};
+use crate::measure::stop::{halt, read_halted, read_stopped};
+use crate::record::{
+    AliveCount, AliveSnapshot, PeakChoice, PeakMoment, PhaseSample, Snapshot, StopAt, WorkloadStop,
+};
 use crate::runtime::{Contract, Event, WorkloadKind};
 
 /// Copies the workload's stderr to ours and to workload.stderr as it comes.
@@ -99,6 +102,10 @@ pub struct Followed {
     pub peak: Option<Peak>,
     pub runtime_version: Option<String>,
     pub violations: Vec<String>,
+    /// Where the workload was stopped for a reading of its memory, in time order.
+    pub stops: Vec<WorkloadStop>,
+    /// Why a stop for a memory reading failed (the reading on the run is used instead).
+    pub stop_failed: Option<String>,
 }
 
 /// A moment that may be the peak: its snapshot and the tasks alive then (None until known).
@@ -114,6 +121,11 @@ struct Candidate {
 /// the figures are averaged over the moments with nearly the most alive.
 const MOMENTS_KEPT: usize = 32;
 const NEAR_THE_MOST: f64 = 0.8;
+/// A still reading (the workload stopped) is exact with fewer alive; it is the peak when it has
+/// at least this share of the most alive of any moment. The stop itself waits for a progress
+/// event within LEVELLED_NEAR of the most reported so far.
+const STOPPED_NEAR: f64 = 0.5;
+const LEVELLED_NEAR: f64 = 0.9;
 
 /// The peak of a workload without a `peak` event (sleep, churn, pingpong, chain): the moments the
 /// most tasks are alive. A snapshot at every progress event that reports more tasks alive than
@@ -121,8 +133,23 @@ const NEAR_THE_MOST: f64 = 0.8;
 /// one with the most alive is the peak, those within 80 % of it are averaged with it. Threads
 /// are counted in the snapshot's own status (the same reading as RSS); goroutines by the
 /// workload's count in the event, or, for the phase, in its result.
+///
+/// Where tasks exit while others start (sleep, churn), the workload is stopped for its base (the
+/// first phase) and once more for a still reading (measure/stop.rs): at the first progress event
+/// past a quarter of spawning where the count has levelled (see `levelled`), or else at the phase
+/// after spawning. That reading is the peak when its tasks alive are at least half the most of
+/// any moment (on a plateau that swings ±30 % from one tenth of a second to the next, a still
+/// reading at 200 alive is exact where one on the run at 300 is not).
 struct MostAlive {
     tasks_are_threads: bool,
+    /// Whether to stop the workload once for a reading.
+    stops: bool,
+    /// The most tasks alive any progress event reported, and the last event's count.
+    most_reported: u64,
+    last_reported: u64,
+    /// The reading taken with the workload stopped, and the stop.
+    stopped: Option<(Candidate, WorkloadStop)>,
+    stop_failed: Option<String>,
     /// The process's threads before spawning (its main thread, a runtime's threads).
     threads_before: Option<u64>,
     /// The progress moments with the most alive, at most MOMENTS_KEPT, most alive first.
@@ -135,10 +162,26 @@ struct MostAlive {
 /// The moment memory is measured at, and the moments averaged with it.
 pub type Peak = (Snapshot, PeakMoment, Vec<AliveSnapshot>);
 
+/// Whether a progress event finds the count of tasks alive levelled, worth stopping for: past a
+/// quarter of spawning, no higher than the event before or with a tenth of the tasks spawned
+/// already gone (tasks exit as fast as others start), and within 90 % of the most reported so
+/// far. While no task has exited, the count only climbs: the stop waits for spawning's end.
+fn levelled(alive: u64, spawned: u64, target: u64, last: u64, most_reported: u64) -> bool {
+    alive > 0
+        && spawned.saturating_mul(4) >= target
+        && (alive <= last || alive.saturating_mul(10) < spawned.saturating_mul(9))
+        && alive as f64 >= most_reported as f64 * LEVELLED_NEAR
+}
+
 impl MostAlive {
-    fn new(tasks_are_threads: bool) -> Self {
+    fn new(tasks_are_threads: bool, stops: bool) -> Self {
         MostAlive {
             tasks_are_threads,
+            stops,
+            most_reported: 0,
+            last_reported: 0,
+            stopped: None,
+            stop_failed: None,
             threads_before: None,
             kept: Vec::new(),
             at_phase: None,
@@ -189,19 +232,90 @@ impl MostAlive {
         self.kept.truncate(MOMENTS_KEPT);
     }
 
-    fn progress(&mut self, alive: u64, t_ns: u64, pid: u32, cgroup: Option<&RunCgroup>) {
+    /// Stops the workload for one reading, once; `reported`: the progress event's count.
+    fn stop(
+        &mut self,
+        pid: u32,
+        cgroup: Option<&RunCgroup>,
+        reported: Option<(u64, u64)>,
+        at: StopAt,
+    ) {
+        if !self.stops || self.stopped.is_some() || self.stop_failed.is_some() {
+            return;
+        }
+        match read_stopped(pid, cgroup, at) {
+            Ok((snapshot, stop)) => {
+                let mut c = self.candidate(snapshot, reported);
+                // The count stood still from SIGSTOP on, not from the (later) snapshot.
+                if let (AliveCount::Progress { lag_ns }, Some((_, t_ns))) =
+                    (&mut c.counted, reported)
+                {
+                    *lag_ns = stop.from_t_ns.saturating_sub(t_ns);
+                }
+                self.stopped = Some((c, stop));
+            }
+            Err(err) => self.stop_failed = Some(format!("{err:#}")),
+        }
+    }
+
+    fn progress(
+        &mut self,
+        (alive, spawned, target): (u64, u64, u64),
+        t_ns: u64,
+        pid: u32,
+        cgroup: Option<&RunCgroup>,
+    ) {
+        let last = std::mem::replace(&mut self.last_reported, alive);
+        self.most_reported = self.most_reported.max(alive);
+        if self.stops
+            && self.stopped.is_none()
+            && levelled(alive, spawned, target, last, self.most_reported)
+        {
+            self.stop(pid, cgroup, Some((alive, t_ns)), StopAt::Levelled);
+            if self.stopped.is_some() {
+                return;
+            }
+        }
         if self.worth_a_snapshot(alive) {
             let c = self.candidate(snapshot(Some(pid), cgroup, false), Some((alive, t_ns)));
             self.keep(c);
         }
     }
 
-    /// The peak and the moments near it, once the result event has given the phase's count.
+    /// The peak and the moments near it, once the result event has given the phase's count: the
+    /// stopped reading alone where it has at least half the most alive, else the moments with
+    /// the most.
     fn finish(mut self, result_alive: Option<u64>) -> Option<Peak> {
-        if let Some(mut phase) = self.at_phase.take() {
-            if phase.alive.is_none() {
-                phase.alive = result_alive;
+        if let Some(phase) = self.at_phase.as_mut().filter(|p| p.alive.is_none()) {
+            phase.alive = result_alive;
+        }
+        if let Some((mut stopped, _)) = self.stopped.take() {
+            if stopped.alive.is_none() {
+                stopped.alive = result_alive;
             }
+            let most = self
+                .kept
+                .iter()
+                .chain(&self.at_phase)
+                .filter_map(|c| c.alive)
+                .max()
+                .unwrap_or(0);
+            if stopped
+                .alive
+                .is_some_and(|a| a > 0 && a as f64 >= most as f64 * STOPPED_NEAR)
+            {
+                let moment = PeakMoment {
+                    chosen: PeakChoice::Stopped {
+                        samples: self.samples,
+                    },
+                    alive: stopped.alive,
+                    counted: stopped.counted,
+                };
+                return Some((stopped.snapshot, moment, Vec::new()));
+            }
+            self.keep(stopped);
+        }
+        if let Some(phase) = self.at_phase.take() {
             // The phase's count comes from the workload itself: it wins a tie.
             let at = self.kept.partition_point(|k| k.alive > phase.alive);
             self.kept.insert(at, phase);
@@ -246,8 +360,8 @@ pub fn follow_events(
         LineWriter::new(File::create(raw).with_context(|| format!("creating {}", raw.display()))?);
     let mut stdin = stdin;
     let mut followed = Followed::default();
-    let mut most_alive =
-        (workload != WorkloadKind::Hold).then(|| MostAlive::new(tasks_are_threads));
+    let mut most_alive = (workload != WorkloadKind::Hold)
+        .then(|| MostAlive::new(tasks_are_threads, workload.stopped_for_memory()));
     let mut result_alive = None;
     for line in BufReader::new(stdout).lines() {
         let line = line.context("reading the workload's output")?;
@@ -258,6 +372,13 @@ pub fn follow_events(
                 followed.runtime_version = start["runtime_version"].as_str().map(str::to_string);
             }
             Ok(Event::Phase { name, t_ns }) => {
+                let first = followed.phases.is_empty();
+                // The base: stopped before anything else is done, so that as few tasks as can be
+                // have started (the conductor is not the only one wanting the CPUs now).
+                let halted = most_alive
+                    .as_ref()
+                    .filter(|m| first && m.stops)
+                    .map(|_| halt(pid));
                 if let Some(c) = collector {
                     c.set_phase(followed.phases.len() as u32, t_ns);
                 }
@@ -265,13 +386,27 @@ pub fn follow_events(
                 if let Some(watch) = sentinels.as_deref_mut() {
                     watch.mark(&name);
                 }
-                let snap = snapshot(Some(pid), cgroup, false);
+                // The base, read with the workload stopped: the threads it has already started
+                // and their memory at one moment.
+                let base = halted.map(|from| read_halted(pid, cgroup, StopAt::FirstPhase, from?));
+                let snap = match (base, most_alive.as_mut()) {
+                    (Some(Ok((snap, stop))), _) => {
+                        followed.stops.push(stop);
+                        snap
+                    }
+                    (Some(Err(err)), Some(m)) => {
+                        m.stop_failed = Some(format!("{err:#}"));
+                        snapshot(Some(pid), cgroup, false)
+                    }
+                    _ => snapshot(Some(pid), cgroup, false),
+                };
                 if let Some(m) = most_alive.as_mut() {
-                    if followed.phases.is_empty() {
+                    if first {
                         m.threads_before = snap.status.get("Threads").copied();
                     }
                     if m.at_phase.is_none() && (name == "steady" || name == "join") {
                         m.at_phase = Some(m.candidate(snap.clone(), None));
+                        m.stop(pid, cgroup, None, StopAt::AfterSpawning);
                     }
                 }
                 bar.set_prefix(name.clone());
@@ -290,7 +425,7 @@ pub fn follow_events(
                 bar.set_length(target);
                 bar.set_position(spawned);
                 if let Some(m) = most_alive.as_mut() {
-                    m.progress(alive, t_ns, pid, cgroup);
+                    m.progress((alive, spawned, target), t_ns, pid, cgroup);
                 }
             }
             Ok(Event::Peak { alive, .. }) => {
@@ -320,7 +455,11 @@ pub fn follow_events(
             }
         }
     }
-    if let Some(m) = most_alive {
+    if let Some(mut m) = most_alive {
+        followed
+            .stops
+            .extend(m.stopped.as_ref().map(|(_, stop)| *stop));
+        followed.stop_failed = m.stop_failed.take();
         followed.peak = m.finish(result_alive);
     }
     Ok(followed)
@@ -343,7 +482,7 @@ mod tests {
     fn most_alive(tasks_are_threads: bool) -> MostAlive {
         MostAlive {
             threads_before: Some(3),
-            ..MostAlive::new(tasks_are_threads)
+            ..MostAlive::new(tasks_are_threads, false)
         }
     }
 
@@ -414,5 +553,75 @@ mod tests {
         assert!(near
             .iter()
             .all(|n| n.alive as f64 >= most as f64 * 0.8 && n.alive <= most));
+    }
+
+    fn a_stop(from_t_ns: u64, at: StopAt) -> WorkloadStop {
+        WorkloadStop {
+            from_t_ns,
+            to_t_ns: from_t_ns + 400,
+            at,
+            rcu_barrier: true,
+        }
+    }
+
+    #[test]
+    fn the_count_is_levelled_once_tasks_exit_as_fast_as_others_start() {
+        // 10 ms sleeps: a plateau near 300 from the start; past a quarter of 100,000 spawned.
+        assert!(levelled(290, 30_000, 100_000, 300, 310));
+        assert!(
+            !levelled(290, 20_000, 100_000, 300, 310),
+            "before a quarter"
+        );
+        assert!(
+            !levelled(250, 30_000, 100_000, 300, 310),
+            "below 90 % of the most"
+        );
+        // 1 s sleeps: nobody has exited, the count climbs with spawning: wait for its end.
+        assert!(!levelled(16_000, 16_000, 20_000, 15_000, 16_000));
+        // ...until it stops climbing, the first exits matching the starts.
+        assert!(levelled(16_400, 17_500, 20_000, 16_414, 16_414));
+        assert!(!levelled(0, 30_000, 100_000, 0, 0), "no task alive");
+    }
+
+    #[test]
+    fn a_stopped_reading_with_half_the_most_alive_is_the_peak_alone() {
+        let mut m = most_alive(true);
+        for (t, threads) in [(10, 303), (20, 263)] {
+            let c = m.candidate(at(t, Some(threads)), Some((threads - 3, t)));
+            m.keep(c);
+        }
+        let stopped = m.candidate(at(30, Some(203)), Some((210, 25)));
+        m.stopped = Some((stopped, a_stop(27, StopAt::Levelled)));
+        let (snapshot, moment, near) = m.finish(None).unwrap();
+        assert_eq!((snapshot.t_ns, moment.alive), (30, Some(200)));
+        assert_eq!(moment.chosen, PeakChoice::Stopped { samples: 3 });
+        assert!(
+            near.is_empty(),
+            "a still reading is not averaged with moving ones"
+        );
+    }
+
+    #[test]
+    fn a_stopped_reading_with_fewer_than_half_the_most_alive_is_one_moment_among_the_others() {
+        let mut m = most_alive(true);
+        let c = m.candidate(at(10, Some(303)), Some((300, 9)));
+        m.keep(c);
+        let stopped = m.candidate(at(30, Some(103)), Some((100, 25)));
+        m.stopped = Some((stopped, a_stop(27, StopAt::AfterSpawning)));
+        let (snapshot, moment, _) = m.finish(None).unwrap();
+        assert_eq!((snapshot.t_ns, moment.alive), (10, Some(300)));
+        assert_eq!(moment.chosen, PeakChoice::MostAlive { samples: 2 });
+    }
+
+    #[test]
+    fn goroutines_stopped_at_the_phase_are_counted_by_the_result() {
+        let mut m = most_alive(false);
+        let c = m.candidate(at(10, Some(7)), Some((600_000, 9)));
+        m.keep(c);
+        let stopped = m.candidate(at(30, Some(7)), None);
+        m.stopped = Some((stopped, a_stop(27, StopAt::AfterSpawning)));
+        let (snapshot, moment, _) = m.finish(Some(640_000)).unwrap();
+        assert_eq!((snapshot.t_ns, moment.alive), (30, Some(640_000)));
+        assert_eq!(moment.counted, AliveCount::ResultEvent);
     }
 }

@@ -12,4 +12,5 @@ pub mod probes;
 pub mod run;
 pub mod sampler;
 pub mod sentinels;
+pub mod stop;
 pub mod sweep;

@@ -675,6 +675,12 @@ fn measure(
     memory.after = Some(snapshot(None, cgroup, false));
     memory.timeline = timeline;
     memory.phases = followed.phases;
+    memory.stops = followed.stops;
+    if let Some(why) = followed.stop_failed {
+        left_out.push(format!(
+            "stopping the workload for a still memory reading: {why}; memory is read on the run"
+        ));
+    }
     let peak = match workload {
         Some(_) => followed.peak,
         None => {

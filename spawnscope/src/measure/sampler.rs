@@ -166,13 +166,50 @@ pub fn settle() {
             .unwrap_or(0);
         listed + procfs::pcp_free_kb().unwrap_or(0)
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
+    hold_still(
+        available,
+        1024,
+        Duration::from_millis(200),
+        Duration::from_secs(10),
+    );
+}
+
+/// Waits until free memory, counted as the analysis counts it (the zones' and the per-CPU lists'
+/// free pages, page cache and reclaimable slab, read together), holds still within `kb`: for a
+/// reading of a stopped workload, where nothing of ours moves it any more.
+pub fn settle_within(kb: u64) {
+    let available = || {
+        let free = procfs::free_pages();
+        let meminfo = procfs::meminfo().unwrap_or_default();
+        let get = |k: &str| meminfo.get(k).copied().unwrap_or(0);
+        let reclaimable = meminfo
+            .get("KReclaimable")
+            .or(meminfo.get("SReclaimable"))
+            .copied()
+            .unwrap_or(0);
+        free.map_or(get("MemAvailable"), |f| f.zones_kb + f.pcp_kb)
+            + get("Active(file)")
+            + get("Inactive(file)")
+            + reclaimable
+    };
+    hold_still(
+        available,
+        kb,
+        Duration::from_millis(100),
+        Duration::from_secs(5),
+    );
+}
+
+/// Reads `available` every `every` until three readings in a row are within `kb` of the one
+/// before, or `at_most` has passed.
+fn hold_still(available: impl Fn() -> u64, kb: u64, every: Duration, at_most: Duration) {
+    let deadline = Instant::now() + at_most;
     let mut last = available();
     let mut still = 0;
     while still < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(every);
         let now = available();
-        still = if now.abs_diff(last) <= 1024 {
+        still = if now.abs_diff(last) <= kb {
             still + 1
         } else {
             0

@@ -89,6 +89,42 @@ pub struct MemoryRecord {
     pub timeline: Vec<TimelineSample>,
     /// The cgroup's counters at the end (peaks, OOM kills).
     pub cgroup_final: Option<CgroupStats>,
+    /// Where the workload was stopped for a reading of its memory (sleep, churn), in time order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stops: Vec<WorkloadStop>,
+}
+
+/// The workload stopped (SIGSTOP, every thread) for one reading of its memory, then continued
+/// (SIGCONT). Times leave this span out (`analyse::phases::stopped_ns_between`).
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WorkloadStop {
+    /// When SIGSTOP was sent, CLOCK_MONOTONIC.
+    pub from_t_ns: u64,
+    /// When SIGCONT was sent.
+    pub to_t_ns: u64,
+    /// Why then: `first_phase` (the base every figure is counted from, read with the threads
+    /// already started in it), `levelled` (tasks were exiting as fast as others started, the count
+    /// near the most seen) or `after_spawning` (the phase that follows spawning).
+    pub at: StopAt,
+    /// RCU's pending callbacks were run before the reading (rcu_barrier, through
+    /// /sys/module/rcutree/parameters/do_rcu_barrier; root only). False: free memory was only
+    /// waited on to hold still.
+    pub rcu_barrier: bool,
+}
+
+/// The moment a workload was stopped at (see `WorkloadStop::at`).
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StopAt {
+    FirstPhase,
+    Levelled,
+    AfterSpawning,
+}
+
+impl WorkloadStop {
+    pub fn span_ns(&self) -> u64 {
+        self.to_t_ns.saturating_sub(self.from_t_ns)
+    }
 }
 
 /// A snapshot and the tasks alive in it.
@@ -116,6 +152,9 @@ pub enum PeakChoice {
     /// The sample with the most tasks alive (one at every progress event while spawning, one at
     /// the phase that follows spawning), out of `samples`.
     MostAlive { samples: u64 },
+    /// The reading taken with the workload stopped (`MemoryRecord::stop`), at a moment with
+    /// nearly the most tasks alive of `samples`.
+    Stopped { samples: u64 },
     /// A command: the 100 ms sample with the most memory in use.
     MostMemory,
     /// A command: its first stdout line matching `--peak-when`.

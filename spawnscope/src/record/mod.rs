@@ -24,7 +24,7 @@ pub use load::{expand, find_plan, load, read_flame, LoadedRun};
 pub use machine::Fingerprint;
 pub use memory::{
     AliveCount, AliveSnapshot, CgroupStats, CgroupVersion, CpuTime, MemoryRecord, PeakChoice,
-    PeakMoment, PhaseSample, SlabObjects, Snapshot, TimelineSample,
+    PeakMoment, PhaseSample, SlabObjects, Snapshot, StopAt, TimelineSample, WorkloadStop,
 };
 pub use plan::{Plan, PlannedCell};
 pub use process::{Exit, Rusage};

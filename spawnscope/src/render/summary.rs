@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::analyse::probes::{ProbeCost, ProbeSummary};
 use crate::analyse::summary::{Summary, ADDS_UP_PERCENT};
-use crate::record::{AliveCount, Fingerprint, PeakChoice};
+use crate::record::{AliveCount, Fingerprint, PeakChoice, StopAt, WorkloadStop};
 use crate::render::table::{Cell, Table};
 use crate::render::{attribution, sentinels, verdict, waits};
 use crate::units::{bytes, count};
@@ -181,6 +181,10 @@ fn measured_at_line(s: &Summary) -> Option<String> {
             "the moment the most tasks were alive (the most of {} snapshots)",
             count(*samples)
         ),
+        PeakChoice::Stopped { samples } => format!(
+            "a moment with nearly the most tasks alive (of {} snapshots), the workload stopped for the reading",
+            count(*samples)
+        ),
         PeakChoice::MostMemory => "the moment of most memory in use (sampled every 100 ms)".into(),
         PeakChoice::Matched { line } => {
             format!(
@@ -216,13 +220,47 @@ fn measured_at_line(s: &Summary) -> Option<String> {
         ),
         None => String::new(),
     };
+    let stopped = stops_sentence(&s.stops);
     Some(match m.alive {
         Some(alive) => format!(
-            "Memory measured at {chosen}: {} tasks alive ({counted}).{averaged}",
+            "Memory measured at {chosen}: {} tasks alive ({counted}).{averaged}{stopped}",
             count(alive)
         ),
         None => format!("Memory measured at {chosen}; tasks alive unknown (no --tasks)."),
     })
+}
+
+/// What the stops for memory readings did, and that the times leave them out.
+fn stops_sentence(stops: &[WorkloadStop]) -> String {
+    let ms = |stop: &WorkloadStop| in_unit(stop.span_ns() as f64, "ns");
+    let mut line = String::new();
+    if let Some(base) = stops.iter().find(|st| st.at == StopAt::FirstPhase) {
+        let _ = write!(
+            line,
+            " The base was read with the workload stopped (SIGSTOP, {}), the threads it had already started and their memory at one moment.",
+            ms(base)
+        );
+    }
+    if let Some(reading) = stops.iter().find(|st| st.at != StopAt::FirstPhase) {
+        let _ = write!(
+            line,
+            " For the reading it was stopped {} for {}: no task started or exited while {} and free memory held still; then it went on.",
+            match reading.at {
+                StopAt::AfterSpawning => "as spawning ended",
+                _ => "once tasks were exiting as fast as others started",
+            },
+            ms(reading),
+            if reading.rcu_barrier {
+                "RCU's deferred frees (exited threads' stacks and task structs) ran"
+            } else {
+                "the kernel's deferred frees were waited on (no rcu_barrier without root)"
+            }
+        );
+    }
+    if !stops.is_empty() {
+        line += " Wall times, spawn time and throughput leave the stops out.";
+    }
+    line
 }
 
 pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {

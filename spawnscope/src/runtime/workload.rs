@@ -42,6 +42,13 @@ impl WorkloadKind {
             .unwrap_or(9)
     }
 
+    /// Whether the workload is stopped once for a reading of its memory (measure/stop.rs): where
+    /// tasks exit while others start. pingpong and chain keep every task to the end, busy: a
+    /// reading on the run is already still, and a stop would fall inside their throughput.
+    pub fn stopped_for_memory(self) -> bool {
+        matches!(self, WorkloadKind::Sleep | WorkloadKind::Churn)
+    }
+
     /// Tasks spawned for --n (pingpong and chain: two per unit).
     pub fn tasks(self, n: u64) -> u64 {
         match self {
