@@ -1007,17 +1007,11 @@ mod tests {
         assert!(old.rss_counted.is_none() && !old.adds_up);
     }
 
-    #[test]
-    fn tasks_alive_come_from_the_moment_measured_when_it_was_recorded() {
-        let (base, peak) = command_snapshots();
-        let run = RunRecord {
+    /// A run of `target` that recorded nothing else.
+    fn run_record(target: Target) -> RunRecord {
+        RunRecord {
             schema: 1,
-            target: Target::Command {
-                argv: vec!["prog".into()],
-                tasks: Some(1_000),
-                task_kind: crate::runtime::TaskKind::Task,
-                peak_when: None,
-            },
+            target,
             argv: vec![],
             started_utc: String::new(),
             root: true,
@@ -1036,7 +1030,18 @@ mod tests {
             pids_limit: None,
             stopped_by: None,
             left_out: vec![],
-        };
+        }
+    }
+
+    #[test]
+    fn tasks_alive_come_from_the_moment_measured_when_it_was_recorded() {
+        let (base, peak) = command_snapshots();
+        let run = run_record(Target::Command {
+            argv: vec!["prog".into()],
+            tasks: Some(1_000),
+            task_kind: crate::runtime::TaskKind::Task,
+            peak_when: None,
+        });
         let mut memory = MemoryRecord {
             before: base,
             peak: Some(peak),
@@ -1072,31 +1077,16 @@ mod tests {
             snapshot: Snapshot::default(),
         };
         let run = RunRecord {
-            schema: 1,
-            target: Target::Workload(crate::runtime::Invocation {
+            wall_ns: ns(4.0),
+            released_t_ns: Some(ns(0.5)),
+            reaped_t_ns: Some(ns(4.5)),
+            rusage: Some(crate::record::Rusage::default()),
+            ..run_record(Target::Workload(crate::runtime::Invocation {
                 runtime: crate::runtime::Runtime::Threads,
                 workload: crate::runtime::WorkloadKind::Sleep,
                 n: 1_000,
                 flags: vec![],
-            }),
-            argv: vec![],
-            started_utc: String::new(),
-            root: true,
-            pid: None,
-            wall_ns: ns(4.0),
-            released_t_ns: Some(ns(0.5)),
-            reaped_t_ns: Some(ns(4.5)),
-            exit: None,
-            rusage: Some(crate::record::Rusage::default()),
-            interrupted_by: None,
-            oom_killed: false,
-            memory_limit_bytes: None,
-            estimate: None,
-            contract_violations: vec![],
-            timeout_ns: None,
-            pids_limit: None,
-            stopped_by: None,
-            left_out: vec![],
+            }))
         };
         // Spawning 1..3 s, stopped 0.1 s for the base and 0.4 s for the reading.
         let stop = |from: f64, to: f64, at| WorkloadStop {
