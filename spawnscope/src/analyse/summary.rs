@@ -451,29 +451,10 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
     };
     let page_tables = delta(&peak.status, &base.status, "VmPTE")?;
     let (kernel_stack, slab, source) = kernel_parts(base, peak, page_tables)?;
-    // Free pages taken from the per-CPU lists never left MemAvailable: add them to its drop.
-    // Snapshots that read the zones' free pages with those lists (procfs::FreePages) count
-    // available memory the way MemAvailable does, with two fixes: free memory is that pair from
-    // one reading (MemFree is read a moment apart while pages move between the two), and page
-    // cache and reclaimable slab count whole — MemAvailable counts only half of each while it is
-    // under twice the low watermark (tens of MiB here), so the host's reclaim of an idle
-    // file's cache (DAMON) would raise it by half of what was reclaimed.
-    let available = |s: &Snapshot| -> Option<f64> {
-        let kb = |k: &str| s.meminfo.get(k).copied();
-        Some(match s.zone_free_kb {
-            Some(zones) => {
-                let reclaimable = kb("KReclaimable").or(kb("SReclaimable")).unwrap_or(0);
-                (zones
-                    + s.pcp_free_kb.unwrap_or(0)
-                    + kb("Active(file)")?
-                    + kb("Inactive(file)")?
-                    + reclaimable) as f64
-            }
-            None => (kb("MemAvailable")? + s.pcp_free_kb.unwrap_or(0)) as f64,
-        })
-    };
+    // Available memory as `Snapshot::available_kb` counts it, where both snapshots read the
+    // zones' free pages; older records: MemAvailable, with the per-CPU lists drained added back.
     let drop = if base.zone_free_kb.is_some() && peak.zone_free_kb.is_some() {
-        available(base)? - available(peak)?
+        base.available_kb()? as f64 - peak.available_kb()? as f64
     } else {
         let pcp_drained = match (base.pcp_free_kb, peak.pcp_free_kb) {
             (Some(b), Some(p)) => b as f64 - p as f64,
@@ -484,24 +465,24 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
     // Where few tasks are alive (a few megabytes in all), what the kernel reuses and defers
     // matters: new slab objects fill room old slabs had (charged, yet never free), and exited
     // threads' stacks stay allocated until an RCU grace period ends.
-    let (slab_room_used, stacks_awaiting_free) = match (base.slab_objects, peak.slab_objects) {
-        _ if reading == Reading::Still => (
-            Some(slab - delta(&peak.meminfo, &base.meminfo, "Slab")?),
-            Some(
-                (delta(&peak.meminfo, &base.meminfo, "VmallocUsed").unwrap_or(0.0)
-                    - delta(&peak.meminfo, &base.meminfo, "KernelStack").unwrap_or(0.0))
-                .max(0.0),
-            ),
-        ),
-        (Some(b), Some(p)) => {
-            let in_use = p.in_use_kb as f64 - b.in_use_kb as f64;
-            let room = p.room_kb as f64 - b.room_kb as f64;
-            let vmalloc = delta(&peak.meminfo, &base.meminfo, "VmallocUsed").unwrap_or(0.0);
-            let stacks = delta(&peak.meminfo, &base.meminfo, "KernelStack").unwrap_or(0.0);
-            (Some(in_use - room), Some((vmalloc - stacks).max(0.0)))
-        }
-        _ => (None, None),
+    let stacks_awaiting_free = || {
+        let vmalloc = delta(&peak.meminfo, &base.meminfo, "VmallocUsed").unwrap_or(0.0);
+        let stacks = delta(&peak.meminfo, &base.meminfo, "KernelStack").unwrap_or(0.0);
+        Some((vmalloc - stacks).max(0.0))
     };
+    let (slab_room_used, stacks_awaiting_free) =
+        match (reading, base.slab_objects, peak.slab_objects) {
+            (Reading::Still, ..) => (
+                Some(slab - delta(&peak.meminfo, &base.meminfo, "Slab")?),
+                stacks_awaiting_free(),
+            ),
+            (Reading::OnTheRun, Some(b), Some(p)) => {
+                let in_use = p.in_use_kb as f64 - b.in_use_kb as f64;
+                let room = p.room_kb as f64 - b.room_kb as f64;
+                (Some(in_use - room), stacks_awaiting_free())
+            }
+            _ => (None, None),
+        };
     let charged = cgroup_kb(peak, |c| c.memory_current_bytes)
         .zip(cgroup_kb(base, |c| c.memory_current_bytes))
         .map(|(after, before)| after - before);

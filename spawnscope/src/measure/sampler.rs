@@ -174,23 +174,19 @@ pub fn settle() {
     );
 }
 
-/// Waits until free memory, counted as the analysis counts it (the zones' and the per-CPU lists'
-/// free pages, page cache and reclaimable slab, read together), holds still within `kb`: for a
-/// reading of a stopped workload, where nothing of ours moves it any more.
+/// Waits until free memory, counted as the analysis counts it (`Snapshot::available_kb`),
+/// holds still within `kb`: for a reading of a stopped workload, where nothing of ours moves it
+/// any more.
 pub fn settle_within(kb: u64) {
     let available = || {
         let free = procfs::free_pages();
-        let meminfo = procfs::meminfo().unwrap_or_default();
-        let get = |k: &str| meminfo.get(k).copied().unwrap_or(0);
-        let reclaimable = meminfo
-            .get("KReclaimable")
-            .or(meminfo.get("SReclaimable"))
-            .copied()
-            .unwrap_or(0);
-        free.map_or(get("MemAvailable"), |f| f.zones_kb + f.pcp_kb)
-            + get("Active(file)")
-            + get("Inactive(file)")
-            + reclaimable
+        let now = Snapshot {
+            meminfo: procfs::meminfo().unwrap_or_default(),
+            zone_free_kb: free.map(|f| f.zones_kb),
+            pcp_free_kb: free.map(|f| f.pcp_kb),
+            ..Default::default()
+        };
+        now.available_kb().unwrap_or(0)
     };
     hold_still(
         available,

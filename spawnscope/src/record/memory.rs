@@ -37,6 +37,28 @@ pub struct Snapshot {
     pub slab_objects: Option<SlabObjects>,
 }
 
+impl Snapshot {
+    /// Available memory, kB, for snapshots that read the zones' free pages with the per-CPU lists
+    /// (procfs::FreePages): counted the way MemAvailable does, with two fixes. Free memory is
+    /// that pair from one reading (MemFree is read a moment apart while pages move between the
+    /// two, and pages on the per-CPU lists never left MemAvailable at all); page cache and
+    /// reclaimable slab count whole — MemAvailable counts only half of each while it is under
+    /// twice the low watermark (tens of MiB here), so the host's reclaim of an idle file's cache
+    /// (DAMON) would raise it by half of what was reclaimed. Without the zones: MemAvailable and
+    /// the per-CPU lists.
+    pub fn available_kb(&self) -> Option<u64> {
+        let kb = |k: &str| self.meminfo.get(k).copied();
+        let pcp = self.pcp_free_kb.unwrap_or(0);
+        Some(match self.zone_free_kb {
+            Some(zones) => {
+                let reclaimable = kb("KReclaimable").or(kb("SReclaimable")).unwrap_or(0);
+                zones + pcp + kb("Active(file)")? + kb("Inactive(file)")? + reclaimable
+            }
+            None => kb("MemAvailable")? + pcp,
+        })
+    }
+}
+
 /// All slab caches together (/proc/slabinfo), in kB: the objects in use and the objects their
 /// slabs have room for (objects × object size). Room used up between two snapshots is memory
 /// that had left MemAvailable before the first, yet is charged to whoever allocated there.
