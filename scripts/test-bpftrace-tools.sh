@@ -273,7 +273,9 @@ for form in pid -c; do
 done
 
 # switches: voluntary/involuntary against getrusage's nvcsw/nivcsw (the tool classifies the way
-# __schedule() counts them); pingpong blocks on every hop, so voluntary >= rounds.
+# __schedule() counts them). Pingpong need not block on every hop (std's channels and Go's
+# scheduler spin before they park), so the floor on voluntary switches comes from sleep: a
+# thread in nanosleep always blocks, once.
 say "switches.bt"
 for form in pid -c; do
   rounds=20000
@@ -289,13 +291,18 @@ for form in pid -c; do
       check "[$form] $rt pingpong $rounds rounds: involuntary $invol within 5 % + 20 of getrusage's $nivcsw" \
         "$(within "$invol" "$nivcsw" 5 20)"
       check "[$form] $rt pingpong: run-queue latency histogram present" "$(($(hist_total "$name" '@runq_latency_us') > 0))"
-      if [ "$rt" = threads ]; then
-        check "[$form] threads pingpong: voluntary >= $rounds (each hop blocks a thread)" "$((vol >= rounds))"
-      fi
     else
       check "[$form] switches.bt ran on $rt pingpong" 0
     fi
   done
+  n=2000
+  name=sw-sleep-${form#-}
+  if traced "$form" "$name" switches.bt "$threads_bin" sleep --n "$n" --sleep 10ms; then
+    vol=$(value "$name" '@switches[voluntary]')
+    check "[$form] threads sleep $n: voluntary $vol >= $n (each sleeping thread blocks once)" "$((vol >= n))"
+  else
+    check "[$form] switches.bt ran on threads sleep" 0
+  fi
   n=5000 # above bpftrace's default 4096 map keys: the tool keeps one entry per live thread
   name=sw-hold-${form#-}
   if traced "$form" "$name" switches.bt "$threads_bin" hold --n "$n" --hold-for 0s; then
