@@ -73,7 +73,7 @@ var flags = []struct {
 	{"--n", ""}, {"--sleep", sleepWorkload}, {"--hold-for", holdWorkload}, {"--batch", churnWorkload},
 	{"--rounds", pingpongWorkload}, {"--events", chainWorkload}, {"--queue", chainWorkload},
 	{"--type", chainWorkload}, {"--size", chainWorkload}, {"--stack-size", ""}, {"--gomaxprocs", ""},
-	{"--reserve", ""},
+	{"--workers", ""}, {"--reserve", ""},
 }
 
 func usage() string {
@@ -103,6 +103,7 @@ flags:
   --size S            chain: bytes per string event [16]
   --stack-size BYTES  threads only: refused here (goroutine stacks start small and grow)
   --gomaxprocs N      GOMAXPROCS for the run, 1..%[3]d [the runtime's default]
+  --workers N         tokio-tasks only: refused here (use --gomaxprocs)
   --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
                       falls below this; 0 = never [2%% of usable memory, 32..512 MiB]
   --dry-run           check the arguments, print the `+"`start`"+` event, spawn nothing
@@ -182,6 +183,9 @@ func parseArgs(args []string) (*config, error) {
 		}
 		if flag == "--stack-size" {
 			return nil, errors.New("flag '--stack-size' is not supported: goroutine stacks start small and grow on demand; Go has no per-goroutine stack size")
+		}
+		if flag == "--workers" {
+			return nil, errors.New("flag '--workers' is not supported: it sets an async runtime's worker threads; the Go scheduler's processors are set with --gomaxprocs")
 		}
 		if seen[flag] {
 			return nil, fmt.Errorf("flag '%s' given twice", flag)

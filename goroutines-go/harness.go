@@ -86,7 +86,8 @@ func (h *harness) params() object {
 	case chainWorkload:
 		p = p.with("events", c.events).with("queue", c.queue).with("type", c.eventType).with("size", c.size)
 	}
-	return p.with("stack_size", nil).with("gomaxprocs", c.gomaxprocs).with("reserve_bytes", h.reserve)
+	return p.with("stack_size", nil).with("gomaxprocs", c.gomaxprocs).with("workers", nil).
+		with("reserve_bytes", h.reserve)
 }
 
 func (h *harness) start() {

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Benchmark: what one task costs in `hold` (all tasks alive at once) — RSS per task and spawn time
-# per task — for 100k threads and 1M goroutines, beside the same figures from a bare program that
-# does nothing but hold N tasks (scripts/bench/bare-*). The ratio says whether the workloads add
+# per task — for 100k threads and 1M goroutines and tokio tasks, beside the same figures from a bare
+# program that does nothing but hold N tasks (scripts/bench/bare-*, and tokio-rs/examples/bare-tokio.rs,
+# a cargo example because it needs the tokio crate). The ratio says whether the workloads add
 # anything to what the runtime itself costs. Per-task RSS is the slope between N and N/100, so
 # fixed costs (binary, runtime, heap arenas) cancel out.
 #
 # Usage: sudo ./scripts/bench-workloads.sh [THREADS_N [GOROUTINES_N [REPEATS]]]
-#        (defaults 100000 1000000 5). Root raises vm.max_map_count and kernel.pid_max for the
+#        (defaults 100000 1000000 5; tokio runs GOROUTINES_N tasks too). Root raises vm.max_map_count and kernel.pid_max for the
 #        threads run and restores them on every exit; without root the threads N is capped by them.
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
@@ -24,6 +25,8 @@ bench_dir="$REPO_ROOT/target/bench"
 mkdir -p "$bench_dir"
 rustc -O --edition 2021 -o "$bench_dir/bare-threads" scripts/bench/bare-threads.rs
 go build -o "$bench_dir/bare-goroutines" scripts/bench/bare-goroutines.go
+cargo build --release --quiet -p tokio-tasks --example bare-tokio
+cp target/release/examples/bare-tokio "$bench_dir/bare-tokio"
 
 # Raise the two sysctls 100k threads need, and put them back however the script ends.
 saved_sysctls=()
@@ -63,9 +66,10 @@ bare() {
 }
 
 results=()
-for runtime in threads goroutines; do
-  n=$threads_n
-  [ "$runtime" = goroutines ] && n=$goroutines_n
+for runtime in threads goroutines tokio; do
+  n=$goroutines_n binary=$runtime
+  [ "$runtime" = threads ] && n=$threads_n
+  [ "$runtime" = tokio ] && binary=tokio-tasks
   small=$((n / 100 > 0 ? n / 100 : 1))
   ours_rss=() bare_rss=() ours_ns=() bare_ns=()
   for ((r = 1; r <= repeats; r++)); do
@@ -73,14 +77,14 @@ for runtime in threads goroutines; do
     # freed, caches) must not favour one side.
     say "$runtime: run $r of $repeats (hold, N=$n and N=$small, ours and bare in turn)"
     if ((r % 2)); then
-      read -r big_kb spawn_ns alive < <(ours "$BIN_DIR/$runtime" "$n")
+      read -r big_kb spawn_ns alive < <(ours "$BIN_DIR/$binary" "$n")
       read -r bare_big_kb bare_spawn_ns < <(bare "$bench_dir/bare-$runtime" "$n")
     else
       read -r bare_big_kb bare_spawn_ns < <(bare "$bench_dir/bare-$runtime" "$n")
-      read -r big_kb spawn_ns alive < <(ours "$BIN_DIR/$runtime" "$n")
+      read -r big_kb spawn_ns alive < <(ours "$BIN_DIR/$binary" "$n")
     fi
     [ "$alive" = "$n" ] || die "$runtime hold reached $alive of $n alive: raise the limits (run as root)"
-    read -r small_kb _ _ < <(ours "$BIN_DIR/$runtime" "$small")
+    read -r small_kb _ _ < <(ours "$BIN_DIR/$binary" "$small")
     read -r bare_small_kb _ < <(bare "$bench_dir/bare-$runtime" "$small")
     ours_rss+=("$(( (big_kb - small_kb) * 1024 / (n - small) ))")
     bare_rss+=("$(( (bare_big_kb - bare_small_kb) * 1024 / (n - small) ))")

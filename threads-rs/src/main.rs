@@ -1,43 +1,57 @@
-//! `threads`: the spawnscope workload on OS threads (Rust std::thread, no crates).
-//! The contract it shares with `goroutines` is in schema/ and the architecture notes.
+//! `threads`: the spawnscope workload on OS threads (Rust std::thread, no crates but the
+//! workspace's std-only contract, workload-rs/). The contract it shares with `goroutines` and
+//! `tokio-tasks` is in schema/ and the architecture notes.
 
-mod cli;
-mod harness;
-mod json;
-mod limits;
-mod sys;
-#[cfg(test)]
-mod tables;
-mod units;
+mod gate;
+mod spawn;
 mod workloads;
 
-use cli::{Command, Workload, PROGRAM};
-use harness::Harness;
+use workload::cli::{self, Command, Workload};
+use workload::harness::Harness;
+use workload::{Program, RuntimeFlag};
+
+pub const PROGRAM: &str = "threads";
+
+static THREADS: Program = Program {
+    name: PROGRAM,
+    runtime: "threads",
+    runtime_version: env!("THREADS_RUSTC_VERSION"),
+    about: "Spawns OS threads (Rust std::thread)",
+    channels: "std mpsc",
+    stack_size: RuntimeFlag::Takes(
+        "stack of each thread, at least the platform minimum\n                      [Rust's default: RUST_MIN_STACK or 2 MiB]",
+    ),
+    workers: RuntimeFlag::Refuses(
+        "it sets an async runtime's worker threads; here every task is its own OS thread",
+    ),
+    gomaxprocs_refusal:
+        "it sets the Go scheduler's processor count, which OS threads do not have",
+};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let cfg = match cli::parse(&args) {
+    let cfg = match cli::parse(&THREADS, &args) {
         Ok(Command::Run(cfg)) => cfg,
         Ok(Command::Help) => {
-            print!("{}", cli::usage());
+            print!("{}", cli::usage(&THREADS));
             return;
         }
         Ok(Command::Version) => {
             println!(
                 "{PROGRAM} {} ({})",
                 env!("CARGO_PKG_VERSION"),
-                env!("THREADS_RUSTC_VERSION")
+                THREADS.runtime_version
             );
             return;
         }
         Err(reason) => {
             eprintln!("{PROGRAM}: {reason}");
-            eprint!("{}", cli::usage());
+            eprint!("{}", cli::usage(&THREADS));
             std::process::exit(2);
         }
     };
     let dry_run = cfg.dry_run;
-    let mut harness = Harness::new(cfg);
+    let mut harness = Harness::new(&THREADS, cfg, spawn::OsThreads);
     harness.start();
     if dry_run {
         return;

@@ -2,15 +2,17 @@
 //! reports) and keeps nothing per task beyond what std::thread itself needs: tasks wait on one
 //! shared gate, report to one shared latch, and are joined by their scope.
 
-use std::io::BufRead;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use crate::cli::{EventType, PROGRAM};
-use crate::harness::{Gate, Harness, Latch, Throughput};
+use workload::cli::EventType;
+use workload::harness::{Latch, Throughput};
+
+use crate::gate::Gate;
+use crate::spawn::{spawn, spawn_detached, ThreadHarness as Harness};
 
 /// sleep: N tasks each sleep, then all are joined — Hansen's experiment with exactly N tasks.
 pub fn sleep(h: &mut Harness) -> Option<Throughput> {
@@ -18,7 +20,7 @@ pub fn sleep(h: &mut Harness) -> Option<Throughput> {
     thread::scope(|scope| {
         h.phase("spawn");
         while h.spawned < h.target() && h.may_spawn() {
-            h.spawn(scope, move || thread::sleep(nap));
+            spawn(h, scope, move || thread::sleep(nap));
         }
         h.snapshot_peak();
         h.phase("join");
@@ -39,7 +41,7 @@ pub fn hold(h: &mut Harness) -> Option<Throughput> {
     thread::scope(|scope| {
         h.phase("spawn");
         while h.spawned < h.target() && h.may_spawn() {
-            h.spawn(scope, || {
+            spawn(h, scope, || {
                 started.arrive();
                 gate.wait();
             });
@@ -47,7 +49,7 @@ pub fn hold(h: &mut Harness) -> Option<Throughput> {
         started.wait(h.spawned, || h.tick());
         h.emit_peak();
         h.phase("steady");
-        wait_for_release(h.cfg.hold_for_ns, h.spawned);
+        h.wait_for_release();
         h.phase("join");
         opener.open();
     });
@@ -59,18 +61,6 @@ pub fn hold(h: &mut Harness) -> Option<Throughput> {
     })
 }
 
-/// Waits for --hold-for, or else for a line or EOF on stdin.
-fn wait_for_release(hold_for_ns: Option<u64>, alive: u64) {
-    match hold_for_ns {
-        Some(ns) => thread::sleep(Duration::from_nanos(ns)),
-        None => {
-            eprintln!("{PROGRAM}: {alive} tasks alive; a line or EOF on stdin releases them");
-            let mut line = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut line);
-        }
-    }
-}
-
 /// churn: create and join N tasks, at most --batch alive at once: the cost of a task's whole life.
 pub fn churn(h: &mut Harness) -> Option<Throughput> {
     let batch = h.cfg.batch.min(h.target()) as usize;
@@ -78,7 +68,7 @@ pub fn churn(h: &mut Harness) -> Option<Throughput> {
     h.phase("churn");
     while h.spawned < h.target() && !h.failed() {
         while handles.len() < batch && h.spawned < h.target() && h.may_spawn() {
-            handles.extend(h.spawn_detached(|| {}));
+            handles.extend(spawn_detached(h, || {}));
         }
         if h.spawned as usize == handles.len() {
             h.snapshot_peak(); // the first batch: the most tasks this workload has at once
@@ -107,7 +97,7 @@ pub fn pingpong(h: &mut Harness) -> Option<Throughput> {
             let (to_pong, pong_inbox) = sync_channel::<u64>(1);
             let (to_ping, ping_inbox) = sync_channel::<u64>(1);
             // The pong echoes until its ping hangs up (or never started: its sender is dropped).
-            if !h.spawn(scope, move || {
+            if !spawn(h, scope, move || {
                 while let Ok(v) = pong_inbox.recv() {
                     if to_ping.send(v).is_err() {
                         break;
@@ -118,7 +108,7 @@ pub fn pingpong(h: &mut Harness) -> Option<Throughput> {
                 break;
             }
             let (gate, finished) = (&gate, &finished);
-            if h.spawn(scope, move || {
+            if spawn(h, scope, move || {
                 gate.wait();
                 for round in 0..rounds {
                     if to_pong.send(round).is_err() || ping_inbox.recv().is_err() {
@@ -174,7 +164,7 @@ fn run_chain<T: Send>(h: &mut Harness, make_event: impl Fn(u64) -> T + Sync) -> 
             let (sender, inbox) = sync_channel::<T>(queue);
             let (drained, received) = (&drained, &received);
             // A receiver counts until its sender hangs up, then reports once.
-            if !h.spawn(scope, move || {
+            if !spawn(h, scope, move || {
                 let mut count = 0u64;
                 while let Ok(event) = inbox.recv() {
                     std::hint::black_box(&event);
@@ -190,7 +180,7 @@ fn run_chain<T: Send>(h: &mut Harness, make_event: impl Fn(u64) -> T + Sync) -> 
                 break; // the receiver sees its sender dropped and reports 0 events
             }
             let (gate, make_event) = (&gate, &make_event);
-            h.spawn(scope, move || {
+            spawn(h, scope, move || {
                 gate.wait();
                 for i in 0..events {
                     if sender.send(make_event(i)).is_err() {

@@ -1,6 +1,6 @@
-//! The contract test: both workload binaries, run with identical arguments for every workload,
-//! print the same events with the same keys and JSON types (runtime_stats excepted: it is the one
-//! runtime-specific object) and both validate against the shared schema.
+//! The contract test: the three workload binaries, run with identical arguments for every
+//! workload, print the same events with the same keys and JSON types (runtime_stats excepted: it
+//! is the one runtime-specific object) and all validate against the shared schema.
 
 mod common;
 
@@ -73,9 +73,33 @@ fn shapes(events: &[Value]) -> BTreeMap<String, BTreeMap<String, &'static str>> 
     by_kind
 }
 
+/// The tokio-tasks binary: $TOKIO_TASKS_BIN, or cargo's build of it beside `threads` (a workspace
+/// `cargo test` builds every package's binaries before it runs any test).
+fn tokio_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("TOKIO_TASKS_BIN") {
+        return PathBuf::from(path);
+    }
+    let path = threads_bin().with_file_name("tokio-tasks");
+    assert!(
+        path.is_file(),
+        "{} is missing: run the workspace's tests (cargo test --workspace), or build it first (cargo build -p tokio-tasks, same profile)",
+        path.display()
+    );
+    path
+}
+
+/// The three binaries by program name, `threads` first (the one the others are compared with).
+fn binaries() -> Option<Vec<(&'static str, PathBuf)>> {
+    Some(vec![
+        ("threads", threads_bin()),
+        ("goroutines", goroutines_bin()?),
+        ("tokio-tasks", tokio_bin()),
+    ])
+}
+
 #[test]
-fn both_binaries_print_the_same_events() {
-    let Some(goroutines) = goroutines_bin() else {
+fn all_binaries_print_the_same_events() {
+    let Some(binaries) = binaries() else {
         return;
     };
     let validator = validator();
@@ -88,60 +112,81 @@ fn both_binaries_print_the_same_events() {
         &["chain", "--n", "10", "--events", "20", "--type", "str"],
         &["hold", "--n", "300", "--reserve", "1048576G"],
     ];
+    let kinds = |evs: &[Value]| -> Vec<String> {
+        let mut k: Vec<String> = evs
+            .iter()
+            .map(|e| e["event"].as_str().unwrap().to_string())
+            .filter(|k| k != "progress")
+            .collect();
+        k.dedup();
+        k
+    };
     for args in runs {
-        let threads = run(&threads_bin(), args);
-        let gos = run(&goroutines, args);
-        assert_eq!(
-            threads.code, gos.code,
-            "{args:?}: exit codes differ\n{}\n{}",
-            threads.stderr, gos.stderr
-        );
-        let (t_events, g_events) = (
-            events(&validator, &threads.stdout),
-            events(&validator, &gos.stdout),
-        );
-        let kinds = |evs: &[Value]| -> Vec<String> {
-            let mut k: Vec<String> = evs
-                .iter()
-                .map(|e| e["event"].as_str().unwrap().to_string())
-                .filter(|k| k != "progress")
-                .collect();
-            k.dedup();
-            k
-        };
-        assert_eq!(
-            kinds(&t_events),
-            kinds(&g_events),
-            "{args:?}: event sequences differ"
-        );
-        let (t_shapes, g_shapes) = (shapes(&t_events), shapes(&g_events));
-        for (kind, t_shape) in &t_shapes {
+        let outputs: Vec<(&str, Output)> = binaries
+            .iter()
+            .map(|(name, bin)| (*name, run(bin, args)))
+            .collect();
+        let (base_name, base) = &outputs[0];
+        let base_events = events(&validator, &base.stdout);
+        let base_shapes = shapes(&base_events);
+        let base_result = only(&base_events, "result");
+        for (name, out) in &outputs[1..] {
             assert_eq!(
-                Some(t_shape),
-                g_shapes.get(kind),
-                "{args:?}: {kind} events differ in keys or types"
+                base.code, out.code,
+                "{args:?}: exit codes of {base_name} and {name} differ\n{}\n{}",
+                base.stderr, out.stderr
             );
+            let evs = events(&validator, &out.stdout);
+            assert_eq!(
+                kinds(&base_events),
+                kinds(&evs),
+                "{args:?}: event sequences of {base_name} and {name} differ"
+            );
+            let their_shapes = shapes(&evs);
+            for (kind, shape) in &base_shapes {
+                assert_eq!(
+                    Some(shape),
+                    their_shapes.get(kind),
+                    "{args:?}: {kind} events of {base_name} and {name} differ in keys or types"
+                );
+            }
+            let result = only(&evs, "result");
+            assert_eq!(
+                base_result["params"], result["params"],
+                "{args:?}: params of {base_name} and {name} differ"
+            );
+            assert_eq!(base_result["target"], result["target"]);
+            if out.code == 0 {
+                // All of the work done, as much of it as threads did (their own tests count it).
+                assert_eq!(
+                    base_result["spawned"], result["spawned"],
+                    "{args:?}: {name}"
+                );
+                assert_eq!(
+                    base_result["throughput"]["count"], result["throughput"]["count"],
+                    "{args:?}: {name} did not do all the work"
+                );
+            }
+            assert_eq!(result["runtime"], start_runtime(&evs), "{args:?}: {name}");
         }
-        let (t_result, g_result) = (only(&t_events, "result"), only(&g_events, "result"));
-        assert_eq!(
-            t_result["params"], g_result["params"],
-            "{args:?}: params differ"
-        );
-        assert_eq!(t_result["target"], g_result["target"]);
     }
 }
 
+/// The `runtime` of a run's start event.
+fn start_runtime(events: &[Value]) -> Value {
+    only(events, "start")["runtime"].clone()
+}
+
 #[test]
-fn both_binaries_refuse_the_same_bad_input() {
-    let Some(goroutines) = goroutines_bin() else {
+fn all_binaries_refuse_the_same_bad_input() {
+    let Some(binaries) = binaries() else {
         return;
     };
     let mut failures = Vec::new();
-    for (expect, args) in bad_input_rows("threads") {
-        failures.extend(assert_refused(&threads_bin(), "threads", &expect, &args).err());
-    }
-    for (expect, args) in bad_input_rows("goroutines") {
-        failures.extend(assert_refused(&goroutines, "goroutines", &expect, &args).err());
+    for (name, bin) in &binaries {
+        for (expect, args) in bad_input_rows(name) {
+            failures.extend(assert_refused(bin, name, &expect, &args).err());
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -1,6 +1,7 @@
 //! Following the workload while it runs: its events on stdout (raw line to workload.jsonl first,
 //! then acted on), its stderr teed to ours, and the progress bar they drive.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, LineWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -123,9 +124,12 @@ const MOMENTS_KEPT: usize = 32;
 const NEAR_THE_MOST: f64 = 0.8;
 /// A still reading (the workload stopped) is exact with fewer alive; it is the peak when it has
 /// at least this share of the most alive of any moment. The stop itself waits for a progress
-/// event within LEVELLED_NEAR of the most reported so far.
+/// event within LEVELLED_NEAR of the most reported by the last LEVELLED_WINDOW events: one early
+/// spike must not keep the plateau below it from ever counting (a CI run reported 345 alive once,
+/// then held 285–320 to the end of spawning, and was never stopped).
 const STOPPED_NEAR: f64 = 0.5;
 const LEVELLED_NEAR: f64 = 0.9;
+const LEVELLED_WINDOW: usize = 10;
 
 /// The peak of a workload without a `peak` event (sleep, churn, pingpong, chain): the moments the
 /// most tasks are alive. A snapshot at every progress event that reports more tasks alive than
@@ -144,9 +148,7 @@ struct MostAlive {
     tasks_are_threads: bool,
     /// Whether to stop the workload once for a reading.
     stops: bool,
-    /// The most tasks alive any progress event reported, and the last event's count.
-    most_reported: u64,
-    last_reported: u64,
+    recent_reports: RecentReports,
     /// The reading taken with the workload stopped, and the stop.
     stopped: Option<(Candidate, WorkloadStop)>,
     stop_failed: Option<String>,
@@ -164,13 +166,30 @@ pub type Peak = (Snapshot, PeakMoment, Vec<AliveSnapshot>);
 
 /// Whether a progress event finds the count of tasks alive levelled, worth stopping for: past a
 /// quarter of spawning, no higher than the event before or with a tenth of the tasks spawned
-/// already gone (tasks exit as fast as others start), and within 90 % of the most reported so
-/// far. While no task has exited, the count only climbs: the stop waits for spawning's end.
-fn levelled(alive: u64, spawned: u64, target: u64, last: u64, most_reported: u64) -> bool {
+/// already gone (tasks exit as fast as others start), and within 90 % of the most the last few
+/// events reported. While no task has exited, the count only climbs: the stop waits for
+/// spawning's end.
+fn levelled(alive: u64, spawned: u64, target: u64, last: u64, most_recent: u64) -> bool {
     alive > 0
         && spawned.saturating_mul(4) >= target
         && (alive <= last || alive.saturating_mul(10) < spawned.saturating_mul(9))
-        && alive as f64 >= most_reported as f64 * LEVELLED_NEAR
+        && alive as f64 >= most_recent as f64 * LEVELLED_NEAR
+}
+
+/// The counts of tasks alive the last LEVELLED_WINDOW progress events reported, latest last.
+#[derive(Default)]
+struct RecentReports(VecDeque<u64>);
+
+impl RecentReports {
+    /// Adds a report; returns the count reported before it, and the most of the window with it.
+    fn push(&mut self, alive: u64) -> (u64, u64) {
+        let last = self.0.back().copied().unwrap_or(0);
+        self.0.push_back(alive);
+        if self.0.len() > LEVELLED_WINDOW {
+            self.0.pop_front();
+        }
+        (last, self.0.iter().copied().max().unwrap_or(0))
+    }
 }
 
 impl MostAlive {
@@ -178,8 +197,7 @@ impl MostAlive {
         MostAlive {
             tasks_are_threads,
             stops,
-            most_reported: 0,
-            last_reported: 0,
+            recent_reports: RecentReports::default(),
             stopped: None,
             stop_failed: None,
             threads_before: None,
@@ -265,11 +283,10 @@ impl MostAlive {
         pid: u32,
         cgroup: Option<&RunCgroup>,
     ) {
-        let last = std::mem::replace(&mut self.last_reported, alive);
-        self.most_reported = self.most_reported.max(alive);
+        let (last, most_recent) = self.recent_reports.push(alive);
         if self.stops
             && self.stopped.is_none()
-            && levelled(alive, spawned, target, last, self.most_reported)
+            && levelled(alive, spawned, target, last, most_recent)
         {
             self.stop(pid, cgroup, Some((alive, t_ns)), StopAt::Levelled);
             if self.stopped.is_some() {
@@ -581,6 +598,22 @@ mod tests {
         // ...until it stops climbing, the first exits matching the starts.
         assert!(levelled(16_400, 17_500, 20_000, 16_414, 16_414));
         assert!(!levelled(0, 30_000, 100_000, 0, 0), "no task alive");
+    }
+
+    #[test]
+    fn an_early_spike_holds_the_stop_back_for_a_window_only() {
+        // The CI run: 345 alive once, then a plateau of 285–320 that never came within 90 %.
+        let mut recent = RecentReports::default();
+        assert_eq!(recent.push(345), (0, 345));
+        let plateau = [300, 290, 305, 295, 300, 290, 300, 295, 305];
+        for alive in plateau {
+            let (_, most) = recent.push(alive);
+            assert_eq!(most, 345, "the spike is still in the window");
+            assert!(!levelled(alive, 40_000, 100_000, 310, most));
+        }
+        let (last, most) = recent.push(300);
+        assert_eq!((last, most), (305, 305), "the spike has left the window");
+        assert!(levelled(300, 41_000, 100_000, last, most));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Helpers shared by the threads integration tests: running a workload binary, validating its
+//! Helpers shared by the threads and tokio-tasks integration tests: running a workload binary, validating its
 //! JSON Lines against schema/workload-events.schema.json, and the shared bad-input table.
 #![allow(dead_code)]
 
@@ -14,8 +14,13 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The `threads` binary cargo built for these tests (this module is shared with tokio-rs/tests,
+/// whose package has no `threads`).
 pub fn threads_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_threads"))
+    match option_env!("CARGO_BIN_EXE_threads") {
+        Some(path) => PathBuf::from(path),
+        None => panic!("only threads' own tests run the threads binary"),
+    }
 }
 
 pub struct Output {
@@ -79,7 +84,8 @@ pub fn bad_input_rows(runtime: &str) -> Vec<(String, Vec<String>)> {
         .filter_map(|line| {
             let cols: Vec<&str> = line.splitn(3, '\t').collect();
             assert_eq!(cols.len(), 3, "malformed row {line:?}");
-            (cols[0] == "both" || cols[0] == runtime).then(|| {
+            let applies = cols[0] == "all" || cols[0].split(',').any(|name| name == runtime);
+            applies.then(|| {
                 (
                     cols[1].to_string(),
                     cols[2].split_whitespace().map(String::from).collect(),

@@ -1,13 +1,23 @@
-//! Command line of the workload. goroutines-go/cli.go accepts exactly the same workloads, flags,
-//! defaults and bad input; schema/bad-input.tsv is the shared table of refusals.
+//! Command line of the Rust workloads (`threads`, `tokio-tasks`). goroutines-go/cli.go accepts
+//! exactly the same workloads, flags, defaults and bad input; schema/bad-input.tsv is the shared
+//! table of refusals. What differs between runtimes (the flags only one of them takes) is in its
+//! [`Program`].
 
 use crate::units::{parse_bytes, parse_count, parse_duration_ns};
-
-pub const PROGRAM: &str = "threads";
+use crate::Program;
 
 /// The largest N any workload accepts: far beyond what a machine can hold, below any overflow.
 pub const MAX_N: u64 = 100_000_000;
 const MAX_STACK: u64 = 1 << 30;
+/// The most worker threads --workers takes (goroutines' --gomaxprocs has the same bound).
+pub const MAX_WORKERS: u64 = 1024;
+
+/// A flag that only some runtimes take: its usage line where taken, the reason where refused.
+#[derive(Clone, Copy, Debug)]
+pub enum RuntimeFlag {
+    Takes(&'static str),
+    Refuses(&'static str),
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Workload {
@@ -91,6 +101,8 @@ pub struct Config {
     pub event_type: EventType,
     pub size: u64,
     pub stack_size: Option<u64>,
+    /// tokio's worker threads (None: the runtime's default, one per CPU).
+    pub workers: Option<u64>,
     /// None: the automatic reserve (see limits::Limits::auto_reserve).
     pub reserve: Option<u64>,
     /// Validate, print the `start` event, spawn nothing.
@@ -116,21 +128,42 @@ const FLAGS: &[(&str, Option<Workload>)] = &[
     ("--size", Some(Workload::Chain)),
     ("--stack-size", None),
     ("--gomaxprocs", None),
+    ("--workers", None),
     ("--reserve", None),
 ];
 
-pub fn usage() -> String {
-    format!(
-        "usage: {PROGRAM} <workload> [flags]
+/// The usage lines of the flags that differ between runtimes, as `program` has them.
+fn runtime_flag_lines(program: &Program) -> String {
+    let line =
+        |flag: &str, arg: &str, text: &str| format!("  {:<20}{text}\n", format!("{flag} {arg}"));
+    let takes_or = |spec: RuntimeFlag, flag: &str, arg: &str, elsewhere: &str| match spec {
+        RuntimeFlag::Takes(text) => line(flag, arg, text),
+        RuntimeFlag::Refuses(_) => line(flag, arg, &format!("{elsewhere} only: refused here")),
+    };
+    [
+        takes_or(program.stack_size, "--stack-size", "BYTES", "threads"),
+        line("--gomaxprocs", "N", "goroutines only: refused here"),
+        takes_or(program.workers, "--workers", "N", "tokio-tasks"),
+    ]
+    .concat()
+}
 
-Spawns OS threads (Rust std::thread) and prints what they cost as JSON Lines on stdout.
+pub fn usage(program: &Program) -> String {
+    let name = program.name;
+    let about = program.about;
+    let channels = program.channels;
+    let runtime_flags = runtime_flag_lines(program);
+    format!(
+        "usage: {name} <workload> [flags]
+
+{about} and prints what they cost as JSON Lines on stdout.
 
 workloads:
   sleep      --n tasks each sleep --sleep, then all are joined (the 2023 experiment, exactly N tasks)
   hold       --n tasks stay alive together; `peak` when all are; released by a line or EOF on
              stdin, or after --hold-for
   churn      create and join --n tasks, at most --batch alive at once
-  pingpong   --n pairs bounce --rounds round trips over channels (std mpsc)
+  pingpong   --n pairs bounce --rounds round trips over channels ({channels})
   chain      --n receivers with bounded queues of --queue; --n senders each send --events
              events of --type; speed = events/s after spawning (bench-of-chan)
 
@@ -145,10 +178,7 @@ flags:
   --queue Q           chain: capacity of each receiver's queue [16]
   --type T            chain: int, str, str_ptr or str_clone [int]
   --size S            chain: bytes per string event [16]
-  --stack-size BYTES  stack of each thread, at least the platform minimum
-                      [Rust's default: RUST_MIN_STACK or 2 MiB]
-  --gomaxprocs N      goroutines only: refused here
-  --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
+{runtime_flags}  --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
                       falls below this; 0 = never [2% of usable memory, 32..512 MiB]
   --dry-run           check the arguments, print the `start` event, spawn nothing
   --help, --version
@@ -161,7 +191,7 @@ Exit codes: 0 done; 1 output failed; 2 bad usage; 3 spawning stopped at a limit 
 }
 
 /// Parses the arguments after the program name. Err carries the one-line reason (without usage).
-pub fn parse(args: &[String]) -> Result<Command, String> {
+pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
     let Some(first) = args.first() else {
         return Err("missing workload (sleep, hold, churn, pingpong or chain)".into());
     };
@@ -195,6 +225,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         event_type: EventType::Int,
         size: 16,
         stack_size: None,
+        workers: None,
         reserve: None,
         dry_run: false,
     };
@@ -227,8 +258,14 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 workload.name()
             ));
         }
-        if flag == "--gomaxprocs" {
-            return Err("flag '--gomaxprocs' is not supported: it sets the Go scheduler's processor count, which OS threads do not have".into());
+        let refused = match flag {
+            "--gomaxprocs" => Some(program.gomaxprocs_refusal),
+            "--stack-size" => refusal(program.stack_size),
+            "--workers" => refusal(program.workers),
+            _ => None,
+        };
+        if let Some(reason) = refused {
+            return Err(format!("flag '{flag}' is not supported: {reason}"));
         }
         if seen.contains(&flag) {
             return Err(format!("flag '{flag}' given twice"));
@@ -266,6 +303,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 }
                 cfg.stack_size = Some(bytes);
             }
+            "--workers" => cfg.workers = Some(parse_count(&value, 1, MAX_WORKERS).map_err(bad)?),
             "--reserve" => {
                 cfg.reserve = match value.as_str() {
                     "auto" => None,
@@ -278,13 +316,44 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     Ok(Command::Run(cfg))
 }
 
+fn refusal(spec: RuntimeFlag) -> Option<&'static str> {
+    match spec {
+        RuntimeFlag::Takes(_) => None,
+        RuntimeFlag::Refuses(reason) => Some(reason),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A program that takes --stack-size (as `threads` does) and refuses --workers.
+    const THREADS_LIKE: Program = Program {
+        name: "threads",
+        runtime: "threads",
+        runtime_version: "test",
+        about: "Spawns OS threads",
+        channels: "std mpsc",
+        stack_size: RuntimeFlag::Takes("stack of each thread"),
+        workers: RuntimeFlag::Refuses("OS threads have no worker pool"),
+        gomaxprocs_refusal: "not Go",
+    };
+    /// One that takes --workers (as `tokio-tasks` does).
+    const TOKIO_LIKE: Program = Program {
+        name: "tokio-tasks",
+        runtime: "tokio",
+        stack_size: RuntimeFlag::Refuses("tasks have no stacks"),
+        workers: RuntimeFlag::Takes("worker threads"),
+        ..THREADS_LIKE
+    };
+
     fn run(args: &str) -> Result<Config, String> {
+        run_as(&THREADS_LIKE, args)
+    }
+
+    fn run_as(program: &Program, args: &str) -> Result<Config, String> {
         let args: Vec<String> = args.split_whitespace().map(String::from).collect();
-        match parse(&args)? {
+        match parse(program, &args)? {
             Command::Run(cfg) => Ok(cfg),
             _ => Err("not a run".into()),
         }
@@ -332,5 +401,35 @@ mod tests {
             .unwrap_err()
             .contains("does not apply to sleep"));
         assert!(run("--n 3").unwrap_err().contains("missing workload"));
+    }
+
+    #[test]
+    fn runtime_flags_are_taken_or_refused_as_the_program_says() {
+        assert_eq!(
+            run_as(&TOKIO_LIKE, "hold --workers 3").unwrap().workers,
+            Some(3)
+        );
+        assert!(run_as(&TOKIO_LIKE, "hold --workers 0")
+            .unwrap_err()
+            .contains("'0'"));
+        assert!(run_as(&TOKIO_LIKE, "hold --stack-size 64K")
+            .unwrap_err()
+            .contains("tasks have no stacks"));
+        assert!(run("hold --workers 2")
+            .unwrap_err()
+            .contains("no worker pool"));
+        assert!(run_as(&TOKIO_LIKE, "hold --gomaxprocs 2")
+            .unwrap_err()
+            .contains("not Go"));
+        let usage = usage(&TOKIO_LIKE);
+        assert!(
+            usage.contains("--workers N         worker threads"),
+            "{usage}"
+        );
+        assert!(
+            usage.contains("--stack-size BYTES  threads only: refused here"),
+            "{usage}"
+        );
+        assert!(usage.starts_with("usage: tokio-tasks <workload>"));
     }
 }

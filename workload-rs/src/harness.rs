@@ -1,16 +1,17 @@
 //! What every workload shares: the events on stdout, phases, progress, the memory guard, the peak
-//! snapshot and the final `result`. The workloads themselves (workloads/) only spawn and wait.
+//! snapshot and the final `result`. The workloads themselves (each binary's workloads.rs) only
+//! spawn and wait; how a runtime counts its tasks is its [`Tasks`].
 
-use std::io::{self, PipeReader, PipeWriter, Read, Write};
+use std::io::{self, BufRead, Write};
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::SeqCst;
 use std::thread::{self, Thread};
 use std::time::Duration;
 
-use crate::cli::{Config, Workload, PROGRAM};
+use crate::cli::{Config, Workload};
 use crate::json::{Obj, Value};
 use crate::limits::{Failure, Limits, SpawnGuard};
-use crate::sys;
+use crate::{sys, Program};
 
 pub const SCHEMA_VERSION: u64 = 1;
 const PROGRESS_EVERY_NS: u64 = 100_000_000;
@@ -23,8 +24,19 @@ pub struct Throughput {
     pub phase: &'static str,
 }
 
-pub struct Harness {
+/// What the harness asks of the runtime whose tasks it reports on.
+pub trait Tasks {
+    /// Tasks alive now, as the runtime itself counts them.
+    fn alive(&self) -> u64;
+    /// The result's `runtime_stats`: the one object whose keys differ between runtimes.
+    fn stats(&self, cfg: &Config) -> Obj;
+}
+
+pub struct Harness<T: Tasks> {
+    pub program: &'static Program,
     pub cfg: Config,
+    /// The runtime: how it counts its tasks, and what else it reports.
+    pub tasks: T,
     reserve: u64,
     stdout: io::Stdout,
     output_failed: bool,
@@ -38,13 +50,15 @@ pub struct Harness {
     failure: Option<Failure>,
 }
 
-impl Harness {
-    pub fn new(cfg: Config) -> Self {
+impl<T: Tasks> Harness<T> {
+    pub fn new(program: &'static Program, cfg: Config, tasks: T) -> Self {
         let limits = Limits::discover();
         let reserve = cfg.reserve.unwrap_or_else(|| limits.auto_reserve());
         let guard = SpawnGuard::new(reserve, &limits);
         Harness {
+            program,
             cfg,
+            tasks,
             reserve,
             stdout: io::stdout(),
             output_failed: false,
@@ -94,6 +108,7 @@ impl Harness {
         }
         p.with("stack_size", c.stack_size)
             .with("gomaxprocs", Option::<u64>::None)
+            .with("workers", c.workers)
             .with("reserve_bytes", self.reserve)
     }
 
@@ -102,11 +117,11 @@ impl Harness {
             .with("event", "start")
             .with("schema", SCHEMA_VERSION)
             .with("t_ns", sys::monotonic_ns())
-            .with("runtime", PROGRAM)
+            .with("runtime", self.program.runtime)
             .with("workload", self.cfg.workload.name())
             .with("pid", std::process::id())
             .with("program_version", env!("CARGO_PKG_VERSION"))
-            .with("runtime_version", env!("THREADS_RUSTC_VERSION"))
+            .with("runtime_version", self.program.runtime_version)
             .with("params", self.params());
         self.emit(event);
     }
@@ -123,9 +138,8 @@ impl Harness {
         );
     }
 
-    /// Live tasks: threads of this process but the main one.
     fn alive(&self) -> u64 {
-        sys::thread_count().saturating_sub(1)
+        self.tasks.alive()
     }
 
     /// A `progress` event if the last one is ~100 ms old.
@@ -164,49 +178,8 @@ impl Harness {
         }
     }
 
-    /// Spawns one thread with the configured stack size, counting it; a failure is recorded.
-    pub fn spawn<'scope, F>(&mut self, scope: &'scope thread::Scope<'scope, '_>, task: F) -> bool
-    where
-        F: FnOnce() + Send + 'scope,
-    {
-        let mut builder = thread::Builder::new();
-        if let Some(bytes) = self.cfg.stack_size {
-            builder = builder.stack_size(bytes as usize);
-        }
-        match builder.spawn_scoped(scope, task) {
-            Ok(_) => {
-                self.spawned += 1;
-                true
-            }
-            Err(err) => {
-                self.spawn_failed(&err);
-                false
-            }
-        }
-    }
-
-    /// Spawns one unscoped thread (churn joins its batches itself).
-    pub fn spawn_detached<F>(&mut self, task: F) -> Option<thread::JoinHandle<()>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        let mut builder = thread::Builder::new();
-        if let Some(bytes) = self.cfg.stack_size {
-            builder = builder.stack_size(bytes as usize);
-        }
-        match builder.spawn(task) {
-            Ok(handle) => {
-                self.spawned += 1;
-                Some(handle)
-            }
-            Err(err) => {
-                self.spawn_failed(&err);
-                None
-            }
-        }
-    }
-
-    fn spawn_failed(&mut self, err: &io::Error) {
+    /// A spawn call failed with `err`: spawning stops, diagnosed while the limit is in force.
+    pub fn spawn_failed(&mut self, err: &io::Error) {
         let errno = err.raw_os_error().unwrap_or(0);
         let failure = Failure::from_errno(errno, err.to_string(), &self.limits, self.reserve);
         self.stop(failure);
@@ -214,7 +187,8 @@ impl Harness {
 
     fn stop(&mut self, failure: Failure) {
         eprintln!(
-            "{PROGRAM}: spawning stopped after {} of {} tasks: {} ({}: {})",
+            "{}: spawning stopped after {} of {} tasks: {} ({}: {})",
+            self.program.name,
             self.spawned,
             self.target(),
             failure.message,
@@ -255,15 +229,19 @@ impl Harness {
         Some(next.1 - self.phases[i].1)
     }
 
-    fn runtime_stats(&self) -> Obj {
-        let (bytes, source) = match (self.cfg.stack_size, std::env::var("RUST_MIN_STACK").ok()) {
-            (Some(bytes), _) => (bytes, "flag"),
-            (None, Some(text)) => (text.trim().parse().unwrap_or(2 << 20), "RUST_MIN_STACK"),
-            (None, None) => (2 << 20, "default"),
-        };
-        Obj::new()
-            .with("stack_size_bytes", bytes)
-            .with("stack_size_source", source)
+    /// hold: waits for --hold-for, or else for a line or EOF on stdin.
+    pub fn wait_for_release(&self) {
+        match self.cfg.hold_for_ns {
+            Some(ns) => thread::sleep(Duration::from_nanos(ns)),
+            None => {
+                eprintln!(
+                    "{}: {} tasks alive; a line or EOF on stdin releases them",
+                    self.program.name, self.spawned
+                );
+                let mut line = String::new();
+                let _ = io::stdin().lock().read_line(&mut line);
+            }
+        }
     }
 
     /// Emits `result` and returns the process exit code.
@@ -304,7 +282,7 @@ impl Harness {
             .with("event", "result")
             .with("schema", SCHEMA_VERSION)
             .with("t_ns", sys::monotonic_ns())
-            .with("runtime", PROGRAM)
+            .with("runtime", self.program.runtime)
             .with("workload", self.cfg.workload.name())
             .with("ok", failure.is_none())
             .with("params", self.params())
@@ -318,7 +296,7 @@ impl Harness {
             .with("throughput", throughput)
             .with("rusage", sys::rusage())
             .with("status_at_peak", status)
-            .with("runtime_stats", self.runtime_stats());
+            .with("runtime_stats", self.tasks.stats(&self.cfg));
         self.emit(event);
         match (self.output_failed, self.failure.is_some()) {
             (true, _) => 1,
@@ -366,61 +344,6 @@ impl Latch {
         while self.count() < target {
             thread::park_timeout(Duration::from_millis(100));
             tick();
-        }
-    }
-}
-
-/// Where tasks wait until main releases them all at once: a pipe no one writes to, each task
-/// blocked reading it, released when main closes the write end (its `Opener`): every reader then
-/// sees end of file.
-///
-/// Not a futex. An `RwLock` held for writing was the gate until the slow runs were explained
-/// (README, "The slow runs"): since Linux 6.16 a process hashes its private futexes into a table of
-/// its own, 16 slots on 2 CPUs, and a wake walks every waiter in its slot under the slot's lock.
-/// N tasks parked on one futex fill one slot; std's thread start locks a global Mutex (the
-/// stack-overflow handler's thread list), and in the runs where that Mutex hashed to the gate's
-/// slot (1 in 16, by address layout) each contended unlock walked every task parked so far:
-/// spawning turned quadratic. A pipe's readers wait on the pipe's own queue, outside the hash.
-pub struct Gate {
-    waiting: PipeReader,
-}
-
-/// The write end of a [`Gate`]: dropping it (or `open`) releases every task.
-pub struct Opener {
-    _write_end: PipeWriter,
-}
-
-impl Opener {
-    pub fn open(self) {}
-}
-
-impl Gate {
-    /// A closed gate and what opens it. Before any task exists, so a process without a file
-    /// descriptor left for the pipe just stops (exit 1, as when its output fails).
-    pub fn closed() -> (Self, Opener) {
-        match io::pipe() {
-            Ok((waiting, write_end)) => (
-                Gate { waiting },
-                Opener {
-                    _write_end: write_end,
-                },
-            ),
-            Err(err) => {
-                eprintln!("{PROGRAM}: no pipe for the release gate: {err}");
-                std::process::exit(1);
-            }
-        }
-    }
-
-    /// Blocks until the gate opens.
-    pub fn wait(&self) {
-        let mut byte = [0u8; 1];
-        // Ok(0) is end of file: open (nothing is ever written, so no Ok(1)). A signal interrupting
-        // the read waits again; any other error cannot be waited out.
-        while let Err(err) = (&self.waiting).read(&mut byte) {
-            if err.kind() != io::ErrorKind::Interrupted {
-                return;
-            }
         }
     }
 }

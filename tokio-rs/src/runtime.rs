@@ -1,0 +1,65 @@
+//! The tokio runtime the tasks run on, how it counts them, and how a task is spawned and counted.
+
+use std::future::Future;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use tokio::runtime::{Builder, Runtime};
+use tokio::task::JoinHandle;
+use workload::cli::Config;
+use workload::harness::{Harness, Tasks};
+use workload::json::Obj;
+
+/// The multi-thread runtime, and the count of the OS threads it started.
+pub struct TokioTasks {
+    pub runtime: Runtime,
+    threads_started: Arc<AtomicU64>,
+}
+
+impl TokioTasks {
+    /// The runtime with `workers` worker threads (None: tokio's default, one per CPU) and timers.
+    pub fn build(workers: Option<u64>) -> io::Result<Self> {
+        let threads_started = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&threads_started);
+        let mut builder = Builder::new_multi_thread();
+        builder.enable_time().on_thread_start(move || {
+            counter.fetch_add(1, Relaxed);
+        });
+        if let Some(n) = workers {
+            builder.worker_threads(n as usize);
+        }
+        Ok(TokioTasks {
+            runtime: builder.build()?,
+            threads_started,
+        })
+    }
+}
+
+impl Tasks for TokioTasks {
+    /// The runtime's own count: tasks spawned and not yet completed.
+    fn alive(&self) -> u64 {
+        self.runtime.metrics().num_alive_tasks() as u64
+    }
+
+    /// Workers, and the OS threads of the process counted as Go's `threadcreate` does (main
+    /// included): what the probes' "threads created" check compares with.
+    fn stats(&self, _cfg: &Config) -> Obj {
+        Obj::new()
+            .with("workers", self.runtime.metrics().num_workers())
+            .with("os_threads_created", self.threads_started.load(Relaxed) + 1)
+            .with("tokio_version", env!("TOKIO_VERSION"))
+    }
+}
+
+pub type TokioHarness = Harness<TokioTasks>;
+
+/// Spawns one task on the runtime, counting it. Spawning a task cannot fail short of an
+/// allocation failure, which aborts: the harness's memory guard stops spawning before that.
+pub fn spawn<F>(h: &mut TokioHarness, task: F) -> JoinHandle<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    h.spawned += 1;
+    h.tasks.runtime.spawn(task)
+}
