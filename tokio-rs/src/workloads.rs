@@ -5,7 +5,6 @@
 //! shared latch. Main waits on the latch as `threads` joins its scope.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, Semaphore};
@@ -182,9 +181,12 @@ pub fn chain(h: &mut Harness) -> Option<Throughput> {
     match h.cfg.event_type {
         EventType::Int => run_chain(h, |i| i),
         EventType::Str => run_chain(h, move |_| "x".repeat(size)),
+        // A pointer to one string, as bench-of-chan's Rust side sent it: a `&'static str` (leaked
+        // once per run), copied without a reference count that every sender and receiver would
+        // contend on.
         EventType::StrPtr => {
-            let template: Arc<str> = "x".repeat(size).into();
-            run_chain(h, move |_| Arc::clone(&template))
+            let shared: &'static str = Box::leak("x".repeat(size).into_boxed_str());
+            run_chain(h, move |_| shared)
         }
         EventType::StrClone => {
             let template = "x".repeat(size);
