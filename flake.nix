@@ -3,7 +3,8 @@
 #
 #   nix run                       the main job, as `sudo ./scripts/trace.sh` with no arguments (root)
 #   nix run .#spawnscope -- ARGS  the conductor, wired to the Nix-built workloads, bpftrace and perf
-#   nix run .#goroutines -- hold --n 1000        a workload on its own (no root needed)
+#   nix run .#goroutines -- hold --n 1000        a workload on its own (no root needed; also
+#                                                .#threads, .#tokio-tasks)
 #   nix build && sudo ./result/bin/spawnscope-trace     the main job as root, from a build
 #   nix develop                   every tool the project builds, tests and traces with
 #
@@ -11,7 +12,7 @@
 # `experimental-features = nix-command flakes` in nix.conf.
 # Tested offline against a stand-in for nixpkgs: ./scripts/test-nix.sh (README, "Nix").
 {
-  description = "spawnscope: what an OS thread and a goroutine cost, measured from outside";
+  description = "spawnscope: what an OS thread, a goroutine and a tokio task cost, measured from outside";
 
   inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-25.11";
 
@@ -34,6 +35,7 @@
       notRust = [
         ".ci"
         ".git"
+        "examples"
         "flake.lock"
         "flake.nix"
         "goroutines-go"
@@ -66,7 +68,7 @@
       mkPackages =
         pkgs:
         let
-          # Shared by the two Rust packages. The binaries keep their symbols and line tables
+          # Shared by the Rust packages. The binaries keep their symbols and line tables
           # (Cargo.toml's release profile), as perf and the flame graphs need them; the test
           # suites run in ./scripts/test.sh, not here (they spawn thousands of tasks and read
           # the host's limits, which a build sandbox does not have).
@@ -98,6 +100,22 @@
             meta = meta // {
               description = "spawnscope workload: N OS threads (Rust std::thread), JSON Lines on stdout";
               mainProgram = "spawnscope-threads";
+            };
+          };
+
+          # tokio, like every crate, comes from Cargo.lock (vendored by cargoLock, no hash to keep).
+          tokio-tasks = rustPackage {
+            pname = "tokio-tasks";
+            cargoBuildFlags = [
+              "--package"
+              "tokio-tasks"
+            ];
+            postInstall = ''
+              mv "$out/bin/tokio-tasks" "$out/bin/spawnscope-tokio-tasks"
+            '';
+            meta = meta // {
+              description = "spawnscope workload: N tokio tasks (multi-thread runtime), JSON Lines on stdout";
+              mainProgram = "spawnscope-tokio-tasks";
             };
           };
 
@@ -159,8 +177,9 @@
           };
 
           # The conductor as users run it: it finds the Nix-built workloads through
-          # SPAWNSCOPE_THREADS_BIN / SPAWNSCOPE_GOROUTINES_BIN and bpftrace, perf and inferno on
-          # PATH; `run` and `compare` say how to re-run with sudo when started without root.
+          # SPAWNSCOPE_THREADS_BIN / SPAWNSCOPE_GOROUTINES_BIN / SPAWNSCOPE_TOKIO_BIN and bpftrace,
+          # perf and inferno on PATH; `run` and `compare` say how to re-run with sudo when started
+          # without root.
           spawnscope = pkgs.writeShellApplication {
             name = "spawnscope";
             runtimeInputs = [
@@ -173,6 +192,7 @@
               SPAWNSCOPE_CONDUCTOR = lib.getExe spawnscope-unwrapped;
               SPAWNSCOPE_THREADS_BIN = lib.getExe threads;
               SPAWNSCOPE_GOROUTINES_BIN = lib.getExe goroutines;
+              SPAWNSCOPE_TOKIO_BIN = lib.getExe tokio-tasks;
             };
             text = builtins.readFile ./nix/spawnscope.sh;
             meta = meta // {
@@ -200,13 +220,14 @@
               spawnscope
               threads
               goroutines
+              tokio-tasks
             ];
             # The conductor's completions and man page (built with it; its bin/ is the wrapper's).
             postBuild = ''
               ln -s ${spawnscope-unwrapped}/share "$out/share"
             '';
             meta = meta // {
-              description = "spawnscope: the main job, the conductor and both workloads";
+              description = "spawnscope: the main job, the conductor and the three workloads";
               mainProgram = "spawnscope-trace";
             };
           };
@@ -223,6 +244,7 @@
             default
             threads
             goroutines
+            tokio-tasks
             spawnscope
             spawnscope-unwrapped
             ;
@@ -243,6 +265,7 @@
           default = app p.default;
           threads = app p.threads;
           goroutines = app p.goroutines;
+          tokio-tasks = app p.tokio-tasks;
           spawnscope = app p.spawnscope;
         }
       );

@@ -4,6 +4,7 @@
 #   SPAWNSCOPE_CONDUCTOR        the conductor binary (package spawnscope-unwrapped)
 #   SPAWNSCOPE_THREADS_BIN      the Nix-built `threads`, read by the conductor
 #   SPAWNSCOPE_GOROUTINES_BIN   the Nix-built `goroutines`, read by the conductor
+#   SPAWNSCOPE_TOKIO_BIN        the Nix-built `tokio-tasks`, read by the conductor
 # `run` and `compare` tune sysctls, make cgroups and load eBPF programs, so they need root; asked
 # without it, this says how to re-run with the same store paths and runs nothing.
 

@@ -36,14 +36,14 @@ lint_shell() {
 }
 lint_gofmt() {
   local unformatted
-  unformatted=$(gofmt -l goroutines-go spawnscope/tests/programs)
+  unformatted=$(gofmt -l goroutines-go spawnscope/tests/programs examples/go)
   [ -z "$unformatted" ] || { echo "not gofmt-clean: $unformatted"; return 1; }
 }
 in_go_module() { (cd goroutines-go && "$@"); }
-# The Go programs the conductor's tests run as commands (tests/programs/*, one module each).
+# The Go programs the conductor runs as commands (tests/programs/*, examples/go: one module each).
 vet_test_programs() {
   local module
-  for module in spawnscope/tests/programs/*/go.mod; do
+  for module in spawnscope/tests/programs/*/go.mod examples/go/go.mod; do
     (cd "$(dirname "$module")" && go vet ./...) || return 1
   done
 }
@@ -54,7 +54,7 @@ step "rustfmt" cargo fmt --all --check
 step "clippy" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 step "gofmt" lint_gofmt
 step "go vet" in_go_module go vet ./...
-step "go vet (test programs)" vet_test_programs
+step "go vet (test programs, examples/go)" vet_test_programs
 step "go test (goroutines)" in_go_module go test -count=1 ./...
 # --no-fail-fast: one failing suite must not hide the results of the others.
 step "cargo test (workloads, contract, collector, conductor)" cargo test --release --workspace --no-fail-fast
@@ -71,6 +71,7 @@ hold_smoke() {
 step "build the workloads" build_workloads
 step "hold 2000 threads" hold_smoke "$BIN_DIR/threads"
 step "hold 2000 goroutines" hold_smoke "$BIN_DIR/goroutines"
+step "hold 2000 tokio tasks" hold_smoke "$BIN_DIR/tokio-tasks"
 
 echo
 if [ "$failed" -gt 0 ]; then

@@ -5,12 +5,12 @@
 #                                      all alive at once, each in its own cgroup, per-task costs
 #                                      side by side; each run SPAWNSCOPE_REPEATS times [3],
 #                                      alternating, time as median (min … max) with each outlier's
-#                                      cause
+#                                      cause (tokio is left out: see below)
 #   sudo ./scripts/trace.sh ARGS...    anything else goes to spawnscope, e.g.
 #                                      check | run --runtime threads --workload sleep --n 100000 |
-#                                      compare (the default sweep: threads and goroutines, hold and
-#                                      sleep, N = 1k…1M clamped to what fits, 3 repeats; charts and
-#                                      report.html) | compare --reproduce hansen2023 |
+#                                      compare (the default sweep: threads, goroutines and tokio,
+#                                      hold and sleep, N = 1k…1M clamped to what fits, 3 repeats;
+#                                      charts and report.html) | compare --reproduce hansen2023 |
 #                                      report results/…
 #
 # On a fresh Debian/Ubuntu machine it installs the OS packages it needs (saying which), builds
@@ -50,6 +50,9 @@ if [ $# -gt 0 ]; then
 fi
 
 out="$REPO_ROOT/results/main-$(date -u +%Y%m%dT%H%M%SZ)"
+# Two runtimes, not three: the job takes about a minute warm on the 2-core dev VM (goroutines
+# ≈7 s and threads ≈12 s a repeat), and a tokio hold of 1,000,000 adds ≈6 s a repeat, most of it
+# the run's own calibration, probes and settling (≈80 s in all). `compare` puts tokio beside both.
 say "main job: goroutines hold 1,000,000 and threads hold 100,000, $repeats times each (results in ${out#"$REPO_ROOT"/})"
 for ((r = 1; r <= repeats; r++)); do
   say "repeat $r of $repeats"

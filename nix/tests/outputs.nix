@@ -86,6 +86,7 @@ in
                 "default"
                 "threads"
                 "goroutines"
+                "tokio-tasks"
                 "spawnscope"
               ] (attrNames (packages.${sys} or { }))
             )
@@ -94,6 +95,7 @@ in
                 "default"
                 "threads"
                 "goroutines"
+                "tokio-tasks"
                 "spawnscope"
               ] (attrNames (apps.${sys} or { }))
             )

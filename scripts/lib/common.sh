@@ -157,10 +157,11 @@ give_to_invoker() {
   fi
 }
 
-# build_workloads: the two workload binaries, into target/release/.
+# build_workloads: the three workload binaries, into target/release/.
 build_workloads() {
-  say "building the workloads (cargo build --release -p threads; go build goroutines)"
-  (cd "$REPO_ROOT" && cargo build --release --quiet -p threads)
+  # tokio-sleepers: the 2024 article's tokio program, for compare --reproduce async-runtimes-2024.
+  say "building the workloads (cargo build --release -p threads -p tokio-tasks --bins --example tokio-sleepers; go build goroutines)"
+  (cd "$REPO_ROOT" && cargo build --release --quiet -p threads -p tokio-tasks --bins --example tokio-sleepers)
   (cd "$REPO_ROOT/goroutines-go" && go build -trimpath -o "$BIN_DIR/goroutines" .)
 }
 

@@ -17,7 +17,7 @@ use crate::runtime::{Runtime, TaskKind, WorkloadKind};
 #[command(
     name = "spawnscope",
     version,
-    about = "What does one OS thread cost, what does one goroutine cost, and where does the time go?",
+    about = "What does one OS thread, one goroutine or one tokio task cost, and where does the time go?",
     after_help = "Exit codes: 0 done; 1 failed (the machine was restored); 2 bad arguments (nothing changed);\n\
                   3 refused by the preflight (nothing changed); 4 the workload failed or hit a limit (results written);\n\
                   128+N interrupted by signal N (the machine was restored)."
@@ -175,7 +175,7 @@ pub struct CheckArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// threads (Rust std::thread) or goroutines.
+    /// threads (Rust std::thread), goroutines, or tokio (tasks on tokio's multi-threaded runtime).
     #[arg(short, long, value_enum, help_heading = "What to run")]
     pub runtime: Option<Runtime>,
     #[arg(short, long, value_enum, help_heading = "What to run")]
@@ -235,8 +235,8 @@ pub struct RunArgs {
     /// calibration predicts, at most 999].
     #[arg(long, value_parser = parse_hz, help_heading = "Measuring")]
     pub perf_freq: Option<u32>,
-    /// perf's call graph: fp, dwarf or dwarf,BYTES [default: dwarf,4096 for threads (Debian's glibc
-    /// has no frame pointers), fp for goroutines and commands].
+    /// perf's call graph: fp, dwarf or dwarf,BYTES [default: dwarf,4096 for threads and tokio
+    /// (Rust; Debian's glibc has no frame pointers), fp for goroutines and commands].
     #[arg(long, value_parser = CallGraph::parse, help_heading = "Measuring")]
     pub perf_call_graph: Option<CallGraph>,
     #[command(flatten, next_help_heading = "Passed to the workload")]
@@ -283,6 +283,9 @@ pub struct WorkloadFlags {
     /// goroutines: GOMAXPROCS.
     #[arg(long)]
     pub gomaxprocs: Option<String>,
+    /// tokio: worker threads of the runtime.
+    #[arg(long)]
+    pub workers: Option<String>,
     /// The workload's own memory reserve (0 turns its guard off).
     #[arg(long)]
     pub reserve: Option<String>,
@@ -302,6 +305,7 @@ impl WorkloadFlags {
             ("--size", &self.size),
             ("--stack-size", &self.stack_size),
             ("--gomaxprocs", &self.gomaxprocs),
+            ("--workers", &self.workers),
             ("--reserve", &self.reserve),
         ]
         .into_iter()
@@ -335,18 +339,25 @@ pub enum Reproduction {
     /// Hansen 2023: 1M threads and 1M goroutines each sleeping 1 s, beside the article's
     /// figures, plus hold (threads at the largest N that fits, goroutines 1M).
     Hansen2023,
+    /// async-runtimes-benchmarks 2024 ("Take 2"): N tasks each sleeping 10 s at 1, 10,000,
+    /// 100,000 and 1,000,000, in the sleeping-task programs of examples/ this host can run
+    /// (tokio, Go, Node, Python), beside the article's published megabytes.
+    #[value(name = "async-runtimes-2024")]
+    AsyncRuntimes2024,
 }
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// Runtimes to compare [default: threads,goroutines].
-    #[arg(long, value_enum, value_delimiter = ',')]
+    /// Runtimes to compare, comma-separated or repeated [default: every runtime:
+    /// threads,goroutines,tokio].
+    #[arg(long, visible_alias = "runtime", value_enum, value_delimiter = ',')]
     pub runtimes: Vec<Runtime>,
     /// N values of the sweep, each clamped by the preflight to what fits [default: 1000,10000,100000,1000000].
     #[arg(long, value_delimiter = ',', value_parser = parse_n)]
     pub n: Vec<u64>,
-    /// Workloads [default: hold,sleep; churn, pingpong, chain on request].
-    #[arg(long, value_enum, value_delimiter = ',')]
+    /// Workloads, comma-separated or repeated [default: hold,sleep; churn, pingpong, chain on
+    /// request].
+    #[arg(long, visible_alias = "workload", value_enum, value_delimiter = ',')]
     pub workloads: Vec<WorkloadKind>,
     /// Runs of each cell: min / median / max over them [default: 3; 1 with --reproduce].
     #[arg(long)]
@@ -362,9 +373,43 @@ pub struct CompareArgs {
     #[arg(long, value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
     /// Run a published experiment instead of a sweep, beside its published figures.
-    #[arg(long, value_enum, conflicts_with_all = ["runtimes", "n", "workloads"])]
+    #[arg(
+        long,
+        value_enum,
+        conflicts_with_all = ["runtimes", "n", "workloads", "commands", "labels", "task_kind", "task_lifetime"]
+    )]
     pub reproduce: Option<Reproduction>,
-    /// Passed to the workloads each applies to (e.g. --sleep to sleep, --stack-size to threads).
+    /// Any program to sweep over --n as well, its words with {N} where N goes (e.g. --command
+    /// 'node examples/node/sleepers.js {N}'; {N} may be written in lower case); repeatable. Each
+    /// point runs as `run --tasks N --task-kind task -- CMD` runs it, with the same calibration,
+    /// preflight and report; only the --runtimes given run beside it.
+    #[arg(long = "command", value_name = "CMD", help_heading = "Commands")]
+    pub commands: Vec<String>,
+    /// The name of the --command in the same place, in reports and directory names [default:
+    /// its program's file name].
+    #[arg(
+        long = "label",
+        value_name = "NAME",
+        requires = "commands",
+        help_heading = "Commands"
+    )]
+    pub labels: Vec<String>,
+    /// What a --command's N counts, as `run --task-kind` [default: task].
+    #[arg(long, value_enum, requires = "commands", help_heading = "Commands")]
+    pub task_kind: Option<TaskKind>,
+    /// How long each of a --command's tasks lives, where known (e.g. 10s for tasks sleeping
+    /// 10 s): memory is then measured before any task can have ended [default: at the most
+    /// memory in use].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = parse_timeout,
+        requires = "commands",
+        help_heading = "Commands"
+    )]
+    pub task_lifetime: Option<Duration>,
+    /// Passed to the workloads each applies to (e.g. --sleep to sleep, --stack-size to threads,
+    /// --workers to tokio).
     #[command(flatten)]
     pub workload_flags: WorkloadFlags,
 }
@@ -394,6 +439,52 @@ mod tests {
             assert!(help.contains(flag), "{flag} in\n{help}");
         }
         assert!(help.contains("[default: lean]"), "{help}");
+    }
+
+    #[test]
+    fn compare_takes_runtimes_and_workloads_listed_or_repeated() {
+        let parse = |args: &[&str]| {
+            let argv = ["spawnscope", "compare"]
+                .into_iter()
+                .chain(args.iter().copied());
+            match Cli::try_parse_from(argv).unwrap().command {
+                Command::Compare(c) => (c.runtimes, c.workloads),
+                other => panic!("{other:?}"),
+            }
+        };
+        let want = (
+            vec![Runtime::Threads, Runtime::Goroutines, Runtime::Tokio],
+            vec![WorkloadKind::Hold, WorkloadKind::Sleep],
+        );
+        assert_eq!(
+            parse(&[
+                "--runtimes",
+                "threads,goroutines,tokio",
+                "--workloads",
+                "hold,sleep"
+            ]),
+            want
+        );
+        assert_eq!(
+            parse(&[
+                "--runtime",
+                "threads",
+                "--runtime",
+                "goroutines",
+                "--runtime",
+                "tokio",
+                "--workload",
+                "hold",
+                "--workload",
+                "sleep",
+            ]),
+            want
+        );
+        assert_eq!(
+            parse(&[]),
+            (vec![], vec![]),
+            "the defaults are the command's"
+        );
     }
 
     fn error_of(args: &[&str]) -> String {

@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::synthetic::{self, Options, GOROUTINES, THREADS};
+use common::synthetic::{self, Options, GOROUTINES, THREADS, TOKIO};
 use common::*;
 use serde_json::Value;
 
@@ -117,6 +117,82 @@ fn exact_lines_give_exact_slopes_intercepts_and_r2() {
     assert!(
         fits_csv.contains(",threads,hold,kernel_stack_kib,KiB,alive_at_peak,6,3,16,0,"),
         "{fits_csv}"
+    );
+}
+
+#[test]
+fn three_runtimes_stand_side_by_side_in_every_export() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("sweep");
+    synthetic::write_sweep_of(&sweep, &[TOKIO, GOROUTINES, THREADS], &NS, 1);
+    let out = tmp.path().join("out");
+    report(&[&sweep], &out);
+    let compare = read_json(out.join("compare.json"));
+    assert_eq!(compare["runs"].as_array().unwrap().len(), 9);
+    // Cells in the descriptors' order, whatever order the directories came in.
+    let order: Vec<&str> = compare["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["n"] == 1000)
+        .map(|c| c["runtime"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["threads", "goroutines", "tokio"]);
+    let rss = fit(&compare, "tokio", "rss_kb");
+    assert!(
+        close(rss["slope"].as_f64().unwrap(), TOKIO.rss_kb.per_task),
+        "{rss}"
+    );
+    // The headline: each runtime against the cheapest in memory, dearest first.
+    let h = &compare["headlines"][0];
+    assert_eq!(h["dearer"]["runtime"], "threads");
+    assert_eq!(h["between"][0]["runtime"], "goroutines");
+    assert_eq!(h["cheaper"]["runtime"], "tokio");
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    let headline = md
+        .lines()
+        .find(|l| l.starts_with("**hold: "))
+        .unwrap_or_else(|| panic!("no headline in {md}"));
+    assert!(
+        headline.starts_with("**hold: a thread costs ")
+            && headline.contains("× a tokio task in memory")
+            && headline.contains(", and a goroutine costs ")
+            && headline.contains("tokio at N = 100,000 (1 run), medians**"),
+        "{headline}"
+    );
+    assert!(md.contains("| tokio | hold | 1,000 |"), "{md}");
+    let csv = std::fs::read_to_string(out.join("compare.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 10, "a header and one row per cell");
+    // The page: titled for the three, a timeline per runtime, the headline on top.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains(
+            "<h1>spawnscope: what one thread, one goroutine and one tokio task cost</h1>"
+        ),
+        "{html}"
+    );
+    for runtime in ["threads", "goroutines", "tokio"] {
+        assert!(
+            html.contains(&format!("id=\"timeline-{runtime}-hold-100000\"")),
+            "{runtime}"
+        );
+    }
+    assert!(html.contains(&format!("<b>{}</b>", &headline[2..headline.len() - 2])));
+    // The charts: a bar per runtime at each N, and tokio's own colours on the time chart.
+    let charts = out.join("charts");
+    let memory = std::fs::read_to_string(charts.join("memory-per-task-hold.svg")).unwrap();
+    for runtime in ["threads", "goroutines", "tokio"] {
+        assert_eq!(
+            memory.matches(&format!("\n{runtime}\n")).count(),
+            NS.len(),
+            "{runtime}'s bars"
+        );
+    }
+    let time = std::fs::read_to_string(charts.join("time-per-task-hold.svg")).unwrap();
+    assert!(time.contains("tokio system") && time.contains("tokio user"));
+    assert!(
+        time.contains("#2CA02C") && time.contains("#98DF8A"),
+        "tokio's green pair"
     );
 }
 
@@ -398,4 +474,192 @@ fn sigint_stops_the_matrix_after_the_current_run_and_still_reports() {
         .starts_with("interrupted by SIGINT"));
     assert!(out.join("report.html").is_file());
     assert!(!sandbox.state_dir().join("sysctl-state.json").exists());
+}
+
+/// Each `compare` call is refused as bad input: exit 2, one stderr line containing its text,
+/// nothing on stdout, nothing created where its results would go.
+fn assert_compares_refused(sandbox: &Sandbox, cases: &[(&[&str], &str)]) {
+    let out = sandbox.dir.path().join("refused");
+    for (args, says) in cases {
+        let mut full: Vec<&str> = vec!["compare", "--out", out.to_str().unwrap()];
+        full.extend_from_slice(args);
+        let output = sandbox.command(&full).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {stderr}"
+        );
+        assert!(!out.exists(), "{args:?} created {}", out.display());
+    }
+}
+
+#[test]
+fn bad_commands_and_labels_are_refused_before_anything_is_created() {
+    let sandbox = Sandbox::new();
+    assert_compares_refused(
+        &sandbox,
+        &[
+            (&["--label", "x"][..], "--command <CMD>"),
+            (&["--command", ""][..], "--command is empty"),
+            (&["--command", "sleep 10"][..], "has no {n}"),
+            (&["--command", "sleep '{n}"][..], "unbalanced quotes"),
+            (
+                &["--command", "sleep {n}", "--label", "a", "--label", "b"][..],
+                "2 --label for 1 --command",
+            ),
+            (
+                &["--command", "sleep {n}", "--label", "threads"][..],
+                "is a runtime's name",
+            ),
+            (
+                &[
+                    "--command",
+                    "/bin/sleep {n}",
+                    "--command",
+                    "/usr/bin/sleep {n}",
+                ][..],
+                "two commands are named sleep",
+            ),
+            (
+                &["--command", "sleep {n}", "--workloads", "hold"][..],
+                "--workloads and workload flags are for --runtimes",
+            ),
+            (
+                &["--command", "spawnscope-no-such-program {n}"][..],
+                "command not found: spawnscope-no-such-program",
+            ),
+            (
+                &[
+                    "--reproduce",
+                    "async-runtimes-2024",
+                    "--command",
+                    "sleep {n}",
+                ][..],
+                "cannot be used with",
+            ),
+            (
+                &["--reproduce", "async-runtimes-2024", "--sleep", "1s"][..],
+                "workload flags do not apply",
+            ),
+            (&["--task-lifetime", "10s"][..], "--command <CMD>"),
+        ],
+    );
+}
+
+#[test]
+fn a_command_is_swept_over_n_under_its_label_beside_nothing_else() {
+    if skip_unless_root("a_command_is_swept_over_n_under_its_label_beside_nothing_else") {
+        return;
+    }
+    let Some(program) = build_sleepers() else {
+        eprintln!("SKIP a_command_is_swept_over_n_under_its_label_beside_nothing_else: go cannot build tests/programs/sleepers");
+        return;
+    };
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox.dir.path().join("cmp");
+    let command = format!("{} {{n}} 3s", program.display());
+    let output = sandbox
+        .command(&[
+            "compare",
+            "--command",
+            &command,
+            "--label",
+            "sleepers",
+            "--task-lifetime",
+            "3s",
+            "--n",
+            "2000,4000",
+            "--repeats",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("calibrating sleepers: two short runs at N=2,000 and 20,000"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("run 2 of 2"), "{stderr}");
+    assert!(!sandbox.state_dir().join("sysctl-state.json").exists());
+    assert_matches_schemas(&out);
+    // Its runs are named after the label, and its output is kept out of compare's stdout.
+    for n in [2000, 4000] {
+        let dir = std::fs::read_dir(&out)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(&format!("-cmd-sleepers-{n}")))
+            .unwrap_or_else(|| panic!("no cmd-sleepers-{n} directory in {}", out.display()));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("command.stdout")).unwrap(),
+            format!("all {n} sleeping\n")
+        );
+        let run = read_json(dir.join("run.json"));
+        assert_eq!(run["target"]["label"], "sleepers");
+        assert_eq!(run["target"]["tasks"], n);
+        assert_eq!(run["target"]["task_kind"], "task");
+        assert_eq!(run["target"]["task_lifetime_ns"], 3_000_000_000u64);
+        assert!(run["estimate"]["fits"].as_bool().unwrap(), "{run}");
+    }
+    assert!(!stdout.contains("sleeping"), "{stdout}");
+    let plan = read_json(out.join("plan.json"));
+    assert_eq!(plan["commands"][0]["label"], "sleepers");
+    assert_eq!(plan["commands"][0]["command"][1], "{n}");
+    assert_eq!(
+        plan["cells"].as_array().unwrap().len(),
+        2,
+        "no runtime beside it"
+    );
+    let compare = read_json(out.join("compare.json"));
+    let cells = compare["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for (cell, n) in cells.iter().zip([2000, 4000]) {
+        assert_eq!(cell["runtime"], "sleepers");
+        assert_eq!(cell["workload"], "command");
+        assert_eq!(cell["n"], n);
+        assert_eq!(cell["alive_at_peak"]["median"], n as f64);
+        assert!(
+            cell["memory_kb"]["median"].as_f64().unwrap() > 0.0,
+            "{cell}"
+        );
+        assert!(cell["kernel_stack_kb"].is_object(), "{cell}");
+    }
+    for run in compare["runs"].as_array().unwrap() {
+        let at = run["measured_at_s"].as_f64().unwrap();
+        assert!(at < 3.0, "measured within the tasks' 3 s: {run}");
+        assert_eq!(run["task_lifetime_s"], 3.0);
+    }
+    let rss = compare["fits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["runtime"] == "sleepers" && f["metric"] == "rss_kb")
+        .expect("a line of the command's RSS over N");
+    assert_eq!(rss["workload"], "command");
+    assert_eq!(rss["distinct_x"], 2);
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(md.contains("| sleepers | command | 2,000 |"), "{md}");
+    assert!(
+        stdout.contains("| sleepers | command | 4,000 |"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().last(), Some(out.to_str().unwrap()));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("sleepers"));
+    let time = std::fs::read_to_string(out.join("charts/time-per-task-command.svg")).unwrap();
+    assert!(
+        time.contains("sleepers system"),
+        "the command has its own line"
+    );
+    assert!(out.join("charts/memory-per-task-command.svg").is_file());
+    let _ = std::fs::remove_file(program);
 }

@@ -3,9 +3,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use common::*;
 use serde_json::Value;
 
@@ -170,25 +167,12 @@ fn a_million_sleeping_goroutines_add_up() {
     sleep_adds_up_at_its_peak("goroutines", "1000000", None);
 }
 
-/// tests/programs/sleepers (Go): N goroutines sleeping, a line when all have started.
-fn sleepers() -> Option<PathBuf> {
-    let out = std::env::temp_dir().join(format!("spawnscope-sleepers-{}", std::process::id()));
-    let built = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(".")
-        .current_dir(repo_root().join("spawnscope/tests/programs/sleepers"))
-        .status()
-        .is_ok_and(|s| s.success());
-    built.then_some(out)
-}
-
 #[test]
 fn an_async_command_adds_up_and_is_not_failed_for_its_threads() {
     if skip_unless_root("an_async_command_adds_up_and_is_not_failed_for_its_threads") {
         return;
     }
-    let Some(program) = sleepers() else {
+    let Some(program) = build_sleepers() else {
         eprintln!("SKIP an_async_command_adds_up_and_is_not_failed_for_its_threads: go cannot build tests/programs/sleepers");
         return;
     };

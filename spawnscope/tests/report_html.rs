@@ -221,6 +221,114 @@ fn the_shipped_example_results_render_without_root() {
     renders_with_its_charts(&browser, &page, tmp.path(), "example");
 }
 
+/// tests/fixtures/three-runtimes: a real `compare` of threads, goroutines and tokio (hold, N =
+/// 10,000 and 30,000, one repeat; raw records only). `report` puts tokio beside the others in
+/// every export: the cells in the descriptors' order, the headline of each runtime against the
+/// cheapest, a timeline and bars per runtime, the page's title, and tokio's OS threads checked
+/// against the runtime's own count.
+#[test]
+fn a_recorded_set_of_three_runtimes_reports_tokio_beside_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    copy_tree(
+        &common::repo_root().join("spawnscope/tests/fixtures/three-runtimes"),
+        &set,
+    );
+    let out = tmp.path().join("out");
+    let output = Command::new(spawnscope_bin())
+        .arg("report")
+        .arg(&set)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let runtimes = ["threads", "goroutines", "tokio"];
+    let compare = read_json(out.join("compare.json"));
+    let cells = compare["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 6);
+    for n in [10_000, 30_000] {
+        let order: Vec<&str> = cells
+            .iter()
+            .filter(|c| c["n"] == n)
+            .map(|c| c["runtime"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            order, runtimes,
+            "N = {n}: the cells in the descriptors' order"
+        );
+    }
+    // The headline names all three: the cheapest is the base of both factors.
+    let h = &compare["headlines"][0];
+    let (dearer, between, cheaper) = (&h["dearer"], &h["between"][0], &h["cheaper"]);
+    let memory = |side: &serde_json::Value| side["memory_kib"].as_f64().unwrap();
+    assert!(memory(dearer) >= memory(between) && memory(between) >= memory(cheaper));
+    let mut named: Vec<&str> = [dearer, between, cheaper]
+        .iter()
+        .map(|s| s["runtime"].as_str().unwrap())
+        .collect();
+    named.sort_by_key(|r| runtimes.iter().position(|x| x == r));
+    assert_eq!(named, runtimes);
+    let md = fs::read_to_string(out.join("compare.md")).unwrap();
+    let one_task = |r: &str| match r {
+        "threads" => "thread",
+        "goroutines" => "goroutine",
+        _ => "tokio task",
+    };
+    let base = one_task(cheaper["runtime"].as_str().unwrap());
+    for side in [dearer, between] {
+        let clause = format!("a {} costs ", one_task(side["runtime"].as_str().unwrap()));
+        let at = md
+            .find(&clause)
+            .unwrap_or_else(|| panic!("{clause} in {md}"));
+        assert!(md[at..].contains(&format!("× a {base} in memory")), "{md}");
+    }
+    // The runs of tokio: its OS threads counted from the runtime's own figure, and checked.
+    for run in compare["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["runtime"] == "tokio")
+    {
+        let summary = read_json(set.join(run["dir"].as_str().unwrap()).join("summary.json"));
+        let threads = summary["probes"]["cross_checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "threads created vs spawned")
+            .expect("the threads-created check");
+        assert_eq!(threads["verdict"], "pass", "{threads}");
+    }
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html
+        .contains("<h1>spawnscope: what one thread, one goroutine and one tokio task cost</h1>"));
+    for runtime in runtimes {
+        assert!(
+            html.contains(&format!("id=\"timeline-{runtime}-hold-30000\"")),
+            "{runtime}'s timeline"
+        );
+        assert!(
+            html.contains(&format!("<td>{runtime}</td>")),
+            "{runtime}'s cells"
+        );
+    }
+    let bars = fs::read_to_string(out.join("charts/memory-per-task-hold.svg")).unwrap();
+    for runtime in runtimes {
+        assert_eq!(
+            bars.matches(&format!("\n{runtime}\n")).count(),
+            2,
+            "{runtime}'s bars"
+        );
+    }
+    if let Some(browser) = chromium() {
+        renders_with_its_charts(&browser, &out.join("report.html"), tmp.path(), "three");
+    }
+}
+
 /// A copy of a directory tree anyone may write (the test's unprivileged user writes beside it).
 fn copy_tree(from: &Path, to: &Path) {
     use std::os::unix::fs::PermissionsExt;

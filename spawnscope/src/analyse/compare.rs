@@ -11,10 +11,11 @@ use serde::{Deserialize, Serialize};
 use crate::analyse::headline::{headlines, Headline, Measured};
 use crate::analyse::regression::{self, LineFit, Spread};
 use crate::analyse::repeats::{repeated, Repeated};
-use crate::analyse::reproduce::{reproduce_table, Reproduce};
+use crate::analyse::reproduce::{async_2024_table, reproduce_table, Reproduce};
 pub use crate::analyse::run_point::RunPoint;
 use crate::analyse::summary::{MemoryPerTask, Summary};
-use crate::record::{Fingerprint, LoadedRun, Plan};
+use crate::measure::examples::ASYNC_2024;
+use crate::record::{Fingerprint, LoadedRun, Plan, Target};
 use crate::runtime::{result_event, Runtime, WorkloadKind};
 use crate::units::count;
 
@@ -224,11 +225,31 @@ pub struct SummarizedRun {
     pub started_utc: String,
     pub has_collector: bool,
     pub has_flame: bool,
+    /// A command's moment measured, seconds after its release (RunPoint's).
+    pub measured_at_s: Option<f64>,
+    /// A command's declared task lifetime, seconds.
+    pub task_lifetime_s: Option<f64>,
 }
 
 impl SummarizedRun {
     pub fn new(dir: String, summary: Summary, loaded: &LoadedRun) -> Self {
+        let (measured_at_s, task_lifetime_s) = match &loaded.run.target {
+            Target::Command {
+                task_lifetime_ns, ..
+            } => (
+                loaded
+                    .memory
+                    .peak
+                    .as_ref()
+                    .zip(loaded.run.released_t_ns)
+                    .map(|(peak, released)| peak.t_ns.saturating_sub(released) as f64 / 1e9),
+                task_lifetime_ns.map(|ns| ns as f64 / 1e9),
+            ),
+            Target::Workload(_) => (None, None),
+        };
         SummarizedRun {
+            measured_at_s,
+            task_lifetime_s,
             dir,
             summary,
             machine: loaded.machine.clone(),
@@ -287,7 +308,8 @@ pub fn compare_runs(
                     && s.memory_per_task.is_some()),
             outcome: s.outcome.clone(),
             started_utc: l.started_utc.clone(),
-            spawned: s.spawned,
+            // A command's tasks are its own word (--tasks): what time per task divides by.
+            spawned: s.spawned.or(s.tasks),
             alive_at_peak: s.alive_at_peak,
             alive_max: l.alive_max,
             wall_s: s.wall_s,
@@ -309,6 +331,8 @@ pub fn compare_runs(
                 .and_then(|c| c.share_of_cpu),
             has_flame: l.has_flame,
             verdict: s.verdict.clone(),
+            measured_at_s: l.measured_at_s,
+            task_lifetime_s: l.task_lifetime_s,
         });
     }
     let excluded = runs
@@ -331,10 +355,11 @@ pub fn compare_runs(
         .collect();
     let cells = cells(&runs);
     let fits = fits(&runs);
-    let reproduce = plan
-        .as_ref()
-        .filter(|p| p.reproduce.as_deref() == Some("hansen2023"))
-        .map(|_| reproduce_table(&runs));
+    let reproduce = plan.as_ref().and_then(|p| match p.reproduce.as_deref() {
+        Some("hansen2023") => Some(reproduce_table(&runs)),
+        Some(ASYNC_2024) => Some(async_2024_table(&runs, p)),
+        _ => None,
+    });
     // Repeats are grouped by experiment and machine: the machine is named once there are two.
     let by_experiment: Vec<(String, Summary)> = summarized
         .iter()
@@ -371,6 +396,19 @@ pub fn compare_runs(
         repeats: repeated(&by_experiment),
         headlines,
     }
+}
+
+/// Runtime names as reports order them, each once: the descriptors' first, then the others (the
+/// labels of commands) by name.
+pub fn ordered_runtimes<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for name in names {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out.sort_by(|a, b| (Runtime::order_of(a), *a).cmp(&(Runtime::order_of(b), *b)));
+    out
 }
 
 type Group<'a> = BTreeMap<(String, String, String, u64), Vec<&'a RunPoint>>;

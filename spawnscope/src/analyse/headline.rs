@@ -1,8 +1,13 @@
 //! A comparison's result in one line per workload, the way hyperfine states its own: "hold: a
 //! thread costs 13.5× a goroutine in memory and 12.7× in spawn time". Per machine and workload,
 //! each runtime at the largest N it was measured at (per-task figures, so runtimes measured at
-//! different N compare), medians over its repeats there; the dearest in memory against the
-//! cheapest.
+//! different N compare), medians over its repeats there.
+//!
+//! With three runtimes or more, every runtime is stated against the cheapest in memory, dearest
+//! first ("a thread costs 80× a tokio task …, and a goroutine costs 6× a tokio task …"): one base
+//! for all keeps each factor read the same way and the ends' distance in plain sight, where a
+//! chain (each against the next) would hide it, and the factors between the dearer ones follow by
+//! division. With two it is the one pair, as before.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,8 +32,13 @@ pub struct Headline {
     /// The machine's id when the set has several, else None.
     pub machine: Option<String>,
     pub workload: String,
+    /// The dearest in memory per task.
     pub dearer: Side,
+    /// The cheapest in memory per task: the others are stated against it.
     pub cheaper: Side,
+    /// With three runtimes or more, those between the two, dearest first (absent with two).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub between: Vec<Side>,
 }
 
 /// A run as the headline takes it: its machine's id and its summary.
@@ -95,12 +105,13 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                     .total_cmp(&a.memory_kib.unwrap_or(0.0))
             });
             let cheaper = sides.pop()?;
-            let dearer = sides.swap_remove(0);
+            let dearer = sides.remove(0);
             Some(Headline {
                 machine: several_machines.then(|| machine.to_string()),
                 workload: workload.into(),
                 dearer,
                 cheaper,
+                between: sides,
             })
         })
         .collect()
@@ -120,32 +131,18 @@ fn factor(dearer: f64, cheaper: f64) -> f64 {
 impl Headline {
     /// "hold: a thread costs 13.5× a goroutine in memory (36.5 KiB against 2.7 KiB per task) and
     /// 12.7× in spawn time (40.5 µs against 3.2 µs); threads at N = 100,000 (3 runs), goroutines
-    /// at N = 1,000,000 (3 runs), medians".
+    /// at N = 1,000,000 (3 runs), medians". With three runtimes, one such clause per runtime
+    /// against the cheapest, dearest first, joined by ", and ".
     pub fn line(&self) -> String {
-        let (a, b) = (&self.dearer, &self.cheaper);
+        let base = &self.cheaper;
+        let dearer: Vec<&Side> = std::iter::once(&self.dearer).chain(&self.between).collect();
         let mut line = String::new();
         if let Some(m) = &self.machine {
             line.push_str(&format!("on {m}, "));
         }
-        let (ma, mb) = (a.memory_kib.unwrap_or(0.0), b.memory_kib.unwrap_or(0.0));
-        line.push_str(&format!(
-            "{}: a {} costs {:.1}× a {} in memory ({} against {} per task)",
-            self.workload,
-            one_task(&a.runtime),
-            factor(ma, mb),
-            one_task(&b.runtime),
-            bytes(ma * 1024.0),
-            bytes(mb * 1024.0)
-        ));
-        if let (Some(sa), Some(sb)) = (a.spawn_us, b.spawn_us) {
-            let f = factor(sa, sb);
-            let how = if f >= 1.0 {
-                format!("{f:.1}× in spawn time")
-            } else {
-                format!("but {:.1}× less in spawn time", 1.0 / f)
-            };
-            line.push_str(&format!(" and {how} ({sa:.1} µs against {sb:.1} µs)"));
-        }
+        line.push_str(&format!("{}: ", self.workload));
+        let clauses: Vec<String> = dearer.iter().map(|a| clause(a, base)).collect();
+        line.push_str(&clauses.join(", and "));
         let runs = |k: usize| {
             if k == 1 {
                 "1 run".to_string()
@@ -153,17 +150,39 @@ impl Headline {
                 format!("{k} runs")
             }
         };
-        line.push_str(&format!(
-            "; {} at N = {} ({}), {} at N = {} ({}), medians",
-            a.runtime,
-            count(a.n),
-            runs(a.runs),
-            b.runtime,
-            count(b.n),
-            runs(b.runs)
-        ));
+        let sizes: Vec<String> = dearer
+            .iter()
+            .copied()
+            .chain([base])
+            .map(|s| format!("{} at N = {} ({})", s.runtime, count(s.n), runs(s.runs)))
+            .collect();
+        line.push_str(&format!("; {}, medians", sizes.join(", ")));
         line
     }
+}
+
+/// "a thread costs 13.5× a goroutine in memory (36.5 KiB against 2.7 KiB per task) and 12.7× in
+/// spawn time (40.5 µs against 3.2 µs)".
+fn clause(a: &Side, b: &Side) -> String {
+    let (ma, mb) = (a.memory_kib.unwrap_or(0.0), b.memory_kib.unwrap_or(0.0));
+    let mut text = format!(
+        "a {} costs {:.1}× a {} in memory ({} against {} per task)",
+        one_task(&a.runtime),
+        factor(ma, mb),
+        one_task(&b.runtime),
+        bytes(ma * 1024.0),
+        bytes(mb * 1024.0)
+    );
+    if let (Some(sa), Some(sb)) = (a.spawn_us, b.spawn_us) {
+        let f = factor(sa, sb);
+        let how = if f >= 1.0 {
+            format!("{f:.1}× in spawn time")
+        } else {
+            format!("but {:.1}× less in spawn time", 1.0 / f)
+        };
+        text.push_str(&format!(" and {how} ({sa:.1} µs against {sb:.1} µs)"));
+    }
+    text
 }
 
 #[cfg(test)]
@@ -236,5 +255,34 @@ mod tests {
             "{}",
             h[0].line()
         );
+    }
+
+    #[test]
+    fn three_runtimes_are_each_stated_against_the_cheapest_dearest_first() {
+        let summaries = [
+            run("tokio", 1_000_000, 0.5, 1.0),
+            run("goroutines", 1_000_000, 2.5, 3.0),
+            run("threads", 100_000, 40.0, 40.0),
+        ];
+        let runs = on_m1(&summaries);
+        let h = headlines(&runs, false);
+        assert_eq!(h.len(), 1);
+        let names = |sides: &[&Side]| sides.iter().map(|s| s.runtime.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&[&h[0].dearer, &h[0].between[0], &h[0].cheaper]),
+            ["threads", "goroutines", "tokio"]
+        );
+        assert_eq!(
+            h[0].line(),
+            "hold: a thread costs 80.0× a tokio task in memory (40.0 KiB against 512 B per task) \
+             and 40.0× in spawn time (40.0 µs against 1.0 µs), and a goroutine costs 5.0× a tokio \
+             task in memory (2.5 KiB against 512 B per task) and 3.0× in spawn time (3.0 µs \
+             against 1.0 µs); threads at N = 100,000 (1 run), goroutines at N = 1,000,000 (1 run), \
+             tokio at N = 1,000,000 (1 run), medians"
+        );
+        // Two runtimes keep compare.json's shape: no `between`.
+        let two = on_m1(&summaries[..2]);
+        let json = serde_json::to_value(&headlines(&two, false)[0]).unwrap();
+        assert!(json.get("between").is_none(), "{json}");
     }
 }

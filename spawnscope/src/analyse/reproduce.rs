@@ -1,9 +1,16 @@
-//! Published experiments beside ours: Hansen 2023 ("Threads and Goroutines"), its `/usr/bin/time`
-//! figures and the same rows from our runs, with the caveats that make them comparable or not.
+//! Published experiments beside ours, with the caveats that make them comparable or not: Hansen
+//! 2023 ("Threads and Goroutines"), its `/usr/bin/time` figures and the same rows from our runs;
+//! async-runtimes-benchmarks 2024 ("Take 2"), its megabytes per runtime and N beside what the
+//! same programs took here, with what it never had: kernel memory per task and whether the tasks
+//! coexisted.
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyse::regression::spread;
 use crate::analyse::run_point::RunPoint;
+use crate::analyse::summary::MemoryPerTask;
+use crate::measure::examples::{ASYNC_2024_NS, EXAMPLES, TASK_SLEEP};
+use crate::record::Plan;
 use crate::units::{bytes, count};
 
 /// The article's published figures ("Threads and Goroutines", Hansen, 2023; see
@@ -52,10 +59,18 @@ pub const HANSEN_2023: [Published; 2] = [
 /// The reproduction table: columns of figures, rows by figure.
 #[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Reproduce {
+    /// What is reproduced: "Hansen 2023" (also where it is missing: recorded before it) or
+    /// "async-runtimes-benchmarks 2024".
+    #[serde(default = "hansen_title")]
+    pub title: String,
     pub source: String,
     pub columns: Vec<String>,
     pub rows: Vec<(String, Vec<String>)>,
     pub caveats: Vec<String>,
+}
+
+fn hansen_title() -> String {
+    "Hansen 2023".into()
 }
 
 fn pick<'a>(runs: &'a [RunPoint], runtime: &str, workload: &str) -> Option<&'a RunPoint> {
@@ -246,11 +261,230 @@ pub fn reproduce_table(runs: &[RunPoint]) -> Reproduce {
         }
     }
     Reproduce {
+        title: hansen_title(),
         source: HANSEN_2023_SOURCE.into(),
         columns: cols.into_iter().map(|c| c.title).collect(),
         rows: table_rows,
         caveats,
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// async-runtimes-benchmarks 2024 ("Take 2")
+
+/// One runtime's row of the 2024 article's table: megabytes at each of `ASYNC_2024_NS`.
+pub struct PublishedMb {
+    /// As the article names it; examples of ours name the row they reproduce
+    /// (measure/examples.rs, `Example::article`).
+    pub runtime: &'static str,
+    pub mb: [f64; 4],
+    /// Why no program here reproduces it.
+    pub not_run: Option<&'static str>,
+}
+
+pub const ASYNC_2024_SOURCE: &str = "hez2010, async-runtimes-benchmarks-2024, RESULT.md (\"Take 2\", 2024): memory in MB of N tasks each sleeping 10 s, one run each, i7-13700K, Debian 12; how memory was read is not stated";
+
+/// The article's table (shared/anchors.md), in its order.
+pub const ASYNC_2024_TABLE: [PublishedMb; 7] = [
+    PublishedMb {
+        runtime: "Rust tokio",
+        mb: [4.72, 9.04, 46.2, 439.1],
+        not_run: None,
+    },
+    PublishedMb {
+        runtime: "Rust futures (join_all)",
+        mb: [3.04, 4.78, 22.8, 207.4],
+        not_run: Some("examples/ has tokio's spawn per task, not futures' join_all"),
+    },
+    PublishedMb {
+        runtime: "C# NativeAOT",
+        mb: [3.59, 7.56, 30.0, 196.6],
+        not_run: Some(".NET is not installable here"),
+    },
+    PublishedMb {
+        runtime: "Go",
+        mb: [3.55, 34.3, 262.7, 2585.6],
+        not_run: None,
+    },
+    PublishedMb {
+        runtime: "Java virtual threads (OpenJDK 23)",
+        mb: [46.9, 108.4, 197.0, 1095.2],
+        not_run: Some("Java 21+ is not installable here"),
+    },
+    PublishedMb {
+        runtime: "Node 23",
+        mb: [41.9, 64.8, 125.1, 563.9],
+        not_run: None,
+    },
+    PublishedMb {
+        runtime: "Python 3.13",
+        mb: [19.5, 33.3, 146.5, 1275.7],
+        not_run: None,
+    },
+];
+
+/// The columns of the 2024 table, after the runtime.
+const ASYNC_2024_COLUMNS: [&str; 9] = [
+    "tasks",
+    "article: MB",
+    "here: max RSS, MB",
+    "here: anon RSS + kernel, MB",
+    "RSS / task",
+    "kernel / task (stack + page tables + slab)",
+    "tasks alive at the moment measured",
+    "coexisted",
+    "outcome",
+];
+
+/// KiB as the article's "MB" (max RSS in KiB / 1024, as `/usr/bin/time`'s KiB would give).
+fn mb(kib: f64) -> String {
+    format!("{:.1}", kib / 1024.0)
+}
+
+/// The article's figures beside ours: a row per runtime and N. A runtime this host has no program
+/// for keeps its published figures, "not run here"; one whose program could not run here says why.
+pub fn async_2024_table(runs: &[RunPoint], plan: &Plan) -> Reproduce {
+    let mut rows = Vec::new();
+    let mut caveats = vec![
+        "MB as the article's: KiB / 1024. Max RSS is what /usr/bin/time reports (ru_maxrss), the likeliest reading of the article's undocumented figure; anon RSS + kernel is what the tasks held at the moment measured: the process's anonymous memory and the kernel stacks, page tables and slab max RSS leaves out.".to_string(),
+        format!(
+            "A user-space runtime's tasks cannot be counted from outside. Each task sleeps {s} s and the program waits for all of them, so the last started at most wall − {s} s after the start (wall: to the reap, so this is the latest it can be) and none ended before {s} s: all N were alive together from then to {s} s, when that span is not empty (\"coexisted\"). Memory is measured at the most memory in use within the first {s} s; the tasks alive then are all N when that moment falls in the span.",
+            s = TASK_SLEEP.as_secs()
+        ),
+    ];
+    for c in &plan.commands {
+        caveats.push(format!(
+            "{} here: {}{}",
+            c.label,
+            c.command.join(" "),
+            c.version
+                .as_ref()
+                .map_or(String::new(), |v| format!(" ({v})"))
+        ));
+    }
+    for published in &ASYNC_2024_TABLE {
+        let example = EXAMPLES.iter().find(|e| e.article == published.runtime);
+        let skipped = example.and_then(|e| plan.skipped.iter().find(|s| s.label == e.label));
+        let label = match example {
+            Some(e) => format!("{} ({})", published.runtime, e.label),
+            None => published.runtime.to_string(),
+        };
+        for (k, &n) in ASYNC_2024_NS.iter().enumerate() {
+            let mut values = vec![count(n), format!("{:.1}", published.mb[k])];
+            let not_here = match (published.not_run, skipped, example) {
+                (Some(why), ..) => Some(format!("not run here: {why}")),
+                (_, Some(s), _) => Some(format!("skipped here: {}", s.why)),
+                (_, _, None) => Some("not run here".into()),
+                _ => None,
+            };
+            if let Some(text) = not_here {
+                values.push(text);
+                values.resize(ASYNC_2024_COLUMNS.len(), "—".into());
+                rows.push((label.clone(), values));
+                continue;
+            }
+            let label_here = example.map_or("", |e| e.label);
+            let planned = plan
+                .cells
+                .iter()
+                .find(|c| c.runtime == label_here && c.requested_n == n);
+            // The N the preflight let run (a runs-only set, without a plan: N as asked).
+            let ran_at = planned.map_or(Some(n), |c| c.n);
+            if let Some(at) = ran_at.filter(|&at| at != n) {
+                values[0] = format!("{} → {} (clamped)", count(n), count(at));
+            }
+            let mine: Vec<&RunPoint> = runs
+                .iter()
+                .filter(|r| r.runtime.as_deref() == Some(label_here) && r.n == ran_at)
+                .collect();
+            let Some(at) = ran_at.filter(|_| !mine.is_empty()) else {
+                let why = planned
+                    .and_then(|c| c.note.clone())
+                    .unwrap_or_else(|| "did not run".into());
+                values.push(format!("not run: {why}"));
+                values.resize(ASYNC_2024_COLUMNS.len(), "—".into());
+                rows.push((label.clone(), values));
+                continue;
+            };
+            // Medians over the repeats that measured something, as the runs table's cells.
+            let measured: Vec<&RunPoint> = mine.iter().copied().filter(|r| r.measured).collect();
+            let median = |f: &dyn Fn(&RunPoint) -> Option<f64>| {
+                spread(&measured.iter().filter_map(|r| f(r)).collect::<Vec<_>>()).map(|s| s.median)
+            };
+            let per_task = |f: fn(&MemoryPerTask) -> f64| {
+                median(&|r: &RunPoint| r.memory_per_task.as_ref().map(f))
+            };
+            let kib = |v: Option<f64>| v.map_or("—".into(), |v| bytes(v * 1024.0));
+            values.push(median(&|r| Some(r.maxrss_kb as f64)).map_or("—".into(), mb));
+            values.push(median(&|r| r.memory_total(|m| Some(m.total_kb))).map_or("—".into(), mb));
+            values.push(kib(per_task(|m| m.rss_kb)));
+            values.push(kib(per_task(|m| {
+                m.kernel_stack_kb + m.page_tables_kb + m.slab_kb
+            })));
+            values.push(alive_when_measured(&mine, at));
+            values.push(coexisted(&mine));
+            values.push(outcomes(&mine));
+            rows.push((label.clone(), values));
+        }
+    }
+    for s in &plan.skipped {
+        caveats.push(format!("{} skipped: {}", s.label, s.why));
+    }
+    Reproduce {
+        title: "async-runtimes-benchmarks 2024".into(),
+        source: ASYNC_2024_SOURCE.into(),
+        columns: ASYNC_2024_COLUMNS.iter().map(|c| c.to_string()).collect(),
+        rows,
+        caveats,
+    }
+}
+
+/// "all 10,000 (at 1.2 s)", or why that is not shown; repeats that disagree are counted.
+fn alive_when_measured(runs: &[&RunPoint], n: u64) -> String {
+    let shown = runs
+        .iter()
+        .filter(|r| r.all_alive_when_measured() == Some(true))
+        .count();
+    let at = |r: &RunPoint| r.measured_at_s.map_or("?".into(), |t| format!("{t:.2} s"));
+    match (shown, runs) {
+        (1, [one]) => format!("all {} (at {})", count(n), at(one)),
+        (0, [one]) => match one.all_alive_window() {
+            Some((from, to)) => format!(
+                "not shown: measured at {}, all alive only {from:.2}–{to:.2} s",
+                at(one)
+            ),
+            None => format!("not shown: measured at {}", at(one)),
+        },
+        (k, all) => format!("all {} in {k} of {} runs", count(n), all.len()),
+    }
+}
+
+/// "yes, 1.2–10.0 s", or why that is not shown; repeats that disagree are counted.
+fn coexisted(runs: &[&RunPoint]) -> String {
+    let windows: Vec<Option<(f64, f64)>> = runs.iter().map(|r| r.all_alive_window()).collect();
+    let shown = windows.iter().filter(|w| w.is_some()).count();
+    match (windows.as_slice(), runs) {
+        ([Some((from, to))], _) => format!("yes, {from:.2}–{to:.2} s"),
+        ([None], [one]) => match one.task_lifetime_s {
+            Some(life) => format!(
+                "not shown: the last may have started {:.2} s in, after the first could end ({life:.0} s)",
+                one.wall_s - life
+            ),
+            None => "not known (no task lifetime declared)".into(),
+        },
+        _ => format!("yes in {shown} of {} runs", runs.len()),
+    }
+}
+
+fn outcomes(runs: &[&RunPoint]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for r in runs {
+        let o = r.outcome.split(':').next().unwrap_or("").to_string();
+        if !seen.contains(&o) {
+            seen.push(o);
+        }
+    }
+    seen.join("; ")
 }
 
 #[cfg(test)]
@@ -280,5 +514,187 @@ mod tests {
             ),
             (16.66, 0.68, 2.44, 2_122_296, 529_900)
         );
+    }
+
+    use crate::record::{PlannedCell, PlannedCommand, Skipped};
+
+    /// A command run of the reproduction: `wall_s` from release to reap, memory measured `at_s`
+    /// in, each task living 10 s.
+    fn point(label: &str, n: u64, wall_s: f64, at_s: f64) -> RunPoint {
+        RunPoint {
+            dir: format!("{label}-{n}"),
+            machine: "M1".into(),
+            label: format!("{label} {n}"),
+            runtime: Some(label.into()),
+            workload: Some("command".into()),
+            n: Some(n),
+            ok: true,
+            measured: true,
+            outcome: "completed".into(),
+            started_utc: String::new(),
+            spawned: None,
+            alive_at_peak: Some(n),
+            alive_max: None,
+            wall_s,
+            user_s: 0.1,
+            sys_s: 0.1,
+            cpu_percent: 2.0,
+            maxrss_kb: 35_840,
+            minor_faults: 0,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+            memory_per_task: Some(MemoryPerTask {
+                rss_kb: 2.5,
+                page_tables_kb: 0.25,
+                slab_kb: 0.25,
+                total_kb: 3.0,
+                ..Default::default()
+            }),
+            sysctls_restored: true,
+            contract_violations: 0,
+            has_collector: false,
+            probe_cost_share: None,
+            has_flame: false,
+            verdict: None,
+            measured_at_s: Some(at_s),
+            task_lifetime_s: Some(10.0),
+        }
+    }
+
+    fn planned(label: &str, n: u64, ran: Option<u64>, note: Option<&str>) -> PlannedCell {
+        PlannedCell {
+            runtime: label.into(),
+            workload: "command".into(),
+            requested_n: n,
+            n: ran,
+            note: note.map(str::to_string),
+        }
+    }
+
+    fn row<'a>(rep: &'a Reproduce, runtime: &str, tasks: &str) -> &'a [String] {
+        &rep.rows
+            .iter()
+            .find(|(label, values)| label.starts_with(runtime) && values[0].starts_with(tasks))
+            .unwrap_or_else(|| panic!("no row {runtime} {tasks}: {:?}", rep.rows))
+            .1
+    }
+
+    #[test]
+    fn every_example_reproduces_a_published_row() {
+        for ex in &EXAMPLES {
+            let row = ASYNC_2024_TABLE.iter().find(|p| p.runtime == ex.article);
+            assert!(row.is_some_and(|p| p.not_run.is_none()), "{}", ex.label);
+        }
+    }
+
+    #[test]
+    fn the_2024_table_keeps_every_published_row_and_says_what_did_not_run_and_why() {
+        let runs = vec![
+            // All 10,000 started within 1.5 s (wall 11.5 s), measured at 1.2 s: before the last
+            // may have started, so not shown alive then, though they coexisted from 1.5 s.
+            point("go-sleepers", 10_000, 11.5, 1.2),
+            // Measured at 3.0 s, inside 1.5–10 s: all alive then.
+            point("go-sleepers", 100_000, 11.5, 3.0),
+            // 23 s in all: the last may have started 13 s in, after the first sleeps ended.
+            point("python-sleepers", 1_000_000, 23.0, 9.8),
+        ];
+        let plan = Plan {
+            reproduce: Some("async-runtimes-2024".into()),
+            cells: vec![
+                planned("go-sleepers", 10_000, Some(10_000), None),
+                planned("go-sleepers", 100_000, Some(100_000), None),
+                planned(
+                    "go-sleepers",
+                    1_000_000,
+                    None,
+                    Some("go-sleepers command 1,000,000: left out — needs ≈3 GiB, 1 GiB available; nothing fits"),
+                ),
+                planned("python-sleepers", 1_000_000, Some(1_000_000), None),
+            ],
+            commands: vec![PlannedCommand {
+                label: "go-sleepers".into(),
+                command: vec!["/x/go-sleepers".into(), "{n}".into()],
+                version: Some("go1.26.8".into()),
+            }],
+            skipped: vec![Skipped {
+                label: "node-sleepers".into(),
+                why: "node is not on PATH (Debian: apt-get install nodejs)".into(),
+            }],
+            ..Plan::default()
+        };
+        let rep = async_2024_table(&runs, &plan);
+        assert_eq!(rep.title, "async-runtimes-benchmarks 2024");
+        assert_eq!(rep.rows.len(), 7 * 4, "every published runtime at every N");
+        for p in &ASYNC_2024_TABLE {
+            assert_eq!(
+                rep.rows
+                    .iter()
+                    .filter(|(l, _)| l.starts_with(p.runtime))
+                    .count(),
+                4,
+                "{}",
+                p.runtime
+            );
+        }
+        assert!(rep.rows.iter().all(|(_, v)| v.len() == rep.columns.len()));
+        // The published megabytes, as the article has them.
+        assert_eq!(row(&rep, "Go (go-sleepers)", "1,000,000")[1], "2585.6");
+        assert_eq!(row(&rep, "Rust tokio", "1")[1], "4.7");
+        // Runtimes this host cannot run keep their figures, marked.
+        for (runtime, why) in [
+            ("Java virtual threads", "Java 21+"),
+            ("C# NativeAOT", ".NET"),
+            ("Rust futures", "join_all"),
+        ] {
+            let r = row(&rep, runtime, "100,000");
+            assert!(
+                r[2].starts_with("not run here: ") && r[2].contains(why),
+                "{r:?}"
+            );
+            assert_eq!(r[3], "—");
+        }
+        // A runtime missing here: skipped, with why, in its rows and the caveats.
+        let node = row(&rep, "Node 23 (node-sleepers)", "10,000");
+        assert_eq!(
+            node[2],
+            "skipped here: node is not on PATH (Debian: apt-get install nodejs)"
+        );
+        assert!(rep.caveats.contains(
+            &"node-sleepers skipped: node is not on PATH (Debian: apt-get install nodejs)"
+                .to_string()
+        ));
+        // The tokio example was in neither the runs nor the plan's commands nor skipped: its
+        // rows say it did not run.
+        assert!(row(&rep, "Rust tokio (tokio-sleepers)", "10,000")[2].starts_with("not run"));
+        // Measured here: max RSS in the article's MB, the kernel's part per task, coexistence.
+        let go = row(&rep, "Go (go-sleepers)", "100,000");
+        assert_eq!(go[2], "35.0", "35,840 KiB / 1024");
+        assert_eq!(go[3], format!("{:.1}", 3.0 * 100_000.0 / 1024.0));
+        assert_eq!(go[4], "2.5 KiB");
+        assert_eq!(go[5], "512 B");
+        assert_eq!(go[6], "all 100,000 (at 3.00 s)");
+        assert_eq!(go[7], "yes, 1.50–10.00 s");
+        assert_eq!(go[8], "completed");
+        let early = row(&rep, "Go (go-sleepers)", "10,000");
+        assert_eq!(
+            early[6],
+            "not shown: measured at 1.20 s, all alive only 1.50–10.00 s"
+        );
+        assert_eq!(early[7], "yes, 1.50–10.00 s");
+        let left_out = row(&rep, "Go (go-sleepers)", "1,000,000");
+        assert!(
+            left_out[2].starts_with("not run: go-sleepers command 1,000,000: left out"),
+            "{left_out:?}"
+        );
+        let python = row(&rep, "Python 3.13 (python-sleepers)", "1,000,000");
+        assert_eq!(python[6], "not shown: measured at 9.80 s");
+        assert_eq!(
+            python[7],
+            "not shown: the last may have started 13.00 s in, after the first could end (10 s)"
+        );
+        assert!(rep
+            .caveats
+            .iter()
+            .any(|c| c == "go-sleepers here: /x/go-sleepers {n} (go1.26.8)"));
     }
 }

@@ -21,6 +21,7 @@ pub struct RunPoint {
     pub measured: bool,
     pub outcome: String,
     pub started_utc: String,
+    /// Tasks spawned, as the workload counted them; a command's, as it declares (--tasks).
     pub spawned: Option<u64>,
     pub alive_at_peak: Option<u64>,
     pub alive_max: Option<u64>,
@@ -43,9 +44,39 @@ pub struct RunPoint {
     /// Whether the run's time figures can be trusted (runs recorded with the noise sentinels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// A command's moment measured, seconds after its release. Its tasks alive there are its
+    /// own word; with `task_lifetime_s` and `wall_s` this says whether they could all be alive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_at_s: Option<f64>,
+    /// How long each of a command's tasks lives, as declared (`--task-lifetime`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_lifetime_s: Option<f64>,
 }
 
 impl RunPoint {
+    /// When every one of a command's tasks was alive, from its times alone (a user-space
+    /// runtime's tasks cannot be counted from outside), where it declared how long each lives:
+    /// a task lives at least that long from its start and the program waits for all of them, so
+    /// the last one started at most `wall − lifetime` after the release, and none ended before
+    /// `lifetime`. (from, to) in seconds after the release; None when that span is empty (which
+    /// does not show that they never coexisted) or nothing was declared.
+    pub fn all_alive_window(&self) -> Option<(f64, f64)> {
+        let life = self.task_lifetime_s?;
+        let from = (self.wall_s - life).max(0.0);
+        (from < life).then_some((from, life))
+    }
+
+    /// Whether all of a command's tasks were shown alive at its moment measured (None: no
+    /// lifetime declared, or no moment recorded).
+    pub fn all_alive_when_measured(&self) -> Option<bool> {
+        let at = self.measured_at_s?;
+        self.task_lifetime_s?;
+        Some(
+            self.all_alive_window()
+                .is_some_and(|(from, to)| from <= at && at < to),
+        )
+    }
+
     /// A memory part in total kB at the peak (per task × tasks alive).
     pub fn memory_total(&self, part: fn(&MemoryPerTask) -> Option<f64>) -> Option<f64> {
         let alive = self.alive_at_peak? as f64;

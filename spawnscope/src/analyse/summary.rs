@@ -19,6 +19,7 @@ use crate::record::{
     CgroupStats, CgroupVersion, MemoryRecord, PeakChoice, PeakMoment, RunRecord, Snapshot, StopAt,
     StoppedBy, SysctlRecord, Target, WorkloadStop,
 };
+use crate::runtime::command::COMMAND_WORKLOAD;
 use crate::runtime::result_event;
 
 /// How far the parts may be from what memory fell by and still "add up", percent.
@@ -527,10 +528,23 @@ pub fn summarize(
         left_out: run.left_out.clone(),
         ..Summary::default()
     };
-    if let Target::Workload(inv) = &run.target {
-        s.runtime = Some(inv.runtime.name().into());
-        s.workload = Some(inv.workload.name().into());
-        s.n = Some(inv.n);
+    match &run.target {
+        Target::Workload(inv) => {
+            s.runtime = Some(inv.runtime.name().into());
+            s.workload = Some(inv.workload.name().into());
+            s.n = Some(inv.n);
+        }
+        // A command swept by compare: its label stands for its runtime, its --tasks for N.
+        Target::Command {
+            label: Some(label),
+            tasks,
+            ..
+        } => {
+            s.runtime = Some(label.clone());
+            s.workload = Some(COMMAND_WORKLOAD.into());
+            s.n = *tasks;
+        }
+        Target::Command { .. } => {}
     }
     s.spawned = result.and_then(|r| r["spawned"].as_u64());
     s.alive_at_peak = match (&memory.peak_moment, &run.target) {
@@ -1022,6 +1036,8 @@ mod tests {
             tasks: Some(1_000),
             task_kind: crate::runtime::TaskKind::Task,
             peak_when: None,
+            label: None,
+            task_lifetime_ns: None,
         });
         let mut memory = MemoryRecord {
             before: base,

@@ -2,11 +2,10 @@
 //! and switches when it ran, else the conductor's 100 ms memory samples; phases as spans. And
 //! which runs of a comparison get a timeline.
 
-use crate::analyse::compare::Comparison;
+use crate::analyse::compare::{ordered_runtimes, Comparison};
 use crate::analyse::phases::shown_name;
 use crate::analyse::run_point::RunPoint;
 use crate::record::LoadedRun;
-use crate::runtime::Runtime;
 
 /// One panel of a timeline: lines sharing a unit.
 pub struct Panel {
@@ -148,14 +147,21 @@ pub fn shown_runs(report: &Comparison) -> Vec<&RunPoint> {
             .iter()
             .find(|c| c.machine == machine.id)
             .map(|c| c.workload.as_str());
-        for runtime in Runtime::ALL {
+        let runtimes = ordered_runtimes(
+            report
+                .runs
+                .iter()
+                .filter(|r| r.machine == machine.id && r.workload.as_deref() == first)
+                .filter_map(|r| r.runtime.as_deref()),
+        );
+        for runtime in runtimes {
             let run = report
                 .runs
                 .iter()
                 .filter(|r| {
                     r.machine == machine.id
                         && r.measured
-                        && r.runtime.as_deref() == Some(runtime.name())
+                        && r.runtime.as_deref() == Some(runtime)
                         && r.workload.as_deref() == first
                 })
                 .max_by_key(|r| (r.has_collector, r.n));

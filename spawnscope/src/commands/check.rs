@@ -250,12 +250,12 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
     let mut status = Status::Ok;
     if let Some(n) = args.n {
         // Rough figures per coexisting task measured on the project's dev VM; `run` calibrates.
-        let per_task = args.runtime.describe().rough_task_bytes;
-        let need = per_task * n as f64;
+        let d = args.runtime.describe();
+        let need = d.rough_task_bytes * n as f64;
         detail.push_str(&format!(
-            "; {} {} alive at once need ≈{}",
+            "; {} {}s alive at once need ≈{}",
             count(n),
-            args.runtime.name(),
+            d.one_task,
             bytes(need)
         ));
         if need > budget as f64 {

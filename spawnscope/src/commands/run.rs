@@ -55,6 +55,8 @@ pub fn command(args: RunArgs) -> ExitCode {
                 tasks: args.tasks,
                 task_kind: args.task_kind,
                 peak_when: args.peak_when.clone(),
+                label: None,
+                task_lifetime_ns: None,
             }
         }
         (_, _, _, false) => {
@@ -84,6 +86,7 @@ pub fn command(args: RunArgs) -> ExitCode {
         calibration: None,
         timeout: args.timeout,
         pids_limit: args.pids_limit,
+        keep_command_output: false,
     };
     let json = args.json;
     let result = run::run(opts, &interrupts).and_then(|outcome| {

@@ -1,9 +1,21 @@
-//! What a workload binary says about its own toolchain, read from the file (no toolchain needed on
-//! this machine): the Go version in a Go binary's build info, the Rust version in an ELF's
-//! `.comment` section.
+//! Programs on this machine: where a command's program is (as a shell finds it), and what a
+//! workload binary says about its own toolchain, read from the file (no toolchain needed on this
+//! machine): the Go version in a Go binary's build info, the Rust version in an ELF's `.comment`
+//! section.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Resolves a command name the way a shell would: a path as it is, else the first PATH entry
+/// that has it.
+pub fn resolve_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Some(PathBuf::from(name)).filter(|p| p.is_file());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
 
 /// The start of a Go binary's build info (`.go.buildinfo`), 16-byte aligned.
 const GO_BUILDINFO_MAGIC: &[u8; 14] = b"\xff Go buildinf:";
@@ -107,10 +119,12 @@ pub fn rust_version_of_bytes(binary: &[u8]) -> Option<String> {
         .map(|v| format!("rustc {v}"))
 }
 
-/// Reads at most the first 64 MiB: a workload binary is a few MiB.
+/// Reads at most the first 256 MiB: a workload binary is a few MiB, but the section headers sit
+/// at the end of the file, and the conductor's own test binary (which the tests read) passed
+/// 64 MiB with its line tables.
 pub fn rust_version(binary: &Path) -> Option<String> {
     let bytes = fs::read(binary).ok()?;
-    rust_version_of_bytes(&bytes[..bytes.len().min(64 << 20)])
+    rust_version_of_bytes(&bytes[..bytes.len().min(256 << 20)])
 }
 
 #[cfg(test)]

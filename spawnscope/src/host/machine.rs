@@ -14,6 +14,8 @@ use crate::record::Fingerprint;
 pub struct Toolchains {
     pub go_from_event: Option<String>,
     pub rust_from_event: Option<String>,
+    /// The runtime whose start event gave the version above ("threads", "tokio"), for its source.
+    pub event_runtime: Option<String>,
     /// The goroutines binary a run would start.
     pub goroutines_bin: Option<PathBuf>,
     /// The threads binary a run would start.
@@ -228,12 +230,18 @@ pub fn fingerprint(toolchains: &Toolchains) -> Fingerprint {
     let mut sources = BTreeMap::new();
     let mut not_available = BTreeMap::new();
     let path_of = |p: &Path| p.display().to_string();
+    let event_source = |usual: &str| {
+        format!(
+            "{} start event",
+            toolchains.event_runtime.as_deref().unwrap_or(usual)
+        )
+    };
     let go = first_found(
         &mut sources,
         "go",
         vec![
             (
-                "goroutines start event".into(),
+                event_source("goroutines"),
                 Box::new(|| toolchains.go_from_event.clone()),
             ),
             (
@@ -256,7 +264,7 @@ pub fn fingerprint(toolchains: &Toolchains) -> Fingerprint {
         "rust",
         vec![
             (
-                "threads start event".into(),
+                event_source("threads"),
                 Box::new(|| toolchains.rust_from_event.clone()),
             ),
             (

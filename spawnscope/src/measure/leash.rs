@@ -208,6 +208,8 @@ mod tests {
             tasks,
             task_kind,
             peak_when: None,
+            label: None,
+            task_lifetime_ns: None,
         }
     }
 

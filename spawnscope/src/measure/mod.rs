@@ -2,6 +2,7 @@
 //! follow it, sample the machine, record perf and the eBPF collector, put everything back, and
 //! write the raw records (record/). Nothing here computes a figure for people to read.
 
+pub mod examples;
 pub mod follow;
 pub mod leash;
 /// The one launcher (fork, join the cgroup, hold at a gate, exec, wait4), from the collector crate.

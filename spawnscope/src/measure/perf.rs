@@ -462,11 +462,23 @@ mod tests {
         );
         assert_eq!(go.call_graph, CallGraph::Fp);
         assert_eq!(go.freq_hz, 999);
+        // Every runtime's call graph parses; Rust's, tokio's included, need dwarf.
+        for runtime in Runtime::ALL {
+            let graph = call_graph_for(&inv(runtime, 1));
+            assert_eq!(
+                matches!(graph, CallGraph::Dwarf { .. }),
+                runtime != Runtime::Goroutines,
+                "{}",
+                runtime.name()
+            );
+        }
         let cmd = Target::Command {
             argv: vec!["x".into()],
             tasks: None,
             task_kind: Default::default(),
             peak_when: None,
+            label: None,
+            task_lifetime_ns: None,
         };
         let asked = Options {
             freq: Some(77),

@@ -1,10 +1,12 @@
 //! Before spawning N: will it fit? Two short `hold` runs at small N, under the same flags, measure
 //! what one more coexisting task takes out of MemAvailable (its RSS and the kernel memory RSS
 //! hides); the estimate for N is compared with what the host can spare, and a run that cannot
-//! fit is refused before anything is changed.
+//! fit is refused before anything is changed. A command swept by compare is calibrated the same
+//! way, at two N of its own.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
@@ -15,6 +17,7 @@ use crate::host::signals::Interrupts;
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use crate::measure::sampler::memory_in_use_now;
 use crate::record::{Calibration, Estimate};
+use crate::runtime::command::{SweptCommand, CALIBRATION_SIZES};
 use crate::runtime::{Contract, Event, Invocation, Runtime, WorkloadKind};
 use crate::units::{bytes, count};
 
@@ -132,6 +135,108 @@ pub fn calibrate(binary: &Path, inv: &Invocation, interrupts: &Interrupts) -> Re
     measured
 }
 
+/// How long a command's memory in use must hold still (within `LEVEL_SLACK`) for its tasks to
+/// count as started, and the longest one calibration run of a command may take.
+const LEVELLED_FOR: Duration = Duration::from_secs(1);
+const COMMAND_AT_MOST: Duration = Duration::from_secs(60);
+
+/// A rise in memory in use smaller than this is noise, not tasks still starting: 1 % of what the
+/// run holds, at least 256 KiB.
+fn level_slack(held: u64) -> u64 {
+    (held / 100).max(256 << 10)
+}
+
+/// One calibration run of a command at N: the memory it took once that stopped rising (its tasks
+/// started: a workload of ours says so with a peak event, a foreign program cannot), and N over
+/// the time it took to get there. Then it is killed, with its cgroup when there is one.
+fn measure_command(
+    command: &SweptCommand,
+    program: &Path,
+    n: u64,
+    gauge: &MemoryGauge,
+    interrupts: &Interrupts,
+) -> Result<(u64, f64)> {
+    let argv = command.argv(n);
+    let setup = ChildSetup {
+        cgroup_procs: gauge
+            .cgroup
+            .as_ref()
+            .map(RunCgroup::procs_files)
+            .unwrap_or_default(),
+        unlimited_nproc: false,
+        gated: false,
+        stdin: Stdio::Null,
+        stdout: Stdio::Null,
+        stderr: Stdio::Null,
+    };
+    let before = gauge.in_use();
+    let child = launch::spawn(program, &argv[1..], setup)?;
+    interrupts.watch(child.pid);
+    let started = Instant::now();
+    let birth = procfs::start_time(child.pid);
+    let (mut held, mut rose_at) = (0u64, Duration::ZERO);
+    let ended = loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = gauge.in_use().saturating_sub(before);
+        if now > held + level_slack(held) {
+            rose_at = started.elapsed();
+        }
+        held = held.max(now);
+        let alive = birth.is_some_and(|b| procfs::is_alive(child.pid, b));
+        let waited = started.elapsed();
+        if !alive
+            || waited - rose_at >= LEVELLED_FOR
+            || waited >= COMMAND_AT_MOST
+            || interrupts.received().is_some()
+        {
+            break !alive;
+        }
+    };
+    match &gauge.cgroup {
+        Some(cg) => cg.kill_all()?,
+        None => launch::kill(child.pid),
+    }
+    let (exit, _) = launch::wait(child.pid)?;
+    interrupts.unwatch(child.pid);
+    // Ending by itself before its memory levelled is a failure unless it exited 0 (a program
+    // whose tasks end at once is still measured by what it held).
+    if ended && !exit.success() {
+        bail!(
+            "the calibration run `{}` failed ({})",
+            argv.join(" "),
+            exit.describe()
+        );
+    }
+    let rate = n as f64 / rose_at.as_secs_f64().max(0.05);
+    Ok((held, rate))
+}
+
+/// A command's calibration: two short runs at `CALIBRATION_SIZES`, in a cgroup of their own when
+/// root. `program`: its first word, resolved.
+pub fn calibrate_command(
+    command: &SweptCommand,
+    program: &Path,
+    interrupts: &Interrupts,
+) -> Result<Calibration> {
+    let gauge = MemoryGauge {
+        cgroup: if is_root() {
+            RunCgroup::create(None).ok()
+        } else {
+            None
+        },
+    };
+    let measured = (|| {
+        let sizes = CALIBRATION_SIZES;
+        let (small, _) = measure_command(command, program, sizes[0], &gauge, interrupts)?;
+        let (large, rate) = measure_command(command, program, sizes[1], &gauge, interrupts)?;
+        Ok(Calibration::from_points(sizes, [small, large], rate))
+    })();
+    if let Some(cg) = gauge.cgroup {
+        cg.remove()?;
+    }
+    measured
+}
+
 /// How many tasks are alive at once at the run's peak.
 pub fn expected_alive(inv: &Invocation, cal: &Calibration, params: &serde_json::Value) -> u64 {
     let tasks = inv.workload.tasks(inv.n);
@@ -154,8 +259,19 @@ pub fn estimate(
     budget: u64,
 ) -> Estimate {
     let alive = expected_alive(inv, &cal, params);
+    verdict(cal, alive, inv.workload.tasks(1), budget)
+}
+
+/// A command at N: its N tasks are taken to coexist (nothing says otherwise).
+pub fn estimate_command(n: u64, cal: Calibration, budget: u64) -> Estimate {
+    verdict(cal, n, 1, budget)
+}
+
+/// What `alive` tasks need against the budget, and the largest N that fits (`tasks_per_n`: tasks
+/// one N spawns).
+fn verdict(cal: Calibration, alive: u64, tasks_per_n: u64, budget: u64) -> Estimate {
     let needed = cal.fixed_bytes + cal.per_task_bytes * alive as f64;
-    let per_n = cal.per_task_bytes * inv.workload.tasks(1) as f64;
+    let per_n = cal.per_task_bytes * tasks_per_n as f64;
     let largest_n = if per_n > 0.0 {
         ((budget as f64 - cal.fixed_bytes).max(0.0) / per_n) as u64
     } else {
@@ -190,6 +306,20 @@ pub fn refusal(inv: &Invocation, est: &Estimate) -> String {
     }
     text.push_str(". --force runs it anyway, inside the cgroup memory limit.");
     text
+}
+
+/// A command's refusal, in the same terms.
+pub fn command_refusal(label: &str, n: u64, est: &Estimate) -> String {
+    format!(
+        "`{label}` at N={} needs ≈{} ({} per task, calibrated at N={} and {}); {} available; largest N that fits ≈{}. --force runs it anyway, inside the cgroup memory limit.",
+        count(n),
+        bytes(est.needed_bytes as f64),
+        bytes(est.calibration.per_task_bytes),
+        count(est.calibration.sizes[0]),
+        count(est.calibration.sizes[1]),
+        bytes(est.budget_bytes as f64),
+        count(round_down(est.largest_n)),
+    )
 }
 
 /// 561,234 -> 560,000: an estimate should not look more precise than it is.

@@ -14,7 +14,7 @@ use crate::host::clock::monotonic_ns;
 use crate::host::privileges::is_root;
 use crate::host::signals::Interrupts;
 use crate::host::sysctl::{self, RaisedGuard, SysctlStore};
-use crate::host::{machine, procfs};
+use crate::host::{binary, machine, procfs};
 use crate::measure::follow::{
     follow_events, progress_bar, tee_stderr, watch_command_stdout, Followed,
 };
@@ -51,6 +51,10 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     /// `--pids-limit` (None: the default for the target).
     pub pids_limit: Option<PidsLimitArg>,
+    /// A command in compare's sweep: it gets no terminal (stdin /dev/null; its stdout kept in
+    /// command.stdout, its stderr in workload.stderr, both shown on our stderr), so that what
+    /// compare prints on stdout stays its own.
+    pub keep_command_output: bool,
 }
 
 /// Why a run did not happen or did not finish, by exit code.
@@ -108,16 +112,6 @@ fn read_managed(store: &SysctlStore) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// Resolves a command name the way a shell would.
-fn resolve_program(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        return Some(PathBuf::from(name)).filter(|p| p.is_file());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
 pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunError> {
     let root = is_root();
     let store = SysctlStore::system();
@@ -137,7 +131,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             let program = argv
                 .first()
                 .ok_or_else(|| RunError::Usage("no command after --".into()))?;
-            let binary = resolve_program(program)
+            let binary = binary::resolve_program(program)
                 .ok_or_else(|| RunError::Usage(format!("command not found: {program}")))?;
             (binary, argv[1..].to_vec(), None)
         }
@@ -217,6 +211,19 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             }
             Err(err) => return Err(RunError::Refused(format!("calibration failed and, without root, no cgroup limit would protect the host: {err:#} (--force runs anyway)"))),
         }
+    } else if let (Target::Command { tasks: Some(n), .. }, Some(cal)) =
+        (&opts.target, opts.calibration.clone())
+    {
+        // A command swept by compare, calibrated at two sizes of its own N beforehand.
+        let est = preflight::estimate_command(*n, cal, budget);
+        if !est.fits && !opts.force {
+            return Err(RunError::Refused(preflight::command_refusal(
+                &opts.target.label(),
+                *n,
+                &est,
+            )));
+        }
+        estimate = Some(est);
     } else {
         left_out.push("memory preflight: an arbitrary command cannot be calibrated; the cgroup limit protects the host".into());
     }
@@ -369,7 +376,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     if !dir.file(record::MACHINE).exists() {
         dir.write_json(
             record::MACHINE,
-            &machine::fingerprint(&workload_toolchains(None)),
+            &machine::fingerprint(&workload_toolchains(&opts.target, None)),
         )?;
     }
     if let Some(err) = sysctl_record.restore_error {
@@ -387,19 +394,30 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
 
 /// Where the fingerprint reads the Go and Rust versions: the workload's own `start` event, and
 /// the binaries a run of each runtime would start (read, not run).
-fn workload_toolchains(runtime_version: Option<&str>) -> machine::Toolchains {
-    let from_event = |prefix: &str| {
-        runtime_version
-            .filter(|v| v.starts_with(prefix))
-            .map(str::to_string)
-    };
+fn workload_toolchains(target: &Target, runtime_version: Option<&str>) -> machine::Toolchains {
+    let from_event = |prefix: &str| runtime_version.and_then(|v| toolchain_in(v, prefix));
     let binary = |r: Runtime| r.binary().ok().filter(|p| p.is_file());
     machine::Toolchains {
         go_from_event: from_event("go"),
         rust_from_event: from_event("rustc"),
+        event_runtime: match target {
+            Target::Workload(inv) if runtime_version.is_some() => Some(inv.runtime.name().into()),
+            _ => None,
+        },
         goroutines_bin: binary(Runtime::Goroutines),
         threads_bin: binary(Runtime::Threads),
     }
+}
+
+/// The toolchain a start event's `runtime_version` names: all of it ("go1.22.2", "rustc 1.87.0
+/// (…)"), or, after a runtime's own version, in parentheses ("tokio 1.47.1 (rustc 1.87.0 (…))").
+fn toolchain_in(runtime_version: &str, prefix: &str) -> Option<String> {
+    if runtime_version.starts_with(prefix) {
+        return Some(runtime_version.to_string());
+    }
+    let at = runtime_version.find(&format!("({prefix}"))?;
+    let inner = &runtime_version[at + 1..];
+    Some(inner.strip_suffix(')').unwrap_or(inner).to_string())
 }
 
 /// A command's base: the machine just before its release. The command does not exist yet: its
@@ -482,11 +500,12 @@ fn measure(
         },
         ..Default::default()
     };
-    let (peak_when, task_kind, declared_tasks) = match &opts.target {
+    let (peak_when, task_kind, declared_tasks, task_lifetime_ns) = match &opts.target {
         Target::Command {
             peak_when,
             task_kind,
             tasks,
+            task_lifetime_ns,
             ..
         } => (
             peak_when
@@ -496,29 +515,28 @@ fn measure(
                 .context("--peak-when")?,
             *task_kind,
             *tasks,
+            *task_lifetime_ns,
         ),
-        Target::Workload(_) => (None, TaskKind::Thread, None),
+        Target::Workload(_) => (None, TaskKind::Thread, None, None),
     };
+    // A workload talks to the conductor; a command keeps the terminal, unless a sweep keeps its
+    // output.
+    let piped = workload.is_some() || opts.keep_command_output;
     let setup = ChildSetup {
         cgroup_procs: cgroup.map(RunCgroup::procs_files).unwrap_or_default(),
         unlimited_nproc: root,
         gated: true,
-        // A workload talks to the conductor; a command keeps the terminal.
-        stdin: if workload.is_some() {
+        stdin: match (workload, piped) {
+            (Some(_), _) => Stdio::Pipe,
+            (None, true) => Stdio::Null,
+            (None, false) => Stdio::Inherit,
+        },
+        stdout: if piped || peak_when.is_some() {
             Stdio::Pipe
         } else {
             Stdio::Inherit
         },
-        stdout: if workload.is_some() || peak_when.is_some() {
-            Stdio::Pipe
-        } else {
-            Stdio::Inherit
-        },
-        stderr: if workload.is_some() {
-            Stdio::Pipe
-        } else {
-            Stdio::Inherit
-        },
+        stderr: if piped { Stdio::Pipe } else { Stdio::Inherit },
     };
     let mut child = launch::spawn(binary, args, setup)?;
     let pid = child.pid;
@@ -599,6 +617,7 @@ fn measure(
         pid,
         cgroup.cloned(),
         workload.is_none(),
+        task_lifetime_ns.map(|life| released_t_ns + life),
         bar.clone(),
         Some(sentinels.reader()),
     );
@@ -613,6 +632,18 @@ fn measure(
             cgroup.cloned(),
         ))
     });
+    // A command's stdout kept by a sweep goes to command.stdout (and our stderr).
+    let kept_stdout = match (workload, child.stdout.take()) {
+        (None, Some(out)) => Some(tee_stderr(
+            out,
+            dir.file(record::COMMAND_STDOUT),
+            bar.clone(),
+        )),
+        (_, out) => {
+            child.stdout = out;
+            None
+        }
+    };
     let stderr = child
         .stderr
         .take()
@@ -662,14 +693,17 @@ fn measure(
         record::SENTINELS,
         &sentinels.finish(sentinel_ticks, reaped_cpu_ns),
     )?;
-    if let Some(handle) = stderr {
+    for handle in stderr.into_iter().chain(kept_stdout) {
         let _ = handle.join();
     }
     let matched = command_stdout.and_then(|h| h.join().ok().flatten());
     bar.finish_and_clear();
     let followed = followed?;
     let (exit, rusage) = waited?;
-    let machine = machine::fingerprint(&workload_toolchains(followed.runtime_version.as_deref()));
+    let machine = machine::fingerprint(&workload_toolchains(
+        &opts.target,
+        followed.runtime_version.as_deref(),
+    ));
     dir.write_json(record::MACHINE, &machine)?;
     settle();
     memory.after = Some(snapshot(None, cgroup, false));
@@ -715,4 +749,22 @@ fn measure(
         stopped_by,
         left_out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_toolchain_is_read_from_every_runtime_version() {
+        let rustc = "rustc 1.87.0 (17067e9ac 2025-05-09)";
+        assert_eq!(toolchain_in(rustc, "rustc").as_deref(), Some(rustc));
+        assert_eq!(
+            toolchain_in(&format!("tokio 1.47.1 ({rustc})"), "rustc").as_deref(),
+            Some(rustc)
+        );
+        assert_eq!(toolchain_in("go1.22.2", "go").as_deref(), Some("go1.22.2"));
+        assert_eq!(toolchain_in("go1.22.2", "rustc"), None);
+        assert_eq!(toolchain_in(&format!("tokio 1.47.1 ({rustc})"), "go"), None);
+    }
 }

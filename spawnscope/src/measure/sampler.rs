@@ -72,10 +72,13 @@ pub struct Sampler {
 
 impl Sampler {
     /// `run_cpu`: where the run's CPU time is read for the sentinels' ticks (None: no ticks).
+    /// `peak_until_ns`: the peak is looked for up to this CLOCK_MONOTONIC time only (a command
+    /// whose tasks live that long: after it, some may have ended).
     pub fn start(
         pid: u32,
         cgroup: Option<RunCgroup>,
         track_peak: bool,
+        peak_until_ns: Option<u64>,
         bar: ProgressBar,
         run_cpu: Option<RunCpuReader>,
     ) -> Self {
@@ -100,7 +103,8 @@ impl Sampler {
                     cgroup_bytes: cgroup.as_ref().and_then(RunCgroup::memory_current),
                 };
                 bar.set_message(format!("RSS {}", bytes(sample.rss_kb as f64 * 1024.0)));
-                if track_peak && !status.is_empty() {
+                let in_time = peak_until_ns.is_none_or(|until| sample.t_ns < until);
+                if track_peak && in_time && !status.is_empty() {
                     let now = snapshot(Some(pid), cgroup.as_ref(), false);
                     if peak
                         .as_ref()
@@ -273,10 +277,27 @@ mod tests {
             child.id(),
             None,
             true,
+            None,
             bar,
             Some(RunCpuReader::Process(child.id())),
         );
+        // A second sampler that looks for the peak in the first 150 ms only.
+        let until = monotonic_ns() + 150_000_000;
+        let early = Sampler::start(
+            child.id(),
+            None,
+            true,
+            Some(until),
+            ProgressBar::hidden(),
+            None,
+        );
         std::thread::sleep(Duration::from_millis(450));
+        let early = early.finish();
+        assert!(
+            early.timeline.iter().any(|s| s.t_ns >= until),
+            "it sampled on"
+        );
+        assert!(early.peak.expect("a peak in time").t_ns < until);
         let Sampled {
             timeline,
             peak,

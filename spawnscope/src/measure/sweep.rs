@@ -1,8 +1,9 @@
-//! `spawnscope compare`: runtimes × N × workloads × repeats, one run at a time through
-//! `run::run`. Plans first — calibrates once per runtime and clamps each N the preflight says
-//! cannot fit, saying why — writes the plan, runs the matrix with a progress line, stops cleanly
-//! on a signal (after the current run has restored the machine). The caller summarises each run
-//! as it ends, and renders the exports from the results directories on disk, as `report` would.
+//! `spawnscope compare`: runtimes × N × workloads × repeats, and any commands × N × repeats
+//! beside them, one run at a time through `run::run`. Plans first — calibrates once per runtime
+//! (and per command) and clamps each N the preflight says cannot fit, saying why — writes the
+//! plan, runs the matrix with a progress line, stops cleanly on a signal (after the current run
+//! has restored the machine). The caller summarises each run as it ends, and renders the exports
+//! from the results directories on disk, as `report` would.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,12 +11,17 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use crate::host::binary;
 use crate::host::signals::Interrupts;
+use crate::measure::examples;
 use crate::measure::preflight;
 use crate::measure::probes::ProbeDetail;
 use crate::measure::run::{self, Outcome, RunError, RunOptions};
 use crate::record::process::signal_name;
-use crate::record::{self, Calibration, Estimate, Plan, PlannedCell, Target};
+use crate::record::{
+    self, Calibration, Estimate, Plan, PlannedCell, PlannedCommand, Skipped, Target,
+};
+use crate::runtime::command::{SweptCommand, CALIBRATION_SIZES, COMMAND_WORKLOAD};
 use crate::runtime::{Invocation, Runtime, WorkloadKind};
 use crate::units::{bytes, count};
 
@@ -34,6 +40,11 @@ pub struct CompareOptions {
     pub reproduce: Option<String>,
     /// Cells that are fixed rather than a product (the reproduction): (runtime, workload, N).
     pub cells: Option<Vec<(Runtime, WorkloadKind, u64)>>,
+    /// Programs swept over `ns` beside the runtimes (`--command`), each point run as
+    /// `run --tasks N -- CMD` runs it.
+    pub commands: Vec<SweptCommand>,
+    /// What a reproduction could not run on this host, and why (kept in the plan).
+    pub skipped: Vec<Skipped>,
 }
 
 impl CompareOptions {
@@ -55,6 +66,30 @@ impl CompareOptions {
                 (Runtime::Threads, WorkloadKind::Hold, 1_000_000),
                 (Runtime::Goroutines, WorkloadKind::Hold, 1_000_000),
             ]),
+            commands: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// `--reproduce async-runtimes-2024`: the article's sleeping-task programs (examples/) that
+    /// this host can run, at its four N; the others are skipped, saying why.
+    pub fn async_runtimes_2024(out: PathBuf, repeats: u32, memory_limit: Option<u64>) -> Self {
+        let (commands, skipped) = examples::prepare();
+        for s in &skipped {
+            eprintln!("spawnscope compare: skipping {}: {}", s.label, s.why);
+        }
+        CompareOptions {
+            runtimes: Vec::new(),
+            ns: examples::ASYNC_2024_NS.to_vec(),
+            workloads: Vec::new(),
+            repeats,
+            out,
+            memory_limit,
+            flags: Vec::new(),
+            reproduce: Some(examples::ASYNC_2024.into()),
+            cells: None,
+            commands,
+            skipped,
         }
     }
 }
@@ -84,17 +119,22 @@ pub fn flags_for(
 
 /// One run of the matrix.
 struct Job {
-    inv: Invocation,
+    target: Target,
+    /// The cell's runtime (a command's label), workload and N, as the plan names them.
+    runtime: String,
+    workload: String,
+    n: u64,
     repeat: u32,
     repeats: u32,
     predicted_s: f64,
     calibration: Calibration,
 }
 
-/// What the preflight says for one requested N: the N to run, or None, and why.
-pub fn clamp(inv: &Invocation, est: &Estimate) -> (Option<u64>, Option<String>) {
+/// What the preflight says for one requested N of `what` ("threads hold"): the N to run, or
+/// None, and why.
+pub fn clamp(what: &str, requested: u64, est: &Estimate) -> (Option<u64>, Option<String>) {
     if est.fits {
-        return (Some(inv.n), None);
+        return (Some(requested), None);
     }
     // A margin under the largest N, so that the run's own preflight (with what is free then)
     // agrees, and the workload's own reserve (2 % of usable memory, 32..512 MiB of headroom
@@ -115,23 +155,35 @@ pub fn clamp(inv: &Invocation, est: &Estimate) -> (Option<u64>, Option<String>) 
         return (
             None,
             Some(format!(
-                "{} {} {}: left out — {why}; nothing fits",
-                inv.runtime.name(),
-                inv.workload.name(),
-                count(inv.n)
+                "{what} {}: left out — {why}; nothing fits",
+                count(requested)
             )),
         );
     }
     (
         Some(n),
         Some(format!(
-            "{} {} {} → clamped to {}: {why}",
-            inv.runtime.name(),
-            inv.workload.name(),
-            count(inv.n),
+            "{what} {} → clamped to {}: {why}",
+            count(requested),
             count(n)
         )),
     )
+}
+
+/// What one cell runs: a runtime's workload, or a command of `CompareOptions::commands`.
+#[derive(Clone, Copy)]
+enum Subject {
+    Workload(Runtime, WorkloadKind),
+    Command(usize),
+}
+
+/// A cell the preflight let run, before it is repeated.
+struct Runnable {
+    target: Target,
+    runtime: String,
+    workload: String,
+    n: u64,
+    predicted_s: f64,
 }
 
 fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job>), RunError> {
@@ -139,61 +191,110 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
         Some(limit) => limit,
         None => preflight::default_budget()?,
     };
-    let product: Vec<(Runtime, WorkloadKind, u64)> = match &opts.cells {
-        Some(cells) => cells.clone(),
-        None => opts
-            .workloads
-            .iter()
-            .flat_map(|&wl| {
-                opts.runtimes
-                    .iter()
-                    .flat_map(move |&rt| opts.ns.iter().map(move |&n| (rt, wl, n)))
+    // Every command's program is found before anything is calibrated.
+    let programs: Vec<PathBuf> = opts
+        .commands
+        .iter()
+        .map(|c| {
+            binary::resolve_program(&c.words[0]).ok_or_else(|| {
+                RunError::Usage(format!(
+                    "command not found: {} (in --command of {})",
+                    c.words[0], c.label
+                ))
             })
+        })
+        .collect::<Result<_, _>>()?;
+    let product: Vec<(Subject, u64)> = match &opts.cells {
+        Some(cells) => cells
+            .iter()
+            .map(|&(rt, wl, n)| (Subject::Workload(rt, wl), n))
             .collect(),
+        None => {
+            let workloads = opts.workloads.iter().flat_map(|&wl| {
+                opts.runtimes.iter().flat_map(move |&rt| {
+                    opts.ns.iter().map(move |&n| (Subject::Workload(rt, wl), n))
+                })
+            });
+            let commands = (0..opts.commands.len())
+                .flat_map(|i| opts.ns.iter().map(move |&n| (Subject::Command(i), n)));
+            workloads.chain(commands).collect()
+        }
     };
     // One calibration per runtime: it runs `hold` under the flags that change a task's cost,
-    // which are the same for every workload of the matrix.
-    let mut calibrations: BTreeMap<&'static str, Calibration> = BTreeMap::new();
+    // which are the same for every workload of the matrix. One per command, at two N of its own.
+    let mut calibrations: BTreeMap<String, Calibration> = BTreeMap::new();
     let mut cells = Vec::new();
-    let mut runnable: Vec<(Invocation, serde_json::Value)> = Vec::new();
-    for (rt, wl, requested) in product {
-        let inv = Invocation {
-            runtime: rt,
-            workload: wl,
-            n: requested,
-            flags: flags_for(&opts.flags, rt, wl),
+    let mut runnable: Vec<Runnable> = Vec::new();
+    for (subject, requested) in product {
+        let (runtime, workload, est, run_at): (String, String, Estimate, RunAt) = match subject {
+            Subject::Workload(rt, wl) => {
+                let inv = Invocation {
+                    runtime: rt,
+                    workload: wl,
+                    n: requested,
+                    flags: flags_for(&opts.flags, rt, wl),
+                };
+                let binary = rt.binary().map_err(|e| RunError::Usage(e.to_string()))?;
+                let params = inv.validate(&binary).map_err(RunError::Usage)?;
+                if !calibrations.contains_key(rt.name()) {
+                    eprintln!(
+                        "spawnscope compare: calibrating {}: two short hold runs to estimate the memory of N",
+                        rt.name()
+                    );
+                    let cal = preflight::calibrate(&binary, &inv, interrupts).map_err(|e| {
+                        RunError::Refused(format!("calibrating {}: {e:#}", rt.name()))
+                    })?;
+                    say_calibrated(&cal);
+                    calibrations.insert(rt.name().into(), cal);
+                }
+                let cal = calibrations[rt.name()].clone();
+                let est = preflight::estimate(&inv, cal, &params, budget);
+                (
+                    rt.name().into(),
+                    wl.name().into(),
+                    est,
+                    RunAt::Workload(inv, params),
+                )
+            }
+            Subject::Command(i) => {
+                let command = &opts.commands[i];
+                if !calibrations.contains_key(&command.label) {
+                    eprintln!(
+                        "spawnscope compare: calibrating {}: two short runs at N={} and {} to estimate the memory of N",
+                        command.label,
+                        count(CALIBRATION_SIZES[0]),
+                        count(CALIBRATION_SIZES[1])
+                    );
+                    let cal = preflight::calibrate_command(command, &programs[i], interrupts)
+                        .map_err(|e| {
+                            RunError::Refused(format!("calibrating {}: {e:#}", command.label))
+                        })?;
+                    say_calibrated(&cal);
+                    calibrations.insert(command.label.clone(), cal);
+                }
+                let cal = calibrations[&command.label].clone();
+                let est = preflight::estimate_command(requested, cal, budget);
+                (
+                    command.label.clone(),
+                    COMMAND_WORKLOAD.into(),
+                    est,
+                    RunAt::Command(command),
+                )
+            }
         };
-        let binary = rt.binary().map_err(|e| RunError::Usage(e.to_string()))?;
-        let params = inv.validate(&binary).map_err(RunError::Usage)?;
-        if !calibrations.contains_key(rt.name()) {
-            eprintln!(
-                "spawnscope compare: calibrating {}: two short hold runs to estimate the memory of N",
-                rt.name()
-            );
-            let cal = preflight::calibrate(&binary, &inv, interrupts)
-                .map_err(|e| RunError::Refused(format!("calibrating {}: {e:#}", rt.name())))?;
-            eprintln!(
-                "  {} per coexisting task, {} spawned per second",
-                bytes(cal.per_task_bytes),
-                count(cal.spawn_per_second as u64)
-            );
-            calibrations.insert(rt.name(), cal);
-        }
         if let Some(sig) = interrupts.received() {
             return Err(RunError::Refused(format!(
                 "{} received while planning; nothing was run",
                 signal_name(sig)
             )));
         }
-        let cal = calibrations[rt.name()].clone();
-        let est = preflight::estimate(&inv, cal, &params, budget);
-        let (n, mut note) = clamp(&inv, &est);
+        let (n, mut note) = clamp(&format!("{runtime} {workload}"), requested, &est);
         let n = match n {
             Some(n)
                 if n != requested
                     && runnable
                         .iter()
-                        .any(|(i, _)| i.runtime == rt && i.workload == wl && i.n == n) =>
+                        .any(|r| r.runtime == runtime && r.workload == workload && r.n == n) =>
             {
                 note = note.map(|t| format!("{t}; already in the sweep, left out"));
                 None
@@ -204,14 +305,33 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
             eprintln!("spawnscope compare: {text}");
         }
         cells.push(PlannedCell {
-            runtime: rt.name().into(),
-            workload: wl.name().into(),
+            runtime: runtime.clone(),
+            workload: workload.clone(),
             requested_n: requested,
             n,
             note,
         });
         if let Some(n) = n {
-            runnable.push((Invocation { n, ..inv }, params));
+            let cal = &calibrations[&runtime];
+            let (target, predicted_s) = match run_at {
+                RunAt::Workload(inv, params) => {
+                    let inv = Invocation { n, ..inv };
+                    let predicted = predict(inv.workload.tasks(n), cal, &params);
+                    (Target::Workload(inv), predicted)
+                }
+                RunAt::Command(command) => (
+                    command_target(command, n),
+                    predict(n, cal, &serde_json::json!({}))
+                        + command.task_lifetime.map_or(0.0, |l| l.as_secs_f64()),
+                ),
+            };
+            runnable.push(Runnable {
+                target,
+                runtime,
+                workload,
+                n,
+                predicted_s,
+            });
         }
     }
     let plan = Plan {
@@ -222,33 +342,42 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
         repeats: opts.repeats,
         cells,
         stopped: None,
+        commands: opts
+            .commands
+            .iter()
+            .map(|c| PlannedCommand {
+                label: c.label.clone(),
+                command: c.words.clone(),
+                version: c.version.clone(),
+            })
+            .collect(),
+        skipped: opts.skipped.clone(),
     };
     // Order: workload, then N upwards (failures show early), then repeat, then runtime
-    // alternating (drift on the host falls on both runtimes alike).
-    let mut ns: Vec<u64> = runnable.iter().map(|(i, _)| i.n).collect();
+    // alternating (drift on the host falls on every runtime alike).
+    let mut ns: Vec<u64> = runnable.iter().map(|r| r.n).collect();
     ns.sort_unstable();
     ns.dedup();
     let mut jobs = Vec::new();
-    let mut workloads: Vec<WorkloadKind> = Vec::new();
-    for (i, _) in &runnable {
-        if !workloads.contains(&i.workload) {
-            workloads.push(i.workload);
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in &runnable {
+        if !workloads.contains(&r.workload.as_str()) {
+            workloads.push(&r.workload);
         }
     }
     for wl in workloads {
         for &n in &ns {
             for repeat in 1..=opts.repeats {
-                for (inv, params) in runnable
-                    .iter()
-                    .filter(|(i, _)| i.workload == wl && i.n == n)
-                {
-                    let cal = &calibrations[inv.runtime.name()];
+                for r in runnable.iter().filter(|r| r.workload == wl && r.n == n) {
                     jobs.push(Job {
-                        inv: inv.clone(),
+                        target: r.target.clone(),
+                        runtime: r.runtime.clone(),
+                        workload: r.workload.clone(),
+                        n,
                         repeat,
                         repeats: opts.repeats,
-                        predicted_s: predict(inv, cal, params),
-                        calibration: cal.clone(),
+                        predicted_s: r.predicted_s,
+                        calibration: calibrations[&r.runtime].clone(),
                     });
                 }
             }
@@ -257,11 +386,36 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
     Ok((plan, jobs))
 }
 
+/// How a planned cell will run, once the preflight has said at which N.
+enum RunAt<'a> {
+    Workload(Invocation, serde_json::Value),
+    Command(&'a SweptCommand),
+}
+
+fn say_calibrated(cal: &Calibration) {
+    eprintln!(
+        "  {} per coexisting task, {} spawned per second",
+        bytes(cal.per_task_bytes),
+        count(cal.spawn_per_second as u64)
+    );
+}
+
+/// A command at N, run as `run --tasks N -- CMD` runs it, under its label.
+fn command_target(command: &SweptCommand, n: u64) -> Target {
+    Target::Command {
+        argv: command.argv(n),
+        tasks: Some(n),
+        task_kind: command.task_kind,
+        peak_when: None,
+        label: Some(command.label.clone()),
+        task_lifetime_ns: command.task_lifetime.map(|l| l.as_nanos() as u64),
+    }
+}
+
 /// A first guess at a run's length, from the calibration's spawn rate: the ETA is this scaled by
 /// how the runs so far compared with their guesses.
-fn predict(inv: &Invocation, cal: &Calibration, params: &serde_json::Value) -> f64 {
-    let tasks = inv.workload.tasks(inv.n) as f64;
-    let spawn = tasks / cal.spawn_per_second.max(1.0);
+fn predict(tasks: u64, cal: &Calibration, params: &serde_json::Value) -> f64 {
+    let spawn = tasks as f64 / cal.spawn_per_second.max(1.0);
     let sleep = params["sleep_ns"].as_f64().unwrap_or(0.0) / 1e9;
     // Spawning, then joining and tearing down (about as long again), and the conductor's own
     // snapshots and settling.
@@ -339,9 +493,9 @@ pub fn compare(
         eprintln!(
             "spawnscope compare: run {} of {total} — {} {} {} (repeat {} of {}); elapsed {}, ETA {}",
             k + 1,
-            job.inv.runtime.name(),
-            job.inv.workload.name(),
-            count(job.inv.n),
+            job.runtime,
+            job.workload,
+            count(job.n),
             job.repeat,
             job.repeats,
             clock(started.elapsed().as_secs_f64()),
@@ -350,7 +504,7 @@ pub fn compare(
         let t0 = Instant::now();
         let result = run::run(
             RunOptions {
-                target: Target::Workload(job.inv.clone()),
+                target: job.target.clone(),
                 out_root: opts.out.clone(),
                 force: false,
                 memory_limit: opts.memory_limit,
@@ -360,6 +514,7 @@ pub fn compare(
                 calibration: Some(job.calibration.clone()),
                 timeout: None,
                 pids_limit: None,
+                keep_command_output: matches!(job.target, Target::Command { .. }),
             },
             interrupts,
         );
@@ -375,7 +530,7 @@ pub fn compare(
                     Err(err) => {
                         all_ok = false;
                         eprintln!("  failed: {err:#}");
-                        note_cell(&mut plan, &job.inv, &format!("a run failed: {err:#}"));
+                        note_cell(&mut plan, job, &format!("a run failed: {err:#}"));
                     }
                 }
                 dirs.push(outcome.dir);
@@ -390,7 +545,7 @@ pub fn compare(
                 eprintln!("  refused: {m}");
                 note_cell(
                     &mut plan,
-                    &job.inv,
+                    job,
                     &format!("refused by the run's preflight: {m}"),
                 );
                 if let Some(sig) = interrupts.received() {
@@ -401,7 +556,7 @@ pub fn compare(
             Err(RunError::Failed(err)) => {
                 all_ok = false;
                 eprintln!("  failed: {err:#}");
-                note_cell(&mut plan, &job.inv, &format!("a run failed: {err:#}"));
+                note_cell(&mut plan, job, &format!("a run failed: {err:#}"));
             }
         }
     }
@@ -427,16 +582,13 @@ pub fn compare(
     })
 }
 
-fn note_cell(plan: &mut Plan, inv: &Invocation, text: &str) {
-    if let Some(cell) = plan.cells.iter_mut().find(|c| {
-        c.runtime == inv.runtime.name() && c.workload == inv.workload.name() && c.n == Some(inv.n)
-    }) {
-        let line = format!(
-            "{} {} {}: {text}",
-            inv.runtime.name(),
-            inv.workload.name(),
-            count(inv.n)
-        );
+fn note_cell(plan: &mut Plan, job: &Job, text: &str) {
+    if let Some(cell) = plan
+        .cells
+        .iter_mut()
+        .find(|c| c.runtime == job.runtime && c.workload == job.workload && c.n == Some(job.n))
+    {
+        let line = format!("{} {} {}: {text}", job.runtime, job.workload, count(job.n));
         cell.note = Some(match cell.note.take() {
             Some(prev) => format!("{prev}; {line}"),
             None => line,
@@ -459,34 +611,28 @@ mod tests {
         }
     }
 
-    fn inv(n: u64) -> Invocation {
-        Invocation {
-            runtime: Runtime::Threads,
-            workload: WorkloadKind::Hold,
-            n,
-            flags: vec![],
-        }
-    }
-
     #[test]
     fn what_fits_runs_as_asked() {
         assert_eq!(
-            clamp(&inv(10_000), &est(true, 600_000)),
+            clamp("threads hold", 10_000, &est(true, 600_000)),
             (Some(10_000), None)
         );
     }
 
     #[test]
     fn what_does_not_fit_is_clamped_with_the_reason() {
-        let (n, note) = clamp(&inv(1_000_000), &est(false, 667_000));
+        let (n, note) = clamp("threads hold", 1_000_000, &est(false, 667_000));
         assert_eq!(n, Some(580_000), "88 % of 667,000, two significant digits");
         assert_eq!(
             note.unwrap(),
             "threads hold 1,000,000 → clamped to 580,000: needs ≈34.5 GiB, 23.0 GiB available"
         );
-        let (n, note) = clamp(&inv(1_000_000), &est(false, 0));
+        let (n, note) = clamp("node command", 1_000_000, &est(false, 0));
         assert_eq!(n, None);
-        assert!(note.unwrap().contains("left out"));
+        assert_eq!(
+            note.unwrap(),
+            "node command 1,000,000: left out — needs ≈34.5 GiB, 23.0 GiB available; nothing fits"
+        );
     }
 
     #[test]
@@ -494,6 +640,7 @@ mod tests {
         let flags = vec![
             ("--sleep".to_string(), "2s".to_string()),
             ("--stack-size".to_string(), "64K".to_string()),
+            ("--workers".to_string(), "2".to_string()),
             ("--reserve".to_string(), "0".to_string()),
         ];
         let names = |rt, wl| -> Vec<String> {
@@ -506,6 +653,11 @@ mod tests {
         assert_eq!(
             names(Runtime::Goroutines, WorkloadKind::Hold),
             ["--reserve"]
+        );
+        // Each runtime's own flag goes to it alone.
+        assert_eq!(
+            names(Runtime::Tokio, WorkloadKind::Hold),
+            ["--workers", "--reserve"]
         );
     }
 }

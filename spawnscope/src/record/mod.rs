@@ -26,7 +26,7 @@ pub use memory::{
     AliveCount, AliveSnapshot, CgroupStats, CgroupVersion, CpuTime, MemoryRecord, PeakChoice,
     PeakMoment, PhaseSample, SlabObjects, Snapshot, StopAt, TimelineSample, WorkloadStop,
 };
-pub use plan::{Plan, PlannedCell};
+pub use plan::{Plan, PlannedCell, PlannedCommand, Skipped};
 pub use process::{Exit, Rusage};
 pub use run::{Calibration, Estimate, PidsLimit, RunRecord, StoppedBy, Target};
 pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
@@ -41,7 +41,7 @@ pub const MACHINE: &str = "machine.json";
 pub const SENTINELS: &str = "sentinels.json";
 pub const EVENTS: &str = "workload.jsonl";
 pub const STDERR: &str = "workload.stderr";
-/// A command's stdout, kept when the conductor reads it (`--peak-when`).
+/// A command's stdout, kept when the conductor reads it (`--peak-when`) or a sweep runs it.
 pub const COMMAND_STDOUT: &str = "command.stdout";
 pub const COLLECTOR: &str = "collector.json";
 pub const SUMMARY_JSON: &str = "summary.json";

@@ -13,6 +13,29 @@ pub struct Plan {
     pub cells: Vec<PlannedCell>,
     /// Set when the matrix stopped early (a signal), with why.
     pub stopped: Option<String>,
+    /// The commands swept beside the runtimes (`--command`), by label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<PlannedCommand>,
+    /// What a reproduction could not run on this host, and why (a runtime not installed…).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+}
+
+/// A command of the sweep: its words with `{n}` where N goes, and what it runs on.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PlannedCommand {
+    pub label: String,
+    pub command: Vec<String>,
+    /// What the program's runtime says of its version (`node --version`…), where it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// A runtime a reproduction left out, by the label its program would have had.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Skipped {
+    pub label: String,
+    pub why: String,
 }
 
 #[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]

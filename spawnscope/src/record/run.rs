@@ -22,6 +22,15 @@ pub enum Target {
         /// the moment memory is measured (None: the moment of most memory in use).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         peak_when: Option<String>,
+        /// Its name when `compare` swept it over N (`--label`): its runtime in reports, and
+        /// `tasks` its N (None: a single `run -- CMD`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+        /// How long each of its tasks lives, as its author says (a sleeping task's sleep): memory
+        /// is measured at the most memory in use before that much time has passed since the
+        /// release, while no task can have ended (None: the most memory in use at any time).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_lifetime_ns: Option<u64>,
     },
 }
 
@@ -33,17 +42,21 @@ impl Target {
         }
     }
 
-    /// `<runtime>-<workload>-<n>` or `cmd-<program>-<tasks>` for the directory name.
+    /// `<runtime>-<workload>-<n>` or `cmd-<label or program>-<tasks>` for the directory name.
     pub fn slug(&self) -> String {
         let raw = match self {
             Target::Workload(inv) => {
                 format!("{}-{}-{}", inv.runtime.name(), inv.workload.name(), inv.n)
             }
-            Target::Command { argv, tasks, .. } => {
-                let program = argv.first().map(|p| {
-                    Path::new(p)
-                        .file_name()
-                        .map_or(p.clone(), |f| f.to_string_lossy().into())
+            Target::Command {
+                argv, tasks, label, ..
+            } => {
+                let program = label.clone().or_else(|| {
+                    argv.first().map(|p| {
+                        Path::new(p)
+                            .file_name()
+                            .map_or(p.clone(), |f| f.to_string_lossy().into())
+                    })
                 });
                 format!("cmd-{}-{}", program.unwrap_or_default(), tasks.unwrap_or(0))
             }

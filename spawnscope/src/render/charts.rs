@@ -1,5 +1,5 @@
 //! SVG charts drawn with plotters' SVG backend (no fonts or bitmaps needed: the browser renders
-//! the text): memory per task vs N stacked by part, threads beside goroutines; time per task vs N;
+//! the text): memory per task vs N stacked by part, the runtimes side by side; time per task vs N;
 //! the timeline of one run (the collector's 100 ms series when it ran, else the conductor's
 //! 100 ms memory samples), phases shaded.
 
@@ -7,7 +7,7 @@ use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::analyse::compare::{Cell, Comparison, RunPoint};
+use crate::analyse::compare::{ordered_runtimes, Cell, Comparison, RunPoint};
 use crate::analyse::regression::Spread;
 use crate::analyse::timeline::Timeline;
 use crate::runtime::Runtime;
@@ -27,6 +27,17 @@ pub struct Chart {
     pub note: String,
     pub svg: String,
 }
+
+/// A command's system and user time colours (RGB), by its place among the chart's commands:
+/// those of tab10 the runtimes' descriptors leave.
+const COMMAND_COLORS: [[(u8, u8, u8); 2]; 6] = [
+    [(148, 103, 189), (197, 176, 213)],
+    [(255, 127, 14), (255, 187, 120)],
+    [(140, 86, 75), (196, 156, 148)],
+    [(227, 119, 194), (247, 182, 210)],
+    [(23, 190, 207), (158, 218, 229)],
+    [(188, 189, 34), (219, 219, 141)],
+];
 
 fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing a chart: {e:?}")
@@ -57,7 +68,7 @@ fn short_n(n: u64) -> String {
 }
 
 /// Memory per task alive at the peak, by N: one bar per runtime, stacked RSS / kernel stack /
-/// page tables / slab (medians over repeats), on one scale so the two compare at a glance.
+/// page tables / slab (medians over repeats), on one scale so the runtimes compare at a glance.
 pub fn memory_per_task(cells: &[&Cell], workload: &str) -> Result<Option<String>> {
     let mut ns: Vec<u64> = cells
         .iter()
@@ -69,8 +80,13 @@ pub fn memory_per_task(cells: &[&Cell], workload: &str) -> Result<Option<String>
     if ns.is_empty() {
         return Ok(None);
     }
-    // One bar per runtime in each N's slot, in the descriptors' order.
-    let runtimes: Vec<&str> = Runtime::ALL.iter().map(|r| r.name()).collect();
+    // One bar per runtime in each N's slot, in the descriptors' order, commands after.
+    let runtimes = ordered_runtimes(
+        cells
+            .iter()
+            .filter(|c| c.workload == workload)
+            .map(|c| c.runtime.as_str()),
+    );
     let slot = 0.84 / runtimes.len() as f64;
     let find = |rt: &str, n: u64| {
         cells
@@ -151,7 +167,13 @@ pub fn memory_per_task(cells: &[&Cell], workload: &str) -> Result<Option<String>
                             (x, total + ymax * 0.005),
                             style.clone(),
                         ),
-                        Text::new(rt.to_string(), (x, total + ymax * 0.05), style.clone()),
+                        // Every other runtime's name a line higher: neighbours' names over bars
+                        // of about the same height would run into each other.
+                        Text::new(
+                            rt.to_string(),
+                            (x, total + ymax * (0.05 + 0.045 * (j % 2) as f64)),
+                            style.clone(),
+                        ),
                     ])
                     .map_err(err)?;
             }
@@ -174,11 +196,23 @@ pub fn memory_per_task(cells: &[&Cell], workload: &str) -> Result<Option<String>
 pub fn time_per_task(cells: &[&Cell], workload: &str) -> Result<Option<String>> {
     type Get = fn(&Cell) -> Option<Spread>;
     let mut lines: Vec<(&str, &str, Get, RGBColor)> = Vec::new();
-    for runtime in Runtime::ALL {
-        let d = runtime.describe();
-        let [(sr, sg, sb), (ur, ug, ub)] = d.colors;
-        lines.push((d.name, "system", |c| c.sys_us, RGBColor(sr, sg, sb)));
-        lines.push((d.name, "user", |c| c.user_us, RGBColor(ur, ug, ub)));
+    let runtimes = ordered_runtimes(
+        cells
+            .iter()
+            .filter(|c| c.workload == workload)
+            .map(|c| c.runtime.as_str()),
+    );
+    let mut commands = 0;
+    for name in runtimes {
+        let [(sr, sg, sb), (ur, ug, ub)] = match Runtime::ALL.iter().find(|r| r.name() == name) {
+            Some(runtime) => runtime.describe().colors,
+            None => {
+                commands += 1;
+                COMMAND_COLORS[(commands - 1) % COMMAND_COLORS.len()]
+            }
+        };
+        lines.push((name, "system", |c| c.sys_us, RGBColor(sr, sg, sb)));
+        lines.push((name, "user", |c| c.user_us, RGBColor(ur, ug, ub)));
     }
     let mut series = Vec::new();
     for (rt, what, get, color) in lines {
@@ -403,7 +437,7 @@ pub fn all(report: &Comparison, timelines: &[(&RunPoint, Timeline)]) -> Result<V
                 charts.push(Chart {
                     file: format!("memory-per-task-{wl}{suffix}.svg"),
                     title: format!("Memory per task, {wl}{on}"),
-                    note: "Median over repeats of each part per task alive at the peak: RSS (/proc/PID/status), kernel stack, page tables, slab (cgroup or /proc/meminfo). One scale for both runtimes.".into(),
+                    note: "Median over repeats of each part per task alive at the peak: RSS (/proc/PID/status), kernel stack, page tables, slab (cgroup or /proc/meminfo). One scale for every runtime.".into(),
                     svg,
                 });
             }

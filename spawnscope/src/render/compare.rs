@@ -380,8 +380,8 @@ pub fn reproduce_markdown(rep: &Reproduce) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "\n## Hansen 2023, reproduced\n\nArticle figures: {}.\n",
-        rep.source
+        "\n## {}, reproduced\n\nArticle figures: {}.\n",
+        rep.title, rep.source
     );
     md.push_str(&reproduce_table(rep).markdown());
     if !rep.caveats.is_empty() {
@@ -550,6 +550,7 @@ mod tests {
     #[test]
     fn reproduce_table_has_a_blank_corner_and_right_aligned_figures() {
         let rep = Reproduce {
+            title: "An article".into(),
             source: "an article".into(),
             columns: vec!["article".into(), "here".into()],
             rows: vec![("tasks".into(), vec!["1,000,000".into(), "3,000".into()])],
@@ -560,6 +561,7 @@ mod tests {
             "| | article | here |\n|---|---:|---:|\n| tasks | 1,000,000 | 3,000 |\n"
         );
         assert!(reproduce_markdown(&rep).ends_with("| tasks | 1,000,000 | 3,000 |\n\n- one run\n"));
+        assert!(reproduce_markdown(&rep).starts_with("\n## An article, reproduced\n"));
         assert!(reproduce_table(&rep)
             .html("reproduce")
             .starts_with("<table class=\"reproduce\"><thead><tr><th></th><th>article</th>"));

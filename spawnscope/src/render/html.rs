@@ -12,6 +12,7 @@ use crate::render::compare;
 use crate::render::repeats;
 use crate::render::table::{escape, Table};
 use crate::render::verdict;
+use crate::runtime::DESCRIPTORS;
 use crate::units::{bytes, count};
 
 /// The `<svg …>…</svg>` element of an SVG document (without its XML prolog or doctype).
@@ -173,6 +174,26 @@ pub fn checks_table(report: &Comparison) -> Table {
 
 const VERDICT_COLUMN: &str = "time figures";
 
+/// The page's title: one task of each runtime the report has runs of, in the descriptors' order
+/// ("what one thread, one goroutine and one tokio task cost").
+fn title(report: &Comparison) -> String {
+    let tasks: Vec<String> = DESCRIPTORS
+        .iter()
+        .filter(|d| {
+            report
+                .runs
+                .iter()
+                .any(|r| r.runtime.as_deref() == Some(d.name))
+        })
+        .map(|d| format!("one {}", d.one_task))
+        .collect();
+    match tasks.as_slice() {
+        [] => "spawnscope report".into(),
+        [one] => format!("spawnscope: what {one} costs"),
+        [first @ .., last] => format!("spawnscope: what {} and {last} cost", first.join(", ")),
+    }
+}
+
 /// The page. `flames`: each run's flame.svg, by the run's directory as the report names it.
 pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec<u8>>) -> String {
     let mut h = String::new();
@@ -181,8 +202,9 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width\">\
 <title>spawnscope report</title><style>{STYLE}</style></head><body>\n\
-<h1>spawnscope: what one OS thread and one goroutine cost</h1>\n\
+<h1>{}</h1>\n\
 <p>{} runs on {} machine(s); rendered {} from the raw records on disk.</p>\n",
+        escape(&title(report)),
         report.runs.len(),
         report.machines.len(),
         escape(&report.rendered_utc)
@@ -210,7 +232,8 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
     if let Some(rep) = &report.reproduce {
         let _ = write!(
             h,
-            "<h2 id=\"reproduce\">Hansen 2023, reproduced</h2><p>Article figures: {}.</p>",
+            "<h2 id=\"reproduce\">{}, reproduced</h2><p>Article figures: {}.</p>",
+            escape(&rep.title),
             escape(&rep.source)
         );
         h.push_str(&compare::reproduce_table(rep).html("reproduce"));
@@ -357,5 +380,27 @@ mod tests {
         let machines = machines_table(&report);
         assert_eq!(machines.header.len(), 1 + report.machines.len());
         assert_eq!(machines.rows[0][0].text(), "hostname");
+        assert!(html.contains("<h1>spawnscope: what one thread and one goroutine cost</h1>"));
+    }
+
+    #[test]
+    fn the_title_names_one_task_of_each_runtime_measured() {
+        let mut report: Comparison = serde_json::from_str(include_str!(
+            "../../tests/fixtures/before-house/compare/compare.json"
+        ))
+        .unwrap();
+        let mut tokio = report.runs[0].clone();
+        tokio.runtime = Some("tokio".into());
+        report.runs.push(tokio);
+        assert_eq!(
+            title(&report),
+            "spawnscope: what one thread, one goroutine and one tokio task cost"
+        );
+        report
+            .runs
+            .retain(|r| r.runtime.as_deref() == Some("tokio"));
+        assert_eq!(title(&report), "spawnscope: what one tokio task costs");
+        report.runs.clear();
+        assert_eq!(title(&report), "spawnscope report");
     }
 }

@@ -1,7 +1,9 @@
 //! The runtimes whose tasks spawnscope measures, and everything that differs between them, in one
 //! table: adding a runtime is its workload binary plus one `Descriptor` here (and its build files).
-//! Below it: the workloads every runtime runs, and the contract their output follows.
+//! Below it: the workloads every runtime runs, the contract their output follows, and any command
+//! a sweep runs beside them.
 
+pub mod command;
 pub mod contract;
 pub mod workload;
 
@@ -21,6 +23,7 @@ pub use workload::{Invocation, WorkloadKind};
 pub enum Runtime {
     Threads,
     Goroutines,
+    Tokio,
 }
 
 /// What a command's `--tasks` counts: OS threads (each one a task the kernel schedules), or the
@@ -65,7 +68,7 @@ pub struct Descriptor {
     pub runtime: Runtime,
     /// The name on the command line, in directory names and in reports.
     pub name: &'static str,
-    /// One of its tasks, in words ("a thread costs 13.5× a goroutine").
+    /// One of its tasks, in words ("a thread costs 13.5× a goroutine", "a tokio task").
     pub one_task: &'static str,
     /// The workload binary's file name as cargo or go builds it, looked for beside spawnscope
     /// (target/release/).
@@ -90,14 +93,15 @@ pub struct Descriptor {
     /// estimate before a run calibrates).
     pub rough_task_bytes: f64,
     /// perf's default call graph (`--perf-call-graph` syntax): Debian's glibc has no frame
-    /// pointers, so Rust's stacks need dwarf; Go keeps frame pointers.
+    /// pointers and Rust's release builds omit them, so Rust's stacks need dwarf; Go keeps frame
+    /// pointers.
     pub perf_call_graph: &'static str,
     /// Chart colours of its system and user time (RGB).
     pub colors: [(u8, u8, u8); 2],
 }
 
 /// One row per runtime, in the order reports show them.
-pub const DESCRIPTORS: [Descriptor; 2] = [
+pub const DESCRIPTORS: [Descriptor; 3] = [
     Descriptor {
         runtime: Runtime::Threads,
         name: "threads",
@@ -130,10 +134,28 @@ pub const DESCRIPTORS: [Descriptor; 2] = [
         perf_call_graph: "fp",
         colors: [(31, 119, 180), (120, 170, 220)],
     },
+    Descriptor {
+        runtime: Runtime::Tokio,
+        name: "tokio",
+        one_task: "tokio task",
+        binary: "tokio-tasks",
+        installed_binary: "spawnscope-tokio-tasks",
+        binary_env: "SPAWNSCOPE_TOKIO_BIN",
+        build_hint: "cargo build --release -p tokio-tasks",
+        // A task is a few hundred bytes, a fifth of a goroutine: five times the tasks for the
+        // same signal, still well under a second of spawning.
+        calibration_sizes: [100_000, 500_000],
+        cost_flag: "--workers",
+        tasks_are_threads: false,
+        os_threads: OsThreads::FromRuntimeStats,
+        rough_task_bytes: 0.44 * 1024.0,
+        perf_call_graph: "dwarf,4096",
+        colors: [(44, 160, 44), (152, 223, 138)],
+    },
 ];
 
 impl Runtime {
-    pub const ALL: [Runtime; 2] = [Runtime::Threads, Runtime::Goroutines];
+    pub const ALL: [Runtime; 3] = [Runtime::Threads, Runtime::Goroutines, Runtime::Tokio];
 
     pub fn describe(self) -> &'static Descriptor {
         DESCRIPTORS
@@ -221,7 +243,51 @@ mod tests {
         }
         assert_eq!(DESCRIPTORS.len(), Runtime::ALL.len());
         assert!(Runtime::order_of("threads") < Runtime::order_of("goroutines"));
-        assert!(Runtime::order_of("goroutines") < Runtime::order_of("node"));
+        assert!(Runtime::order_of("goroutines") < Runtime::order_of("tokio"));
+        assert!(Runtime::order_of("tokio") < Runtime::order_of("node"));
+    }
+
+    #[test]
+    fn what_tells_runtimes_apart_is_never_shared() {
+        // Each of these picks one runtime out of the others: a binary, its variable, the flag
+        // given to it alone in a sweep, its colours on a chart.
+        let all = || DESCRIPTORS.iter();
+        for (i, d) in all().enumerate() {
+            for e in all().skip(i + 1) {
+                for (what, a, b) in [
+                    ("name", d.name, e.name),
+                    ("one task", d.one_task, e.one_task),
+                    ("binary", d.binary, e.binary),
+                    ("installed binary", d.installed_binary, e.installed_binary),
+                    ("environment variable", d.binary_env, e.binary_env),
+                    ("cost flag", d.cost_flag, e.cost_flag),
+                ] {
+                    assert_ne!(a, b, "{} and {} share their {what}", d.name, e.name);
+                }
+                for c in d.colors {
+                    assert!(
+                        !e.colors.contains(&c),
+                        "{} and {} share a colour",
+                        d.name,
+                        e.name
+                    );
+                }
+            }
+            assert!(
+                d.calibration_sizes[0] < d.calibration_sizes[1],
+                "{}",
+                d.name
+            );
+            assert!(d.build_hint.contains(d.binary), "{}", d.name);
+            assert!(d.installed_binary.starts_with("spawnscope-"), "{}", d.name);
+            // OS threads are counted one per task exactly when tasks are threads.
+            assert_eq!(
+                d.tasks_are_threads,
+                d.os_threads == OsThreads::OnePerTask,
+                "{}",
+                d.name
+            );
+        }
     }
 
     #[test]

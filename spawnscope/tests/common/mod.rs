@@ -70,6 +70,20 @@ pub fn ensure_workloads() {
     }
 }
 
+/// tests/programs/sleepers (Go), built into the temporary directory: `sleepers N SLEEP`, N
+/// goroutines sleeping, a line when all have started. None when go cannot build it.
+pub fn build_sleepers() -> Option<PathBuf> {
+    let out = std::env::temp_dir().join(format!("spawnscope-sleepers-{}", std::process::id()));
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(repo_root().join("spawnscope/tests/programs/sleepers"))
+        .status()
+        .is_ok_and(|s| s.success());
+    built.then_some(out)
+}
+
 pub const KEYS: [&str; 3] = ["vm/max_map_count", "kernel/pid_max", "kernel/threads-max"];
 
 pub fn sysctls() -> BTreeMap<&'static str, u64> {

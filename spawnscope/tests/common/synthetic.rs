@@ -78,6 +78,22 @@ pub const GOROUTINES: World = World {
     involuntary: line(0.5, 4.0),
 };
 
+/// A few hundred bytes a task and no kernel stack of its own, on a few threads (per-task figures
+/// in eighths, so that they are whole at every N used here).
+pub const TOKIO: World = World {
+    runtime: "tokio",
+    rss_kb: line(0.375, 1_200.0),
+    kernel_stack_kb: line(0.0, 48.0),
+    page_tables_kb: line(0.125, 24.0),
+    slab_kb: line(0.0, 0.0),
+    user_us: line(1.0, 2_000.0),
+    sys_us: line(0.5, 500.0),
+    wall_us: line(2.0, 20_000.0),
+    minor_faults: line(0.125, 120.0),
+    voluntary: line(0.125, 10.0),
+    involuntary: line(0.125, 2.0),
+};
+
 fn snapshot(t_ns: u64, meminfo: Value, status: Value) -> Value {
     json!({"t_ns": t_ns, "meminfo": meminfo, "status": status, "smaps_rollup": {}, "cpu": null, "cgroup": null})
 }
@@ -250,10 +266,16 @@ pub fn write_run(root: &Path, name: &str, o: &Options) -> PathBuf {
     dir
 }
 
-/// A compare-like directory: both runtimes × `ns` × `repeats`, hold.
+/// A compare-like directory: threads and goroutines × `ns` × `repeats`, hold.
 pub fn write_sweep(root: &Path, ns: &[u64], repeats: u32) -> Vec<PathBuf> {
+    write_sweep_of(root, &[THREADS, GOROUTINES], ns, repeats)
+}
+
+/// A compare-like directory: `worlds` × `ns` × `repeats`, hold; the threads run at the largest N
+/// has a collector and a flame graph.
+pub fn write_sweep_of(root: &Path, worlds: &[World], ns: &[u64], repeats: u32) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    for world in [THREADS, GOROUTINES] {
+    for &world in worlds {
         for &n in ns {
             for r in 0..repeats {
                 let mut o = Options::new(world, n);

@@ -1,0 +1,3 @@
+module spawnscope/examples/go
+
+go 1.22
