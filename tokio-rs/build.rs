@@ -16,7 +16,7 @@ fn main() {
         .and_then(|lock| locked_version(&lock, "tokio"))
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=TOKIO_VERSION={tokio_version}");
-    println!("cargo:rustc-env=TOKIO_RUNTIME_VERSION=tokio {tokio_version} ({rustc_version})");
+    println!("cargo:rustc-env=TOKIO_RUNTIME_VERSION=tokio {tokio_version}, {rustc_version}");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=../Cargo.lock");
 }

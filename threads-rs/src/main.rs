@@ -6,7 +6,7 @@ mod gate;
 mod spawn;
 mod workloads;
 
-use workload::cli::{self, Command, Workload};
+use workload::cli::{self, Workload};
 use workload::harness::Harness;
 use workload::{Program, RuntimeFlag};
 
@@ -29,39 +29,14 @@ static THREADS: Program = Program {
 };
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let cfg = match cli::parse(&THREADS, &args) {
-        Ok(Command::Run(cfg)) => cfg,
-        Ok(Command::Help) => {
-            print!("{}", cli::usage(&THREADS));
-            return;
-        }
-        Ok(Command::Version) => {
-            println!(
-                "{PROGRAM} {} ({})",
-                env!("CARGO_PKG_VERSION"),
-                THREADS.runtime_version
-            );
-            return;
-        }
-        Err(reason) => {
-            eprintln!("{PROGRAM}: {reason}");
-            eprint!("{}", cli::usage(&THREADS));
-            std::process::exit(2);
-        }
-    };
-    let dry_run = cfg.dry_run;
-    let mut harness = Harness::new(&THREADS, cfg, spawn::OsThreads);
-    harness.start();
-    if dry_run {
+    let Some(cfg) = cli::config_or_exit(&THREADS) else {
         return;
-    }
-    let throughput = match harness.cfg.workload {
-        Workload::Sleep => workloads::sleep(&mut harness),
-        Workload::Hold => workloads::hold(&mut harness),
-        Workload::Churn => workloads::churn(&mut harness),
-        Workload::Pingpong => workloads::pingpong(&mut harness),
-        Workload::Chain => workloads::chain(&mut harness),
     };
-    std::process::exit(harness.finish(throughput));
+    Harness::new(&THREADS, cfg, spawn::OsThreads).run(|workload| match workload {
+        Workload::Sleep => workloads::sleep,
+        Workload::Hold => workloads::hold,
+        Workload::Churn => workloads::churn,
+        Workload::Pingpong => workloads::pingpong,
+        Workload::Chain => workloads::chain,
+    })
 }

@@ -5,7 +5,7 @@
 mod runtime;
 mod workloads;
 
-use workload::cli::{self, Command, Workload};
+use workload::cli::{self, Workload};
 use workload::harness::Harness;
 use workload::{Program, RuntimeFlag};
 
@@ -26,26 +26,8 @@ static TOKIO: Program = Program {
 };
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let cfg = match cli::parse(&TOKIO, &args) {
-        Ok(Command::Run(cfg)) => cfg,
-        Ok(Command::Help) => {
-            print!("{}", cli::usage(&TOKIO));
-            return;
-        }
-        Ok(Command::Version) => {
-            println!(
-                "{PROGRAM} {} ({})",
-                env!("CARGO_PKG_VERSION"),
-                TOKIO.runtime_version
-            );
-            return;
-        }
-        Err(reason) => {
-            eprintln!("{PROGRAM}: {reason}");
-            eprint!("{}", cli::usage(&TOKIO));
-            std::process::exit(2);
-        }
+    let Some(cfg) = cli::config_or_exit(&TOKIO) else {
+        return;
     };
     let tasks = match runtime::TokioTasks::build(cfg.workers) {
         Ok(tasks) => tasks,
@@ -54,20 +36,13 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let dry_run = cfg.dry_run;
-    let mut harness = Harness::new(&TOKIO, cfg, tasks);
-    harness.start();
-    if dry_run {
-        return;
-    }
-    let throughput = match harness.cfg.workload {
-        Workload::Sleep => workloads::sleep(&mut harness),
-        Workload::Hold => workloads::hold(&mut harness),
-        Workload::Churn => workloads::churn(&mut harness),
-        Workload::Pingpong => workloads::pingpong(&mut harness),
-        Workload::Chain => workloads::chain(&mut harness),
-    };
-    std::process::exit(harness.finish(throughput));
+    Harness::new(&TOKIO, cfg, tasks).run(|workload| match workload {
+        Workload::Sleep => workloads::sleep,
+        Workload::Hold => workloads::hold,
+        Workload::Churn => workloads::churn,
+        Workload::Pingpong => workloads::pingpong,
+        Workload::Chain => workloads::chain,
+    })
 }
 
 #[cfg(test)]

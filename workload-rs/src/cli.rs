@@ -316,6 +316,33 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
     Ok(Command::Run(cfg))
 }
 
+/// The run the process's arguments ask for. Help and version are printed here (None: nothing to
+/// run); bad usage prints its one line and the usage on stderr and exits 2.
+pub fn config_or_exit(program: &Program) -> Option<Config> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match parse(program, &args) {
+        Ok(Command::Run(cfg)) => Some(cfg),
+        Ok(Command::Help) => {
+            print!("{}", usage(program));
+            None
+        }
+        Ok(Command::Version) => {
+            println!(
+                "{} {} ({})",
+                program.name,
+                env!("CARGO_PKG_VERSION"),
+                program.runtime_version
+            );
+            None
+        }
+        Err(reason) => {
+            eprintln!("{}: {reason}", program.name);
+            eprint!("{}", usage(program));
+            std::process::exit(2);
+        }
+    }
+}
+
 fn refusal(spec: RuntimeFlag) -> Option<&'static str> {
     match spec {
         RuntimeFlag::Takes(_) => None,

@@ -32,6 +32,9 @@ pub trait Tasks {
     fn stats(&self, cfg: &Config) -> Obj;
 }
 
+/// One workload of a runtime: spawns and waits through the harness, and says what it did.
+pub type WorkloadFn<T> = fn(&mut Harness<T>) -> Option<Throughput>;
+
 pub struct Harness<T: Tasks> {
     pub program: &'static Program,
     pub cfg: Config,
@@ -242,6 +245,17 @@ impl<T: Tasks> Harness<T> {
                 let _ = io::stdin().lock().read_line(&mut line);
             }
         }
+    }
+
+    /// The whole run: `start`, then (unless --dry-run) the workload `pick` gives for the
+    /// configured one, then `result`; exits with the contract's code.
+    pub fn run(mut self, pick: impl FnOnce(Workload) -> WorkloadFn<T>) -> ! {
+        self.start();
+        if self.cfg.dry_run {
+            std::process::exit(0);
+        }
+        let throughput = pick(self.cfg.workload)(&mut self);
+        std::process::exit(self.finish(throughput));
     }
 
     /// Emits `result` and returns the process exit code.
