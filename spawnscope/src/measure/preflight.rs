@@ -44,6 +44,33 @@ struct MemoryGauge {
 }
 
 impl MemoryGauge {
+    /// A cgroup of its own when root; it is gone before the run makes its own.
+    fn new() -> Self {
+        MemoryGauge {
+            cgroup: if is_root() {
+                RunCgroup::create(None).ok()
+            } else {
+                None
+            },
+        }
+    }
+
+    /// How a calibration run is started: in the gauge's cgroup, stderr dropped.
+    fn child_setup(&self, stdin: Stdio, stdout: Stdio) -> ChildSetup {
+        ChildSetup {
+            cgroup_procs: self
+                .cgroup
+                .as_ref()
+                .map(RunCgroup::procs_files)
+                .unwrap_or_default(),
+            unlimited_nproc: false,
+            gated: false,
+            stdin,
+            stdout,
+            stderr: Stdio::Null,
+        }
+    }
+
     /// Bytes in use, by the same rule as the run's sampler.
     fn in_use(&self) -> u64 {
         memory_in_use_now(self.cgroup.as_ref())
@@ -60,18 +87,7 @@ fn measure_hold(
 ) -> Result<(u64, f64)> {
     let mut args = vec!["hold".to_string(), "--n".into(), n.to_string()];
     args.extend_from_slice(flags);
-    let setup = ChildSetup {
-        cgroup_procs: gauge
-            .cgroup
-            .as_ref()
-            .map(RunCgroup::procs_files)
-            .unwrap_or_default(),
-        unlimited_nproc: false,
-        gated: false,
-        stdin: Stdio::Pipe,
-        stdout: Stdio::Pipe,
-        stderr: Stdio::Null,
-    };
+    let setup = gauge.child_setup(Stdio::Pipe, Stdio::Pipe);
     let before = gauge.in_use();
     let mut child = launch::spawn(binary, &args, setup)?;
     interrupts.watch(child.pid);
@@ -115,18 +131,21 @@ pub fn calibrate(binary: &Path, inv: &Invocation, interrupts: &Interrupts) -> Re
         .filter(|(f, _)| Runtime::ALL.iter().any(|r| r.describe().cost_flag == f))
         .flat_map(|(f, v)| [f.clone(), v.clone()])
         .collect();
-    let sizes = inv.runtime.describe().calibration_sizes;
-    // A cgroup of its own when root; it is gone before the run makes its own.
-    let gauge = MemoryGauge {
-        cgroup: if is_root() {
-            RunCgroup::create(None).ok()
-        } else {
-            None
-        },
-    };
+    calibrate_at(inv.runtime.describe().calibration_sizes, |n, gauge| {
+        measure_hold(binary, n, &flags, gauge, interrupts)
+    })
+}
+
+/// Two calibration runs at `sizes`, each measured by `measure` (memory taken, spawn rate) in one
+/// gauge; the rate is the larger run's.
+fn calibrate_at(
+    sizes: [u64; 2],
+    measure: impl Fn(u64, &MemoryGauge) -> Result<(u64, f64)>,
+) -> Result<Calibration> {
+    let gauge = MemoryGauge::new();
     let measured = (|| {
-        let (small, _) = measure_hold(binary, sizes[0], &flags, &gauge, interrupts)?;
-        let (large, rate) = measure_hold(binary, sizes[1], &flags, &gauge, interrupts)?;
+        let (small, _) = measure(sizes[0], &gauge)?;
+        let (large, rate) = measure(sizes[1], &gauge)?;
         Ok(Calibration::from_points(sizes, [small, large], rate))
     })();
     if let Some(cg) = gauge.cgroup {
@@ -157,18 +176,7 @@ fn measure_command(
     interrupts: &Interrupts,
 ) -> Result<(u64, f64)> {
     let argv = command.argv(n);
-    let setup = ChildSetup {
-        cgroup_procs: gauge
-            .cgroup
-            .as_ref()
-            .map(RunCgroup::procs_files)
-            .unwrap_or_default(),
-        unlimited_nproc: false,
-        gated: false,
-        stdin: Stdio::Null,
-        stdout: Stdio::Null,
-        stderr: Stdio::Null,
-    };
+    let setup = gauge.child_setup(Stdio::Null, Stdio::Null);
     let before = gauge.in_use();
     let child = launch::spawn(program, &argv[1..], setup)?;
     interrupts.watch(child.pid);
@@ -218,23 +226,9 @@ pub fn calibrate_command(
     program: &Path,
     interrupts: &Interrupts,
 ) -> Result<Calibration> {
-    let gauge = MemoryGauge {
-        cgroup: if is_root() {
-            RunCgroup::create(None).ok()
-        } else {
-            None
-        },
-    };
-    let measured = (|| {
-        let sizes = CALIBRATION_SIZES;
-        let (small, _) = measure_command(command, program, sizes[0], &gauge, interrupts)?;
-        let (large, rate) = measure_command(command, program, sizes[1], &gauge, interrupts)?;
-        Ok(Calibration::from_points(sizes, [small, large], rate))
-    })();
-    if let Some(cg) = gauge.cgroup {
-        cg.remove()?;
-    }
-    measured
+    calibrate_at(CALIBRATION_SIZES, |n, gauge| {
+        measure_command(command, program, n, gauge, interrupts)
+    })
 }
 
 /// How many tasks are alive at once at the run's peak.
