@@ -121,6 +121,8 @@
 
           goroutines = pkgs.buildGoModule {
             pname = "goroutines";
+            # Pure Go: `net` (serve) would otherwise link cgo and start its threads through glibc.
+            CGO_ENABLED = 0;
             inherit version;
             src = goSrc;
             # Go standard library only: nothing to vendor.

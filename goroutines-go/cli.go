@@ -25,9 +25,10 @@ const (
 	churnWorkload    workload = "churn"
 	pingpongWorkload workload = "pingpong"
 	chainWorkload    workload = "chain"
+	serveWorkload    workload = "serve"
 )
 
-var workloads = []workload{sleepWorkload, holdWorkload, churnWorkload, pingpongWorkload, chainWorkload}
+var workloads = []workload{sleepWorkload, holdWorkload, churnWorkload, pingpongWorkload, chainWorkload, serveWorkload}
 
 func (w workload) defaultN() uint64 {
 	switch w {
@@ -35,6 +36,8 @@ func (w workload) defaultN() uint64 {
 		return 1
 	case chainWorkload:
 		return 1_000
+	case serveWorkload:
+		return 100
 	default:
 		return 10_000
 	}
@@ -60,6 +63,11 @@ type config struct {
 	queue      uint64
 	eventType  string
 	size       uint64
+	port       uint64
+	addrs      uint64
+	backlog    uint64
+	serveForNs *uint64 // nil: serve until a line or EOF on stdin
+	work       work
 	gomaxprocs *uint64
 	reserve    *uint64 // nil: the automatic reserve (see limits.autoReserve)
 	dryRun     bool    // validate, print the `start` event, spawn nothing
@@ -72,8 +80,10 @@ var flags = []struct {
 }{
 	{"--n", ""}, {"--sleep", sleepWorkload}, {"--hold-for", holdWorkload}, {"--batch", churnWorkload},
 	{"--rounds", pingpongWorkload}, {"--events", chainWorkload}, {"--queue", chainWorkload},
-	{"--type", chainWorkload}, {"--size", chainWorkload}, {"--stack-size", ""}, {"--gomaxprocs", ""},
-	{"--workers", ""}, {"--reserve", ""},
+	{"--type", chainWorkload}, {"--size", chainWorkload}, {"--port", serveWorkload},
+	{"--addrs", serveWorkload}, {"--backlog", serveWorkload}, {"--work", serveWorkload},
+	{"--serve-for", serveWorkload}, {"--stack-size", ""}, {"--gomaxprocs", ""}, {"--workers", ""},
+	{"--reserve", ""},
 }
 
 func usage() string {
@@ -89,10 +99,13 @@ workloads:
   pingpong   --n pairs bounce --rounds round trips over channels (chan)
   chain      --n receivers with bounded queues of --queue; --n senders each send --events
              events of --type; speed = events/s after spawning (bench-of-chan)
+  serve      an HTTP/1.1 keep-alive server on the loopback, a task per connection; `+"`peak`"+`
+             when --n connections are open at once; drains on a line or EOF on stdin, or after
+             --serve-for
 
 flags:
-  --n N               tasks (pingpong: pairs; chain: receivers = senders), 1..%[2]d
-                      [sleep, hold, churn: 10000; pingpong: 1; chain: 1000]
+  --n N               tasks (pingpong: pairs; chain: receivers = senders; serve: connections),
+                      1..%[2]d [sleep, hold, churn: 10000; pingpong: 1; chain: 1000; serve: 100]
   --sleep DUR         sleep: how long each task sleeps [1s]
   --hold-for DUR      hold: release after DUR instead of waiting on stdin
   --batch B           churn: tasks alive at most [100]
@@ -101,6 +114,13 @@ flags:
   --queue Q           chain: capacity of each receiver's queue [16]
   --type T            chain: int, str, str_ptr or str_clone [int]
   --size S            chain: bytes per string event [16]
+  --port P            serve: TCP port, 0..65535; 0 = a free one the kernel picks [0]
+  --addrs K           serve: listen on 127.0.0.1 to 127.0.0.K, all on one port, 1..64 [1]
+  --backlog B         serve: listen(2) backlog, 1..1048576, capped by net.core.somaxconn [4096]
+  --work LIST         serve: what each request does, comma-separated: spin=DUR (busy loop),
+                      sleep=DUR (wait without CPU), body=BYTES (response body, 0..16M)
+                      [spin=0s,sleep=0s,body=128]
+  --serve-for DUR     serve: drain after DUR instead of waiting on stdin
   --stack-size BYTES  threads only: refused here (goroutine stacks start small and grow)
   --gomaxprocs N      GOMAXPROCS for the run, 1..%[3]d [the runtime's default]
   --workers N         tokio-tasks only: refused here (use --gomaxprocs)
@@ -120,7 +140,7 @@ var (
 	errVersion = errors.New("version")
 )
 
-const workloadList = "(sleep, hold, churn, pingpong or chain)"
+const workloadList = "(sleep, hold, churn, pingpong, chain or serve)"
 
 // parseArgs parses the arguments after the program name. The error is the one-line reason
 // (without usage), or errHelp / errVersion.
@@ -149,7 +169,8 @@ func parseArgs(args []string) (*config, error) {
 	}
 	cfg := &config{
 		workload: w, n: w.defaultN(), sleepNs: 1_000_000_000, batch: 100, rounds: 10_000,
-		events: 1_000, queue: 16, eventType: "int", size: 16,
+		events: 1_000, queue: 16, eventType: "int", size: 16, addrs: 1, backlog: 4096,
+		work: defaultWork,
 	}
 	seen := map[string]bool{}
 	for i := 1; i < len(args); i++ {
@@ -233,6 +254,18 @@ func (cfg *config) set(flag, value string) (err error) {
 		default:
 			err = errors.New("must be int, str, str_ptr or str_clone")
 		}
+	case "--port":
+		cfg.port, err = parseCount(value, 0, 65535)
+	case "--addrs":
+		cfg.addrs, err = parseCount(value, 1, maxAddrs)
+	case "--backlog":
+		cfg.backlog, err = parseCount(value, 1, 1<<20)
+	case "--work":
+		cfg.work, err = parseWork(value)
+	case "--serve-for":
+		var ns uint64
+		ns, err = parseDurationNs(value)
+		cfg.serveForNs = &ns
 	case "--gomaxprocs":
 		var procs uint64
 		procs, err = parseCount(value, 1, maxGomaxprocs)
@@ -245,4 +278,53 @@ func (cfg *config) set(flag, value string) (err error) {
 		}
 	}
 	return err
+}
+
+// maxAddrs is how many loopback addresses serve listens on at most (127.0.0.1 to 127.0.0.64).
+const maxAddrs = 64
+
+// maxBody is the largest response body --work takes.
+const maxBody = 16 << 20
+
+// work is what serve does for each request: spin, then sleep, then respond with the body.
+type work struct {
+	spinNs, sleepNs, bodyBytes uint64
+}
+
+var defaultWork = work{spinNs: 0, sleepNs: 0, bodyBytes: 128}
+
+// parseWork reads --work's comma-separated KIND=VALUE list; kinds not given keep their default.
+func parseWork(list string) (work, error) {
+	w := defaultWork
+	seen := map[string]bool{}
+	for _, item := range strings.Split(list, ",") {
+		kind, value, hasValue := strings.Cut(item, "=")
+		if kind != "spin" && kind != "sleep" && kind != "body" {
+			return w, fmt.Errorf("unknown kind '%s' (spin, sleep or body)", kind)
+		}
+		if !hasValue {
+			example := "1ms"
+			if kind == "body" {
+				example = "1K"
+			}
+			return w, fmt.Errorf("'%s' needs a value, like %s=%s", kind, kind, example)
+		}
+		if seen[kind] {
+			return w, fmt.Errorf("'%s' given twice", kind)
+		}
+		seen[kind] = true
+		var err error
+		switch kind {
+		case "spin":
+			w.spinNs, err = parseDurationNs(value)
+		case "sleep":
+			w.sleepNs, err = parseDurationNs(value)
+		case "body":
+			w.bodyBytes, err = parseBytes(value, maxBody)
+		}
+		if err != nil {
+			return w, fmt.Errorf("%s '%s' %v", kind, value, err)
+		}
+	}
+	return w, nil
 }

@@ -47,6 +47,7 @@ type harness struct {
 	peakStatus     object
 	peakStats      object
 	failure        *failure
+	serve          *serveStats // serve only: its tasks are connections
 }
 
 func newHarness(cfg *config) *harness {
@@ -85,6 +86,11 @@ func (h *harness) params() object {
 		p = p.with("rounds", c.rounds)
 	case chainWorkload:
 		p = p.with("events", c.events).with("queue", c.queue).with("type", c.eventType).with("size", c.size)
+	case serveWorkload:
+		p = p.with("port", c.port).with("addrs", c.addrs).with("backlog", c.backlog).
+			with("serve_for_ns", c.serveForNs).
+			with("work", object{}.with("spin_ns", c.work.spinNs).with("sleep_ns", c.work.sleepNs).
+				with("body_bytes", c.work.bodyBytes))
 	}
 	return p.with("stack_size", nil).with("gomaxprocs", c.gomaxprocs).with("workers", nil).
 		with("reserve_bytes", h.reserve)
@@ -113,6 +119,15 @@ func (h *harness) phase(name string) {
 // alive counts live tasks: goroutines but main (runtime goroutines are not counted by Go).
 func alive() uint64 { return uint64(runtime.NumGoroutine() - 1) }
 
+// liveTasks is the workload's live tasks: serve's open connections (its accept loops and
+// release wait are goroutines too), the goroutines for the others.
+func (h *harness) liveTasks() uint64 {
+	if h.serve != nil {
+		return h.serve.open.Load()
+	}
+	return alive()
+}
+
 // tick emits a `progress` event if the last one is ~100 ms old.
 func (h *harness) tick() {
 	now := monotonicNs()
@@ -120,14 +135,18 @@ func (h *harness) tick() {
 		return
 	}
 	h.lastProgressNs = now
-	live := alive()
+	live := h.liveTasks()
 	h.aliveMax = maxU64(h.aliveMax, live)
-	h.emit(object{}.
+	event := object{}.
 		with("event", "progress").
 		with("t_ns", now).
 		with("spawned", h.spawned).
 		with("target", h.target()).
-		with("alive", live))
+		with("alive", live)
+	if h.serve != nil {
+		event = event.with("requests", h.serve.requests.Load())
+	}
+	h.emit(event)
 }
 
 // maySpawn runs before each spawn: progress now and then, and the memory guard. false = stop.
@@ -155,20 +174,20 @@ func (h *harness) stop(f *failure) {
 // the runtime's own figures.
 func (h *harness) snapshotPeak() (uint64, object) {
 	h.peakStatus = statusObject()
-	h.peakAlive = alive()
+	h.peakAlive = h.liveTasks()
 	h.aliveMax = maxU64(h.aliveMax, h.peakAlive)
 	h.peakStats = runtimeStats()
 	return h.peakAlive, h.peakStatus
 }
 
-// emitPeak is hold's `peak` event, with the snapshot just taken.
-func (h *harness) emitPeak() {
+// emitPeak is the `peak` event of hold and serve, with the snapshot just taken.
+func (h *harness) emitPeak(expected uint64) {
 	live, status := h.snapshotPeak()
 	h.emit(object{}.
 		with("event", "peak").
 		with("t_ns", monotonicNs()).
 		with("alive", live).
-		with("expected", h.spawned).
+		with("expected", expected).
 		with("status", status))
 }
 
@@ -237,9 +256,12 @@ func (h *harness) finish(t *throughput) int {
 		h.snapshotPeak()
 		h.peakAlive = 0
 	}
-	var failureObject any
+	var failureObject, serveObject any
 	if h.failure != nil {
 		failureObject = h.failure.object()
+	}
+	if h.serve != nil {
+		serveObject = h.serve.object(h.spawned)
 	}
 	h.emit(object{}.
 		with("event", "result").
@@ -257,6 +279,7 @@ func (h *harness) finish(t *throughput) int {
 		with("phases", phases).
 		with("spawn_ns_per_task", perTask).
 		with("throughput", rate).
+		with("serve", serveObject).
 		with("rusage", rusageObject()).
 		with("status_at_peak", h.peakStatus).
 		with("runtime_stats", h.peakStats))

@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 )
@@ -23,12 +24,17 @@ func run(args []string) int {
 		fmt.Printf("%s %s (%s)\n", program, programVersion, runtime.Version())
 		return 0
 	case err != nil:
-		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
-		fmt.Fprint(os.Stderr, usage())
-		return 2
+		return badUsage(err)
 	}
 	if cfg.gomaxprocs != nil {
 		runtime.GOMAXPROCS(int(*cfg.gomaxprocs))
+	}
+	var listeners []*net.TCPListener
+	if cfg.workload == serveWorkload {
+		// Bound before `start`: an address that cannot be bound is bad usage.
+		if listeners, err = listen(cfg); err != nil {
+			return badUsage(err)
+		}
 	}
 	h := newHarness(cfg)
 	h.start()
@@ -47,6 +53,15 @@ func run(args []string) int {
 		t = runPingpong(h)
 	case chainWorkload:
 		t = runChain(h)
+	case serveWorkload:
+		t = runServe(h, listeners)
 	}
 	return h.finish(t)
+}
+
+// badUsage prints the reason and the usage on stderr: exit code 2.
+func badUsage(err error) int {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+	fmt.Fprint(os.Stderr, usage())
+	return 2
 }

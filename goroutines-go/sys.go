@@ -49,7 +49,10 @@ func rlimitNproc() (uint64, bool) {
 }
 
 func errnoName(errno int) string {
-	names := map[int]string{1: "EPERM", 11: "EAGAIN", 12: "ENOMEM", 22: "EINVAL", 24: "EMFILE", 28: "ENOSPC"}
+	names := map[int]string{
+		1: "EPERM", 11: "EAGAIN", 12: "ENOMEM", 13: "EACCES", 22: "EINVAL", 23: "ENFILE", 24: "EMFILE",
+		28: "ENOSPC", 98: "EADDRINUSE", 99: "EADDRNOTAVAIL",
+	}
 	if name, ok := names[errno]; ok {
 		return name
 	}

@@ -7,9 +7,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -22,7 +24,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "goroutines")
+	// Pure Go, as the scripts build it: `net` would otherwise link cgo (threads through glibc).
 	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		panic("building the goroutines binary: " + err.Error())
@@ -222,8 +226,15 @@ func badInputRows(t *testing.T) [][2]string {
 }
 
 func TestBadInputIsRefused(t *testing.T) {
+	// {busy_port} in a row is a port in use: one this test holds a listener on.
+	busy, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := strings.NewReplacer("{busy_port}", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port))
 	for _, row := range badInputRows(t) {
-		expect, args := row[0], strings.Fields(row[1])
+		expect, args := busyPort.Replace(row[0]), strings.Fields(busyPort.Replace(row[1]))
 		t.Run(row[1], func(t *testing.T) {
 			out := runBinary(t, args...)
 			firstLine, _, _ := strings.Cut(out.stderr, "\n")
@@ -245,5 +256,17 @@ func TestHelpGoesToStdout(t *testing.T) {
 	out := runBinary(t, "--help")
 	if out.code != 0 || !strings.HasPrefix(out.stdout, "usage: goroutines") || out.stderr != "" {
 		t.Fatalf("--help: exit %d, stdout %q", out.code, out.stdout)
+	}
+}
+
+// The binary is pure Go: serve imports `net`, which links cgo when CGO_ENABLED is on, and then
+// the runtime starts its threads through glibc (clone3, pthread stacks) in every workload.
+func TestBuiltWithoutCgo(t *testing.T) {
+	out, err := exec.Command("go", "version", "-m", binary).Output()
+	if err != nil {
+		t.Fatalf("go version -m: %v", err)
+	}
+	if !strings.Contains(string(out), "CGO_ENABLED=0") {
+		t.Fatalf("built with cgo:\n%s", out)
 	}
 }

@@ -1,8 +1,8 @@
 package main
 
-// The five workloads on goroutines. Each spawns through the harness (which counts, guards and
-// reports) and keeps nothing per task beyond what the runtime needs: tasks wait on one shared
-// gate, report to one shared latch and one WaitGroup.
+// The five workloads on goroutines (serve, the sixth, is in serve.go). Each spawns through the
+// harness (which counts, guards and reports) and keeps nothing per task beyond what the runtime
+// needs: tasks wait on one shared gate, report to one shared latch and one WaitGroup.
 
 import (
 	"bufio"
@@ -66,9 +66,9 @@ func runHold(h *harness) *throughput {
 		h.spawn(holdTask)
 	}
 	shared.started.wait(h.spawned, h.tick)
-	h.emitPeak()
+	h.emitPeak(h.spawned)
 	h.phase("steady")
-	waitForRelease(h.cfg.holdForNs, h.spawned)
+	waitForRelease(h.cfg.holdForNs, fmt.Sprintf("%d tasks alive; a line or EOF on stdin releases them", h.spawned))
 	h.phase("join")
 	close(shared.gate) // one close releases every task
 	shared.done.Wait()
@@ -76,13 +76,14 @@ func runHold(h *harness) *throughput {
 	return &throughput{"tasks/s", h.spawned, "spawn"}
 }
 
-// waitForRelease waits for --hold-for, or else for a line or EOF on stdin.
-func waitForRelease(holdForNs *uint64, alive uint64) {
-	if holdForNs != nil {
-		time.Sleep(time.Duration(*holdForNs))
+// waitForRelease waits for forNs (--hold-for, --serve-for), or else, saying so on stderr, for a
+// line or EOF on stdin.
+func waitForRelease(forNs *uint64, notice string) {
+	if forNs != nil {
+		time.Sleep(time.Duration(*forNs))
 		return
 	}
-	fmt.Fprintf(os.Stderr, "%s: %d tasks alive; a line or EOF on stdin releases them\n", program, alive)
+	fmt.Fprintf(os.Stderr, "%s: %s\n", program, notice)
 	bufio.NewReader(os.Stdin).ReadString('\n')
 }
 

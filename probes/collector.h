@@ -124,6 +124,51 @@ enum sc_counter {
 	SC_MACHINE_DIRECT_COMPACTIONS, /* mm_compaction_try_to_compact_pages: allocation stalls */
 	SC_MACHINE_THP_COLLAPSES,      /* huge_memory: collapse work (khugepaged) */
 	SC_OUTSIDE_ONCPU_NS,     /* on-CPU time of tasks neither the target's nor the collector's */
+	/* -- the syscalls that serve requests: only with Config::net_syscalls (else not attached) -- */
+	/* Counted at their return (syscalls:sys_exit_*), in the phase they return in, on any fd: */
+	/* sockets, pipes and files alike. _bytes: positive returns summed; _eagain: returned */
+	/* EAGAIN (non-blocking, nothing to do); _failed: returned any error, EAGAIN included. */
+	SC_ACCEPT_CALLS,
+	SC_ACCEPT_FAILED,
+	SC_ACCEPT_EAGAIN,
+	SC_ACCEPT4_CALLS,
+	SC_ACCEPT4_FAILED,
+	SC_ACCEPT4_EAGAIN,
+	SC_READ_CALLS,
+	SC_READ_BYTES,
+	SC_READ_EAGAIN,
+	SC_READV_CALLS,
+	SC_READV_BYTES,
+	SC_READV_EAGAIN,
+	SC_RECVFROM_CALLS,       /* recv() too: libc makes it recvfrom */
+	SC_RECVFROM_BYTES,
+	SC_RECVFROM_EAGAIN,
+	SC_RECVMSG_CALLS,
+	SC_RECVMSG_BYTES,
+	SC_RECVMSG_EAGAIN,
+	SC_WRITE_CALLS,
+	SC_WRITE_BYTES,
+	SC_WRITE_EAGAIN,
+	SC_WRITEV_CALLS,
+	SC_WRITEV_BYTES,
+	SC_WRITEV_EAGAIN,
+	SC_SENDTO_CALLS,         /* send() too: libc makes it sendto */
+	SC_SENDTO_BYTES,
+	SC_SENDTO_EAGAIN,
+	SC_SENDMSG_CALLS,
+	SC_SENDMSG_BYTES,
+	SC_SENDMSG_EAGAIN,
+	SC_EPOLL_WAIT_CALLS,
+	SC_EPOLL_WAIT_EMPTY,     /* returned 0: no event before the timeout */
+	SC_EPOLL_PWAIT_CALLS,
+	SC_EPOLL_PWAIT_EMPTY,
+	SC_EPOLL_PWAIT2_CALLS,
+	SC_EPOLL_PWAIT2_EMPTY,
+	SC_EPOLL_CTL_CALLS,
+	SC_POLL_CALLS,
+	SC_PPOLL_CALLS,
+	SC_CLOSE_CALLS,
+	SC_SHUTDOWN_CALLS,
 	SC_NR_COUNTERS
 };
 

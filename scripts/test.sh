@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$REPO_ROOT"
 
 need_toolchains
-need_packages "${BUILD_PACKAGES[@]}" shellcheck chromium || warn "some steps will fail or skip for lack of packages"
+need_packages "${BUILD_PACKAGES[@]}" "${LOAD_PACKAGES[@]}" shellcheck chromium || warn "some steps will fail or skip for lack of packages"
 
 passed=0
 failed=0

@@ -37,6 +37,7 @@ fi
 # Two groups: a missing tracing package (perf on an unusual kernel) must not keep the build's out.
 need_packages "${BUILD_PACKAGES[@]}" || warn "the build may fail: see the packages above"
 need_packages "${TRACE_PACKAGES[@]}" || warn "perf or bpftrace missing: flame graphs or the .bt tools will be left out"
+need_packages "${LOAD_PACKAGES[@]}" || warn "wrk missing: serve runs will be refused"
 build_all
 # The probes attach to tracepoints, which libbpf finds through tracefs.
 if is_root && [ ! -d /sys/kernel/tracing/events/sched ] && [ ! -d /sys/kernel/debug/tracing/events/sched ]; then

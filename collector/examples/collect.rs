@@ -1,12 +1,13 @@
 //! Runs a command under the collector and prints the report as JSON on stdout.
 //!
-//!     sudo target/release/examples/collect [--n N] [--classic] [--fault-kinds off|stack-heap|vma] -- CMD ARGS...
+//!     sudo target/release/examples/collect [--n N] [--classic] [--fault-kinds off|stack-heap|vma] [--net-syscalls] -- CMD ARGS...
 //!
 //! The command (a path, or a name looked up in PATH) is forked, held at the gate before exec while
 //! the probes attach, then released. When it prints
 //! spawnscope JSON Lines (the workloads do), its `phase` events set the phases and its `result`
 //! event's rusage is cross-checked; every line it prints is passed on to stderr. `--n` sizes the
-//! per-thread map (default 10000). Example:
+//! per-thread map (default 10000); `--net-syscalls` also counts the syscalls that serve requests
+//! (accept, reads, writes, epoll, poll, close, shutdown). Example:
 //!
 //!     sudo target/release/examples/collect --n 2000 -- target/release/threads hold --n 2000 --hold-for 1s
 
@@ -22,7 +23,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(split) = args.iter().position(|a| a == "--") else {
         eprintln!(
-            "usage: collect [--n N] [--classic] [--fault-kinds off|stack-heap|vma] -- CMD ARGS..."
+            "usage: collect [--n N] [--classic] [--fault-kinds off|stack-heap|vma] [--net-syscalls] -- CMD ARGS..."
         );
         return ExitCode::from(2);
     };
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
     }
     let mut n = 10_000;
     let mut classic = false;
+    let mut net_syscalls = false;
     let mut fault_kinds = FaultKinds::StackHeap;
     let mut it = opts.iter();
     while let Some(opt) = it.next() {
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
                 }
             },
             "--classic" => classic = true,
+            "--net-syscalls" => net_syscalls = true,
             "--fault-kinds" => {
                 fault_kinds = match it.next().map(String::as_str) {
                     Some("off") => FaultKinds::Off,
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
     let mut cfg = Config::new(child.pid, n);
     cfg.classic_only = classic;
     cfg.fault_kinds = fault_kinds;
+    cfg.net_syscalls = net_syscalls;
     let collector = match Collector::start(&cfg) {
         Ok(c) => Some(c),
         Err(err) => {

@@ -8,6 +8,7 @@ use crate::model::{
     CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, HistBucket, Histogram, Metric,
     PhaseMark, PreExec, ProbeStatus, Report, RusageBasis, Series, REPORT_SCHEMA,
 };
+use crate::net;
 use crate::waits::{self, Support};
 
 /// What the report is assembled from besides the maps.
@@ -21,6 +22,8 @@ pub(crate) struct Meta {
     pub nr_buckets: u32,
     pub fault_kinds: FaultKinds,
     pub per_thread: bool,
+    /// Whether the syscalls that serve requests were asked for (Config::net_syscalls).
+    pub net_syscalls: bool,
     pub errors: Vec<String>,
     /// The held child's counters from /proc, read before the probes were attached.
     pub held: Option<PreExec>,
@@ -43,14 +46,17 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
         ..meta.support
     };
     let waits = waits::waits(raw, &meta.probes, support);
+    // So are the serving syscalls' counters when they were not asked for or not attached.
+    let net_left_out = net::not_measured(meta.net_syscalls, &meta.probes);
     let metrics = counter::NAMES
         .iter()
         .enumerate()
         .filter(|(_, name)| {
-            !waits
-                .unavailable
-                .iter()
-                .any(|u| u.metrics.iter().any(|m| m == *name))
+            !net_left_out.contains(name)
+                && !waits
+                    .unavailable
+                    .iter()
+                    .any(|u| u.metrics.iter().any(|m| m == *name))
         })
         .map(|(c, name)| {
             let per_phase: Vec<u64> = (1..=nr_phases).map(|s| raw.phase[s][c]).collect();
@@ -119,6 +125,7 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
             late_events: st[state::LATE_EVENTS],
             fault_kinds: meta.fault_kinds,
             per_thread: meta.per_thread,
+            net_syscalls: meta.net_syscalls,
             nv_untracked: st[state::NV_UNTRACKED],
             task_storage: support.task_storage,
             vma_lookups_busy: st[state::VMA_BUSY],
@@ -340,6 +347,7 @@ mod tests {
             nr_buckets: 12_000,
             fault_kinds: FaultKinds::StackHeap,
             per_thread: true,
+            net_syscalls: false,
             errors: Vec::new(),
             held: None,
             support: Support::default(),

@@ -89,6 +89,8 @@ enum Use {
     Btf,
     Classic,
     Missing,
+    /// Not asked for (Config::net_syscalls off): not loaded, and not listed in the report.
+    NotAsked,
 }
 
 /// What one probe will be loaded as, and the story of how it got there.
@@ -142,6 +144,12 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
     let mut plans: Vec<Plan> = PROBES
         .iter()
         .map(|p| {
+            if p.net_only && !cfg.net_syscalls {
+                return Plan {
+                    using: Use::NotAsked,
+                    notes: Vec::new(),
+                };
+            }
             if p.per_thread_only && !cfg.per_thread {
                 return Plan {
                     using: Use::Missing,
@@ -265,7 +273,7 @@ fn fall_back(probe: &Probe, plan: &Plan, reason: &str, tracefs: Option<&Path>) -
             notes.push(format!("tp_btf: {reason}"));
             classic_or_missing(probe, notes, tracefs)
         }
-        Use::Classic | Use::Missing => {
+        Use::Classic | Use::Missing | Use::NotAsked => {
             notes.push(format!("tracepoint: {reason}"));
             Plan {
                 using: Use::Missing,
@@ -279,12 +287,13 @@ fn statuses(plans: &[Plan]) -> Vec<ProbeStatus> {
     PROBES
         .iter()
         .zip(plans)
+        .filter(|(_, plan)| plan.using != Use::NotAsked)
         .map(|(probe, plan)| ProbeStatus {
             probe: probe.id().to_string(),
             attach: match plan.using {
                 Use::Btf => Some(Attach::TpBtf),
                 Use::Classic => Some(Attach::Tracepoint),
-                Use::Missing => None,
+                Use::Missing | Use::NotAsked => None,
             },
             note: (!plan.notes.is_empty()).then(|| plan.notes.join("; ")),
         })

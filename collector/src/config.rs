@@ -31,6 +31,15 @@ pub struct Config {
     /// classic (non-BTF) wakeup and migration programs, which know the target's threads only by
     /// their entry, then count nothing, and migrations are not shown.
     pub per_thread: bool,
+    /// Count the syscalls that serve requests — accept, accept4; read, readv, recvfrom,
+    /// recvmsg; write, writev, sendto, sendmsg; epoll_wait, epoll_pwait, epoll_pwait2,
+    /// epoll_ctl, poll, ppoll; close, shutdown — per phase, with the bytes moved, the EAGAIN
+    /// returns, failed accepts and empty epoll waits: one classic `syscalls:sys_exit_*` program
+    /// each, counting at the call's return. Off by default: those tracepoints fire on every such
+    /// call of every process on the machine (a load generator's too), and are then not attached;
+    /// the report says so (`diagnostics.net_syscalls` false) and leaves their metrics out — not
+    /// measured, not 0.
+    pub net_syscalls: bool,
     /// Use only the classic tracepoint programs, as on a kernel without BTF (for tests and
     /// comparisons; off by default).
     pub classic_only: bool,
@@ -51,6 +60,7 @@ impl Config {
             fault_kinds: FaultKinds::StackHeap,
             phases_from_stdout: true,
             per_thread: false,
+            net_syscalls: false,
             classic_only: false,
             refuse_btf_for: None,
         }

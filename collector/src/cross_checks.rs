@@ -316,6 +316,7 @@ mod tests {
                 per_thread: true,
                 nv_untracked: 0,
                 task_storage: false,
+                net_syscalls: false,
                 vma_lookups_busy: 0,
                 execs: 1,
                 read_errors: Vec::new(),

@@ -32,8 +32,8 @@
 //!
 //! Modules, bottom to top (each uses only those before it): `layout` (generated from
 //! probes/collector.h), [`clock`], [`launch`], [`jhash`], `model` (collector.json), `probes`,
-//! `config`, `sizing`, `held`, `maps`, `waits`, `assemble`, `summary`, `cross_checks`, `cost`,
-//! `attach`, and this facade.
+//! `net`, `config`, `sizing`, `held`, `maps`, `waits`, `assemble`, `summary`, `cross_checks`,
+//! `cost`, `attach`, and this facade.
 
 mod assemble;
 mod attach;
@@ -49,6 +49,7 @@ mod layout {
 }
 mod maps;
 mod model;
+mod net;
 mod probes;
 mod sizing;
 mod summary;
@@ -175,6 +176,7 @@ impl Collector {
             nr_buckets: sizing.buckets,
             fault_kinds: cfg.fault_kinds,
             per_thread: cfg.per_thread,
+            net_syscalls: cfg.net_syscalls,
             errors,
             held,
             support: waits::Support {

@@ -198,6 +198,11 @@ pub struct Diagnostics {
     /// reclaim, compaction). Files from before it existed had none.
     #[serde(default)]
     pub task_storage: bool,
+    /// Whether the syscalls that serve requests were counted (Config::net_syscalls: accept,
+    /// reads, writes, epoll and poll, close, shutdown). Without it their metrics are left out of
+    /// `metrics` (not measured, not 0), and so is any syscall's whose probe was not attached.
+    #[serde(default)]
+    pub net_syscalls: bool,
     /// VMA lookups that found mmap_lock held for writing (their faults count as `fault_other`).
     pub vma_lookups_busy: u64,
     pub execs: u64,

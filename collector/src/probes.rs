@@ -20,6 +20,9 @@ pub(crate) struct Probe {
     pub fields: &'static [(&'static str, u32)],
     /// It serves only per-thread figures (Config::per_thread): not attached without them.
     pub per_thread_only: bool,
+    /// It counts the syscalls that serve requests (Config::net_syscalls): not loaded, nor
+    /// listed in the report's probes, without them.
+    pub net_only: bool,
 }
 
 impl Probe {
@@ -58,6 +61,7 @@ const fn btf(tracepoint: &'static str, fields: &'static [(&'static str, u32)]) -
         classic: true,
         fields,
         per_thread_only: false,
+        net_only: false,
     }
 }
 
@@ -70,6 +74,7 @@ const fn btf_only(tracepoint: &'static str) -> Probe {
         classic: false,
         fields: &[],
         per_thread_only: false,
+        net_only: false,
     }
 }
 
@@ -82,6 +87,7 @@ const fn syscall(tracepoint: &'static str, fields: &'static [(&'static str, u32)
         classic: true,
         fields,
         per_thread_only: false,
+        net_only: false,
     }
 }
 
@@ -91,6 +97,15 @@ const fn per_thread_only(probe: Probe) -> Probe {
     Probe {
         per_thread_only: true,
         ..probe
+    }
+}
+
+/// The exit of a syscall that serves requests (Config::net_syscalls): classic, its return value
+/// read. Each fires for every such call on the machine, so none is attached unless asked for.
+const fn net_syscall(tracepoint: &'static str) -> Probe {
+    Probe {
+        net_only: true,
+        ..syscall(tracepoint, RET)
     }
 }
 
@@ -163,6 +178,25 @@ pub(crate) const PROBES: &[Probe] = &[
     btf("compaction:mm_compaction_try_to_compact_pages", &[]),
     btf("huge_memory:mm_collapse_huge_page", &[]),
     btf("huge_memory:mm_khugepaged_collapse_file", &[]),
+    // The syscalls that serve requests, at their return (Config::net_syscalls only).
+    net_syscall("syscalls:sys_exit_accept"),
+    net_syscall("syscalls:sys_exit_accept4"),
+    net_syscall("syscalls:sys_exit_read"),
+    net_syscall("syscalls:sys_exit_readv"),
+    net_syscall("syscalls:sys_exit_recvfrom"),
+    net_syscall("syscalls:sys_exit_recvmsg"),
+    net_syscall("syscalls:sys_exit_write"),
+    net_syscall("syscalls:sys_exit_writev"),
+    net_syscall("syscalls:sys_exit_sendto"),
+    net_syscall("syscalls:sys_exit_sendmsg"),
+    net_syscall("syscalls:sys_exit_epoll_wait"),
+    net_syscall("syscalls:sys_exit_epoll_pwait"),
+    net_syscall("syscalls:sys_exit_epoll_pwait2"),
+    net_syscall("syscalls:sys_exit_epoll_ctl"),
+    net_syscall("syscalls:sys_exit_poll"),
+    net_syscall("syscalls:sys_exit_ppoll"),
+    net_syscall("syscalls:sys_exit_close"),
+    net_syscall("syscalls:sys_exit_shutdown"),
 ];
 
 /// Every tracepoint the collector's probes attach to, as `category:name` (tracefs has each under

@@ -5,15 +5,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{is_root, serial, skip};
+use common::{serial, skip, ChildRun as Run};
 use serde_json::{json, Value};
-use spawnscope_collector::launch::{self, ChildSetup, Stdio};
-use spawnscope_collector::{jhash, monotonic_ns, Collector, Config, Error, Report};
+use spawnscope_collector::{jhash, monotonic_ns, Config, Report};
 
 // ---- the children: one JSON event per line on stdout, phases as the workloads write them ----
 
@@ -180,84 +179,10 @@ fn child_futex_buckets() {
 
 // ---- running a child under the collector ----
 
-struct Run {
-    report: Report,
-    result: Value,
-    phases: Vec<String>,
-}
-
-impl Run {
-    fn in_phase(&self, metric: &str, name: &str) -> u64 {
-        let i = self.phases.iter().position(|p| p == name).unwrap();
-        let m = self
-            .report
-            .metric(metric)
-            .unwrap_or_else(|| panic!("{metric} not available: {:?}", self.report.waits));
-        m.per_phase[i]
-    }
-}
-
 /// This binary re-exec'd to run `child` under the collector (lean probes, as the conductor's
 /// default), or None after a printed SKIP.
 fn run_child(test: &str, child: &str, config: impl FnOnce(&mut Config)) -> Option<Run> {
-    if !is_root() {
-        skip(test, "needs root to load BPF programs");
-        return None;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let args: Vec<String> = [
-        "--ignored",
-        "--exact",
-        child,
-        "--nocapture",
-        "--test-threads=1",
-        "-q",
-    ]
-    .map(String::from)
-    .to_vec();
-    let setup = ChildSetup {
-        gated: true,
-        stdin: Stdio::Null,
-        stdout: Stdio::Pipe,
-        ..ChildSetup::default()
-    };
-    let mut spawned = launch::spawn(&exe, &args, setup).expect("re-exec'ing the test binary");
-    let mut cfg = Config::new(spawned.pid, PARKED as u64);
-    config(&mut cfg);
-    let collector = match Collector::start(&cfg) {
-        Ok(c) => c,
-        Err(err @ (Error::NoBpf(_) | Error::Unusable(_))) => {
-            skip(test, &format!("BPF cannot load here: {err}"));
-            launch::kill(spawned.pid);
-            let _ = launch::wait(spawned.pid);
-            return None;
-        }
-    };
-    spawned.release().expect("the child execs");
-    let (mut phases, mut result) = (Vec::new(), None);
-    // The test harness prints its own lines around the child's events.
-    for line in BufReader::new(spawned.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        let Some(at) = line.find('{') else { continue };
-        let Ok(event) = serde_json::from_str::<Value>(&line[at..]) else {
-            continue;
-        };
-        match event["event"].as_str() {
-            Some("phase") => {
-                collector.set_phase(phases.len() as u32, event["t_ns"].as_u64().unwrap());
-                phases.push(event["name"].as_str().unwrap().to_string());
-            }
-            Some("result") => result = Some(event),
-            _ => {}
-        }
-    }
-    let (exit, _) = launch::wait(spawned.pid).unwrap();
-    assert!(exit.success(), "{child} exited with {}", exit.describe());
-    Some(Run {
-        report: collector.finish(),
-        result: result.expect("a result event"),
-        phases,
-    })
+    common::run_child(test, child, PARKED as u64, config)
 }
 
 /// The figure's reason for being unavailable, if it is.

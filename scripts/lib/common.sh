@@ -129,6 +129,9 @@ need_command() {
 BUILD_PACKAGES=(build-essential pkg-config clang libelf-dev zlib1g-dev)
 # shellcheck disable=SC2034
 TRACE_PACKAGES=(bpftrace "linux-perf|linux-tools-$(uname -r)")
+# wrk: the load generator of the serve workload (spawnscope/src/measure/loadgen.rs).
+# shellcheck disable=SC2034
+LOAD_PACKAGES=(wrk)
 
 # need_toolchains: cargo and go on PATH. As root under sudo, cargo and rustup use the invoking
 # user's toolchain and cache (root usually has none of its own).
@@ -162,7 +165,9 @@ build_workloads() {
   # tokio-sleepers: the 2024 article's tokio program, for compare --reproduce async-runtimes-2024.
   say "building the workloads (cargo build --release -p threads -p tokio-tasks --bins --example tokio-sleepers; go build goroutines)"
   (cd "$REPO_ROOT" && cargo build --release --quiet -p threads -p tokio-tasks --bins --example tokio-sleepers)
-  (cd "$REPO_ROOT/goroutines-go" && go build -trimpath -o "$BIN_DIR/goroutines" .)
+  # CGO_ENABLED=0: `net` (serve) would otherwise link cgo, and every goroutines workload would
+  # start its threads through glibc (clone3) instead of the Go runtime (clone).
+  (cd "$REPO_ROOT/goroutines-go" && CGO_ENABLED=0 go build -trimpath -o "$BIN_DIR/goroutines" .)
 }
 
 # build_all: spawnscope and the workloads; as root under sudo, the build products are given back

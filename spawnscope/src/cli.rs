@@ -241,6 +241,12 @@ pub struct RunArgs {
     pub perf_call_graph: Option<CallGraph>,
     #[command(flatten, next_help_heading = "Passed to the workload")]
     pub workload_flags: WorkloadFlags,
+    #[command(flatten, next_help_heading = "Load (serve)")]
+    pub load: LoadArgs,
+    /// Pin the workload to these CPUs (a list as taskset takes it: 0-1, 0,2,4-7); its threads
+    /// inherit the mask [default: every CPU].
+    #[arg(long, value_name = "LIST", help_heading = "Limits")]
+    pub cpus: Option<String>,
     /// Print the run's summary as JSON on stdout (summary.json, with `results_dir`) instead of the
     /// terminal view.
     #[arg(long, help_heading = "Output")]
@@ -289,6 +295,53 @@ pub struct WorkloadFlags {
     /// The workload's own memory reserve (0 turns its guard off).
     #[arg(long)]
     pub reserve: Option<String>,
+    /// serve: what each request does, KIND=VALUE,… of spin=DUR (CPU), sleep=DUR (waiting),
+    /// body=BYTES (the response) [spin=0s,sleep=0s,body=128].
+    #[arg(long)]
+    pub work: Option<String>,
+    /// serve: the port [0: one the kernel picks].
+    #[arg(long)]
+    pub port: Option<String>,
+    /// serve: listen on 127.0.0.1 … 127.0.0.K [one per 50,000 connections].
+    #[arg(long)]
+    pub addrs: Option<String>,
+    /// serve: listen(2) backlog (the kernel caps it at net.core.somaxconn) [4096].
+    #[arg(long)]
+    pub backlog: Option<String>,
+}
+
+/// The load wrk puts on a `serve` run: --n connections held open for --duration.
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// How long wrk loads the server (wrk -d) [10s; rust-http-2023: 30s, the article's].
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub duration: Option<Duration>,
+    /// wrk threads in all (wrk -t) [default: one per CPU, at most one per connection].
+    #[arg(long, value_parser = parse_n)]
+    pub load_threads: Option<u64>,
+    /// A request unanswered this long is a timeout (wrk --timeout) [2s, wrk's; rust-http-2023:
+    /// 15s, the article's].
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub load_timeout: Option<Duration>,
+}
+
+impl LoadArgs {
+    /// The load as given, `defaults` where a flag was not.
+    pub fn options_over(
+        &self,
+        defaults: crate::measure::loadgen::LoadOptions,
+    ) -> crate::measure::loadgen::LoadOptions {
+        crate::measure::loadgen::LoadOptions {
+            duration: self.duration.unwrap_or(defaults.duration),
+            threads: self.load_threads.or(defaults.threads),
+            thread_per_connection: defaults.thread_per_connection && self.load_threads.is_none(),
+            timeout: self.load_timeout.unwrap_or(defaults.timeout),
+        }
+    }
+
+    pub fn options(&self) -> crate::measure::loadgen::LoadOptions {
+        self.options_over(Default::default())
+    }
 }
 
 impl WorkloadFlags {
@@ -307,6 +360,10 @@ impl WorkloadFlags {
             ("--gomaxprocs", &self.gomaxprocs),
             ("--workers", &self.workers),
             ("--reserve", &self.reserve),
+            ("--work", &self.work),
+            ("--port", &self.port),
+            ("--addrs", &self.addrs),
+            ("--backlog", &self.backlog),
         ]
         .into_iter()
         .filter_map(|(flag, value)| Some((flag.to_string(), value.clone()?)))
@@ -344,6 +401,12 @@ pub enum Reproduction {
     /// (tokio, Go, Node, Python), beside the article's published megabytes.
     #[value(name = "async-runtimes-2024")]
     AsyncRuntimes2024,
+    /// The 2023 Rust HTTP server article: `serve` in each runtime under wrk at 10, 100, 1,000,
+    /// 3,000 and 5,000 connections (-t = -c, --timeout 15s, -d 30s unless --duration), each
+    /// request sleeping 1.5 s, pinned to 2 CPUs, in a 10 MiB cgroup (and 20 MiB at 5,000),
+    /// beside the article's table, with what happened at each limit named.
+    #[value(name = "rust-http-2023")]
+    RustHttp2023,
 }
 
 #[derive(Args, Debug)]
@@ -412,6 +475,11 @@ pub struct CompareArgs {
     /// --workers to tokio).
     #[command(flatten)]
     pub workload_flags: WorkloadFlags,
+    #[command(flatten, next_help_heading = "Load (serve)")]
+    pub load: LoadArgs,
+    /// Pin every run's workload to these CPUs (as taskset takes them: 0-1).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! `tokio-tasks` is in schema/ and the architecture notes.
 
 mod gate;
+mod serve;
 mod spawn;
 mod workloads;
 
@@ -38,5 +39,6 @@ fn main() {
         Workload::Churn => workloads::churn,
         Workload::Pingpong => workloads::pingpong,
         Workload::Chain => workloads::chain,
+        Workload::Serve => serve::serve,
     })
 }

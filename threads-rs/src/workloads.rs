@@ -1,6 +1,7 @@
-//! The five workloads on OS threads. Each spawns through the Harness (which counts, guards and
-//! reports) and keeps nothing per task beyond what std::thread itself needs: tasks wait on one
-//! shared gate, report to one shared latch, and are joined by their scope.
+//! The five workloads on OS threads (the sixth, serve, is serve.rs). Each spawns through the
+//! Harness (which counts, guards and reports) and keeps nothing per task beyond what std::thread
+//! itself needs: tasks wait on one shared gate, report to one shared latch, and are joined by
+//! their scope.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;

@@ -1,8 +1,10 @@
 //! End-to-end tests of the `threads` binary: every workload's output validates against the shared
-//! schema, hold proves coexistence, the memory guard stops as data, bad input is refused.
+//! schema, hold proves coexistence, the memory guard stops as data, serve answers its clients,
+//! bad input is refused.
 
 mod common;
 
+use common::serve::*;
 use common::*;
 use serde_json::Value;
 
@@ -165,8 +167,51 @@ fn guard_stops_spawning_as_data() {
 }
 
 #[test]
+fn serve_answers_every_request_and_drains() {
+    check_serve_run(&threads_bin());
+}
+
+#[test]
+fn serve_sleeps_as_work_says() {
+    check_serve_sleep(&threads_bin());
+}
+
+#[test]
+fn serve_listens_on_every_address() {
+    check_serve_addrs(&threads_bin());
+}
+
+#[test]
+fn serve_speaks_http() {
+    check_serve_protocol(&threads_bin());
+}
+
+#[test]
+fn serve_guard_stops_accepting_as_data() {
+    check_serve_guard(&threads_bin());
+}
+
+#[test]
+fn serve_gives_each_connection_a_thread() {
+    let out = serve_with_clients(
+        &threads_bin(),
+        &["serve", "--n", "40", "--stack-size", "64K"],
+        40,
+        1,
+        128,
+    );
+    let events = events(&validator(), &out.stdout);
+    let peak = only(&events, "peak");
+    // 40 connection threads, main, the accept loop and the thread waiting on stdin.
+    assert_eq!(peak["status"]["threads"], 43);
+    let result = only(&events, "result");
+    assert_eq!(result["runtime_stats"]["stack_size_bytes"], 65536);
+}
+
+#[test]
 fn bad_input_is_refused() {
-    let failures: Vec<String> = bad_input_rows("threads")
+    let busy = busy_port();
+    let failures: Vec<String> = bad_input_rows("threads", &busy)
         .iter()
         .filter_map(|(expect, args)| assert_refused(&threads_bin(), "threads", expect, args).err())
         .collect();

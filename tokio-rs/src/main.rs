@@ -3,6 +3,7 @@
 //! `goroutines` is in schema/ and the architecture notes.
 
 mod runtime;
+mod serve;
 mod workloads;
 
 use workload::cli::{self, Workload};
@@ -29,7 +30,7 @@ fn main() {
     let Some(cfg) = cli::config_or_exit(&TOKIO) else {
         return;
     };
-    let tasks = match runtime::TokioTasks::build(cfg.workers) {
+    let tasks = match runtime::TokioTasks::build(cfg.workers, cfg.workload == Workload::Serve) {
         Ok(tasks) => tasks,
         Err(err) => {
             eprintln!("{PROGRAM}: the tokio runtime could not start: {err}");
@@ -42,6 +43,7 @@ fn main() {
         Workload::Churn => workloads::churn,
         Workload::Pingpong => workloads::pingpong,
         Workload::Chain => workloads::chain,
+        Workload::Serve => serve::serve,
     })
 }
 

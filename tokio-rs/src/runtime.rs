@@ -18,14 +18,20 @@ pub struct TokioTasks {
 }
 
 impl TokioTasks {
-    /// The runtime with `workers` worker threads (None: tokio's default, one per CPU) and timers.
-    pub fn build(workers: Option<u64>) -> io::Result<Self> {
+    /// The runtime with `workers` worker threads (None: tokio's default, one per CPU) and timers;
+    /// with `net`, the I/O driver too (serve's sockets). Only serve has it: with it, an idle
+    /// worker parks in epoll_wait and is woken through an eventfd rather than a futex, which the
+    /// other workloads would then measure.
+    pub fn build(workers: Option<u64>, net: bool) -> io::Result<Self> {
         let threads_started = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&threads_started);
         let mut builder = Builder::new_multi_thread();
         builder.enable_time().on_thread_start(move || {
             counter.fetch_add(1, Relaxed);
         });
+        if net {
+            builder.enable_io();
+        }
         if let Some(n) = workers {
             builder.worker_threads(n as usize);
         }

@@ -1,8 +1,9 @@
-//! The five workloads on tokio tasks, spawned from the main thread as `#[tokio::main]` programs
-//! spawn them (into the runtime's global queue). Each keeps nothing per task beyond what tokio
-//! itself needs: what tasks share is leaked once per run and reached through one reference, tasks
-//! wait at one shared gate (a semaphore with no permits, closed to open it) and report to one
-//! shared latch. Main waits on the latch as `threads` joins its scope.
+//! The five workloads on tokio tasks (the sixth, serve, is serve.rs), spawned from the main
+//! thread as `#[tokio::main]` programs spawn them (into the runtime's global queue). Each keeps
+//! nothing per task beyond what tokio itself needs: what tasks share is leaked once per run and
+//! reached through one reference, tasks wait at one shared gate (a semaphore with no permits,
+//! closed to open it) and report to one shared latch. Main waits on the latch as `threads` joins
+//! its scope.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -1,12 +1,14 @@
 //! End-to-end tests of the `tokio-tasks` binary beyond the contract test (threads-rs/tests/
 //! contract.rs runs every workload on all three binaries): the runtime's own count of tasks
-//! alive, tasks that are not threads, --workers in force, the memory guard, bad input.
+//! alive, tasks that are not threads, --workers in force, the memory guard, serve answering its
+//! clients, bad input.
 
 #[path = "../../threads-rs/tests/common/mod.rs"]
 mod common;
 
 use std::path::PathBuf;
 
+use common::serve::*;
 use common::*;
 
 fn tokio_bin() -> PathBuf {
@@ -99,8 +101,50 @@ fn guard_stops_spawning_as_data() {
 }
 
 #[test]
+fn serve_answers_every_request_and_drains() {
+    check_serve_run(&tokio_bin());
+}
+
+#[test]
+fn serve_sleeps_as_work_says() {
+    check_serve_sleep(&tokio_bin());
+}
+
+#[test]
+fn serve_listens_on_every_address() {
+    check_serve_addrs(&tokio_bin());
+}
+
+#[test]
+fn serve_speaks_http() {
+    check_serve_protocol(&tokio_bin());
+}
+
+#[test]
+fn serve_guard_stops_accepting_as_data() {
+    check_serve_guard(&tokio_bin());
+}
+
+#[test]
+fn serve_connections_are_tasks_on_the_workers() {
+    let out = serve_with_clients(
+        &tokio_bin(),
+        &["serve", "--n", "40", "--workers", "2"],
+        40,
+        1,
+        128,
+    );
+    let events = events(&validator(), &out.stdout);
+    let peak = only(&events, "peak");
+    // Main, the two workers and the thread waiting on stdin, whatever the connections.
+    assert_eq!(peak["status"]["threads"], 4);
+    assert_eq!(only(&events, "result")["runtime_stats"]["workers"], 2);
+}
+
+#[test]
 fn bad_input_is_refused() {
-    let failures: Vec<String> = bad_input_rows("tokio-tasks")
+    let busy = busy_port();
+    let failures: Vec<String> = bad_input_rows("tokio-tasks", &busy)
         .iter()
         .filter_map(|(expect, args)| {
             assert_refused(&tokio_bin(), "tokio-tasks", expect, args).err()

@@ -11,6 +11,12 @@ pub const MAX_N: u64 = 100_000_000;
 const MAX_STACK: u64 = 1 << 30;
 /// The most worker threads --workers takes (goroutines' --gomaxprocs has the same bound).
 pub const MAX_WORKERS: u64 = 1024;
+/// serve: the loopback addresses it listens on at most (127.0.0.1 to 127.0.0.64).
+pub const MAX_ADDRS: u64 = 64;
+/// serve: the largest listen(2) backlog --backlog takes (the kernel caps it at somaxconn).
+pub const MAX_BACKLOG: u64 = 1 << 20;
+/// serve: the largest response body --work takes.
+pub const MAX_BODY: u64 = 16 << 20;
 
 /// A flag that only some runtimes take: its usage line where taken, the reason where refused.
 #[derive(Clone, Copy, Debug)]
@@ -26,6 +32,7 @@ pub enum Workload {
     Churn,
     Pingpong,
     Chain,
+    Serve,
 }
 
 impl Workload {
@@ -36,6 +43,7 @@ impl Workload {
             Workload::Churn => "churn",
             Workload::Pingpong => "pingpong",
             Workload::Chain => "chain",
+            Workload::Serve => "serve",
         }
     }
 
@@ -46,6 +54,7 @@ impl Workload {
             Workload::Churn,
             Workload::Pingpong,
             Workload::Chain,
+            Workload::Serve,
         ]
         .into_iter()
         .find(|w| w.name() == text)
@@ -56,10 +65,12 @@ impl Workload {
             Workload::Sleep | Workload::Hold | Workload::Churn => 10_000,
             Workload::Pingpong => 1,
             Workload::Chain => 1_000,
+            Workload::Serve => 100,
         }
     }
 
-    /// Tasks the workload spawns for a given --n (pingpong and chain spawn two per unit).
+    /// Tasks the workload spawns for a given --n (pingpong and chain spawn two per unit; serve,
+    /// one per connection).
     pub fn tasks(self, n: u64) -> u64 {
         match self {
             Workload::Pingpong | Workload::Chain => 2 * n,
@@ -87,6 +98,24 @@ impl EventType {
     }
 }
 
+/// serve: what each request does (--work): spin, then sleep, then respond with the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Work {
+    pub spin_ns: u64,
+    pub sleep_ns: u64,
+    pub body_bytes: u64,
+}
+
+impl Default for Work {
+    fn default() -> Self {
+        Work {
+            spin_ns: 0,
+            sleep_ns: 0,
+            body_bytes: 128,
+        }
+    }
+}
+
 /// Everything a run needs, validated.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -100,6 +129,14 @@ pub struct Config {
     pub queue: u64,
     pub event_type: EventType,
     pub size: u64,
+    /// serve: the TCP port (0: the kernel picks a free one).
+    pub port: u16,
+    /// serve: listens on 127.0.0.1 to 127.0.0.`addrs`, all on one port.
+    pub addrs: u64,
+    pub backlog: u64,
+    /// serve: drains after this long; None: on a line or EOF on stdin.
+    pub serve_for_ns: Option<u64>,
+    pub work: Work,
     pub stack_size: Option<u64>,
     /// tokio's worker threads (None: the runtime's default, one per CPU).
     pub workers: Option<u64>,
@@ -126,6 +163,11 @@ const FLAGS: &[(&str, Option<Workload>)] = &[
     ("--queue", Some(Workload::Chain)),
     ("--type", Some(Workload::Chain)),
     ("--size", Some(Workload::Chain)),
+    ("--port", Some(Workload::Serve)),
+    ("--addrs", Some(Workload::Serve)),
+    ("--backlog", Some(Workload::Serve)),
+    ("--work", Some(Workload::Serve)),
+    ("--serve-for", Some(Workload::Serve)),
     ("--stack-size", None),
     ("--gomaxprocs", None),
     ("--workers", None),
@@ -166,10 +208,13 @@ workloads:
   pingpong   --n pairs bounce --rounds round trips over channels ({channels})
   chain      --n receivers with bounded queues of --queue; --n senders each send --events
              events of --type; speed = events/s after spawning (bench-of-chan)
+  serve      an HTTP/1.1 keep-alive server on the loopback, a task per connection; `peak`
+             when --n connections are open at once; drains on a line or EOF on stdin, or after
+             --serve-for
 
 flags:
-  --n N               tasks (pingpong: pairs; chain: receivers = senders), 1..{MAX_N}
-                      [sleep, hold, churn: 10000; pingpong: 1; chain: 1000]
+  --n N               tasks (pingpong: pairs; chain: receivers = senders; serve: connections),
+                      1..{MAX_N} [sleep, hold, churn: 10000; pingpong: 1; chain: 1000; serve: 100]
   --sleep DUR         sleep: how long each task sleeps [1s]
   --hold-for DUR      hold: release after DUR instead of waiting on stdin
   --batch B           churn: tasks alive at most [100]
@@ -178,6 +223,13 @@ flags:
   --queue Q           chain: capacity of each receiver's queue [16]
   --type T            chain: int, str, str_ptr or str_clone [int]
   --size S            chain: bytes per string event [16]
+  --port P            serve: TCP port, 0..65535; 0 = a free one the kernel picks [0]
+  --addrs K           serve: listen on 127.0.0.1 to 127.0.0.K, all on one port, 1..{MAX_ADDRS} [1]
+  --backlog B         serve: listen(2) backlog, 1..{MAX_BACKLOG}, capped by net.core.somaxconn [4096]
+  --work LIST         serve: what each request does, comma-separated: spin=DUR (busy loop),
+                      sleep=DUR (wait without CPU), body=BYTES (response body, 0..16M)
+                      [spin=0s,sleep=0s,body=128]
+  --serve-for DUR     serve: drain after DUR instead of waiting on stdin
 {runtime_flags}  --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
                       falls below this; 0 = never [2% of usable memory, 32..512 MiB]
   --dry-run           check the arguments, print the `start` event, spawn nothing
@@ -190,10 +242,12 @@ Exit codes: 0 done; 1 output failed; 2 bad usage; 3 spawning stopped at a limit 
     )
 }
 
+const WORKLOADS: &str = "(sleep, hold, churn, pingpong, chain or serve)";
+
 /// Parses the arguments after the program name. Err carries the one-line reason (without usage).
 pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
     let Some(first) = args.first() else {
-        return Err("missing workload (sleep, hold, churn, pingpong or chain)".into());
+        return Err(format!("missing workload {WORKLOADS}"));
     };
     match first.as_str() {
         "--help" | "-h" => return Ok(Command::Help),
@@ -203,15 +257,9 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
     let workload = match Workload::parse(first) {
         Some(w) => w,
         None if first.starts_with('-') => {
-            return Err(format!(
-                "missing workload before '{first}' (sleep, hold, churn, pingpong or chain)"
-            ))
+            return Err(format!("missing workload before '{first}' {WORKLOADS}"))
         }
-        None => {
-            return Err(format!(
-                "unknown workload '{first}' (sleep, hold, churn, pingpong or chain)"
-            ))
-        }
+        None => return Err(format!("unknown workload '{first}' {WORKLOADS}")),
     };
     let mut cfg = Config {
         workload,
@@ -224,6 +272,11 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
         queue: 16,
         event_type: EventType::Int,
         size: 16,
+        port: 0,
+        addrs: 1,
+        backlog: 4096,
+        serve_for_ns: None,
+        work: Work::default(),
         stack_size: None,
         workers: None,
         reserve: None,
@@ -284,6 +337,11 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
             "--events" => cfg.events = parse_count(&value, 1, 1_000_000_000).map_err(bad)?,
             "--queue" => cfg.queue = parse_count(&value, 1, 1_000_000).map_err(bad)?,
             "--size" => cfg.size = parse_count(&value, 1, 1 << 24).map_err(bad)?,
+            "--port" => cfg.port = parse_count(&value, 0, 65535).map_err(bad)? as u16,
+            "--addrs" => cfg.addrs = parse_count(&value, 1, MAX_ADDRS).map_err(bad)?,
+            "--backlog" => cfg.backlog = parse_count(&value, 1, MAX_BACKLOG).map_err(bad)?,
+            "--work" => cfg.work = parse_work(&value).map_err(bad)?,
+            "--serve-for" => cfg.serve_for_ns = Some(parse_duration_ns(&value).map_err(bad)?),
             "--type" => {
                 cfg.event_type = match value.as_str() {
                     "int" => EventType::Int,
@@ -316,6 +374,33 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
     Ok(Command::Run(cfg))
 }
 
+/// --work's comma-separated KIND=VALUE list; kinds not given keep their default.
+fn parse_work(list: &str) -> Result<Work, String> {
+    let mut work = Work::default();
+    let mut seen: Vec<&str> = Vec::new();
+    for item in list.split(',') {
+        let (kind, value) = item.split_once('=').unwrap_or((item, ""));
+        if !["spin", "sleep", "body"].contains(&kind) {
+            return Err(format!("unknown kind '{kind}' (spin, sleep or body)"));
+        }
+        if !item.contains('=') {
+            let example = if kind == "body" { "1K" } else { "1ms" };
+            return Err(format!("'{kind}' needs a value, like {kind}={example}"));
+        }
+        if seen.contains(&kind) {
+            return Err(format!("'{kind}' given twice"));
+        }
+        seen.push(kind);
+        let bad = |why: String| format!("{kind} '{value}' {why}");
+        match kind {
+            "spin" => work.spin_ns = parse_duration_ns(value).map_err(bad)?,
+            "sleep" => work.sleep_ns = parse_duration_ns(value).map_err(bad)?,
+            _ => work.body_bytes = parse_bytes(value, MAX_BODY).map_err(bad)?,
+        }
+    }
+    Ok(work)
+}
+
 /// The run the process's arguments ask for. Help and version are printed here (None: nothing to
 /// run); bad usage prints its one line and the usage on stderr and exits 2.
 pub fn config_or_exit(program: &Program) -> Option<Config> {
@@ -335,12 +420,15 @@ pub fn config_or_exit(program: &Program) -> Option<Config> {
             );
             None
         }
-        Err(reason) => {
-            eprintln!("{}: {reason}", program.name);
-            eprint!("{}", usage(program));
-            std::process::exit(2);
-        }
+        Err(reason) => exit_bad_usage(program, &reason),
     }
+}
+
+/// Bad usage: the one-line reason and the usage on stderr, nothing on stdout, exit 2.
+pub fn exit_bad_usage(program: &Program, reason: &str) -> ! {
+    eprintln!("{}: {reason}", program.name);
+    eprint!("{}", usage(program));
+    std::process::exit(2);
 }
 
 fn refusal(spec: RuntimeFlag) -> Option<&'static str> {
@@ -428,6 +516,78 @@ mod tests {
             .unwrap_err()
             .contains("does not apply to sleep"));
         assert!(run("--n 3").unwrap_err().contains("missing workload"));
+    }
+
+    #[test]
+    fn serve_defaults_and_flags() {
+        let cfg = run("serve").unwrap();
+        assert_eq!(
+            (cfg.n, cfg.port, cfg.addrs, cfg.backlog, cfg.serve_for_ns),
+            (100, 0, 1, 4096, None)
+        );
+        assert_eq!(cfg.work, Work::default());
+        assert_eq!(cfg.work.body_bytes, 128);
+        assert_eq!(cfg.workload.tasks(cfg.n), 100, "a task per connection");
+        let cfg = run("serve --port 65535 --addrs 64 --backlog 1048576 --serve-for 1m").unwrap();
+        assert_eq!(
+            (cfg.port, cfg.addrs, cfg.backlog, cfg.serve_for_ns),
+            (65535, 64, 1 << 20, Some(60_000_000_000))
+        );
+    }
+
+    #[test]
+    fn work_kinds_keep_their_default_unless_given() {
+        let work = |list: &str| run(&format!("serve --work {list}")).map(|c| c.work);
+        assert_eq!(
+            work("sleep=200ms").unwrap(),
+            Work {
+                sleep_ns: 200_000_000,
+                ..Work::default()
+            }
+        );
+        assert_eq!(
+            work("body=16M,spin=1.5ms,sleep=0s").unwrap(),
+            Work {
+                spin_ns: 1_500_000,
+                sleep_ns: 0,
+                body_bytes: 16 << 20
+            }
+        );
+        assert_eq!(work("body=0").unwrap().body_bytes, 0);
+    }
+
+    #[test]
+    fn serve_refusals_name_the_value() {
+        let refused = |args: &str| run(args).unwrap_err();
+        assert_eq!(
+            refused("serve --work nap=1s"),
+            "--work 'nap=1s': unknown kind 'nap' (spin, sleep or body)"
+        );
+        assert_eq!(
+            refused("serve --work spin"),
+            "--work 'spin': 'spin' needs a value, like spin=1ms"
+        );
+        assert_eq!(
+            refused("serve --work spin=1s,spin=2s"),
+            "--work 'spin=1s,spin=2s': 'spin' given twice"
+        );
+        assert_eq!(
+            refused("serve --work body=17M"),
+            "--work 'body=17M': body '17M' is larger than 16777216 bytes"
+        );
+        assert!(refused("serve --work body=-1").contains("body '-1' must be a byte count"));
+        assert!(refused("serve --work sleep=5").contains("sleep '5' must be a duration"));
+        assert!(refused("serve --work=").contains("unknown kind ''"));
+        assert!(refused("serve --n 0").contains("'0'"));
+        assert!(refused("serve --port 70000").contains("'70000'"));
+        assert!(refused("serve --addrs 65").contains("from 1 to 64"));
+        assert!(refused("serve --backlog 0").contains("--backlog '0'"));
+        assert!(refused("serve --serve-for 5").contains("--serve-for '5'"));
+        assert_eq!(
+            refused("hold --port 80"),
+            "flag '--port' does not apply to hold"
+        );
+        assert!(refused("serve --hold-for 1s").contains("does not apply to serve"));
     }
 
     #[test]

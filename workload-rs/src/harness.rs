@@ -1,16 +1,20 @@
 //! What every workload shares: the events on stdout, phases, progress, the memory guard, the peak
-//! snapshot and the final `result`. The workloads themselves (each binary's workloads.rs) only
-//! spawn and wait; how a runtime counts its tasks is its [`Tasks`].
+//! snapshot and the final `result`; and serve's main loop (its tasks are connections). The
+//! workloads themselves (each binary's workloads.rs and serve.rs) only spawn and wait; how a
+//! runtime counts its tasks is its [`Tasks`].
 
 use std::io::{self, BufRead, Write};
+use std::net::TcpListener;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::SeqCst;
+use std::sync::mpsc::{Receiver, Sender};
 use std::thread::{self, Thread};
 use std::time::Duration;
 
-use crate::cli::{Config, Workload};
+use crate::cli::{self, Config, Workload};
 use crate::json::{Obj, Value};
 use crate::limits::{Failure, Limits, SpawnGuard};
+use crate::serve::{self, Arrival, Service};
 use crate::{sys, Program};
 
 pub const SCHEMA_VERSION: u64 = 1;
@@ -51,6 +55,12 @@ pub struct Harness<T: Tasks> {
     alive_max: u64,
     peak: Option<(u64, Obj)>,
     failure: Option<Failure>,
+    /// serve: its listeners, bound before `start`, until `listen` hands them over.
+    listeners: Vec<TcpListener>,
+    /// serve: what its connections count into, from `listen` on.
+    service: Option<&'static Service>,
+    /// serve: connections still open when the drain gave up.
+    open_at_end: u64,
 }
 
 impl<T: Tasks> Harness<T> {
@@ -73,6 +83,9 @@ impl<T: Tasks> Harness<T> {
             alive_max: 0,
             peak: None,
             failure: None,
+            listeners: Vec::new(),
+            service: None,
+            open_at_end: 0,
         }
     }
 
@@ -108,6 +121,17 @@ impl<T: Tasks> Harness<T> {
                 p.put("type", c.event_type.name());
                 p.put("size", c.size);
             }
+            Workload::Serve => {
+                p.put("port", u64::from(c.port));
+                p.put("addrs", c.addrs);
+                p.put("backlog", c.backlog);
+                p.put("serve_for_ns", c.serve_for_ns);
+                let work = Obj::new()
+                    .with("spin_ns", c.work.spin_ns)
+                    .with("sleep_ns", c.work.sleep_ns)
+                    .with("body_bytes", c.work.body_bytes);
+                p.put("work", work);
+            }
         }
         p.with("stack_size", c.stack_size)
             .with("gomaxprocs", Option::<u64>::None)
@@ -142,7 +166,11 @@ impl<T: Tasks> Harness<T> {
     }
 
     fn alive(&self) -> u64 {
-        self.tasks.alive()
+        match self.service {
+            // serve's tasks are its connections (its accept loops are tasks too).
+            Some(service) => service.open(),
+            None => self.tasks.alive(),
+        }
     }
 
     /// A `progress` event if the last one is ~100 ms old.
@@ -154,12 +182,15 @@ impl<T: Tasks> Harness<T> {
         self.last_progress_ns = now;
         let alive = self.alive();
         self.alive_max = self.alive_max.max(alive);
-        let event = Obj::new()
+        let mut event = Obj::new()
             .with("event", "progress")
             .with("t_ns", now)
             .with("spawned", self.spawned)
             .with("target", self.target())
             .with("alive", alive);
+        if let Some(service) = self.service {
+            event.put("requests", service.requests());
+        }
         self.emit(event);
     }
 
@@ -214,14 +245,19 @@ impl<T: Tasks> Harness<T> {
         (alive, status)
     }
 
-    /// hold: the `peak` event, with the snapshot just taken.
+    /// The `peak` event, with the snapshot just taken: hold's when every task it spawned is alive,
+    /// serve's when --n connections are open at once (and serving goes on).
     pub fn emit_peak(&mut self) {
         let (alive, status) = self.snapshot_peak();
+        let expected = match self.cfg.workload {
+            Workload::Serve => self.target(),
+            _ => self.spawned,
+        };
         let event = Obj::new()
             .with("event", "peak")
             .with("t_ns", sys::monotonic_ns())
             .with("alive", alive)
-            .with("expected", self.spawned)
+            .with("expected", expected)
             .with("status", status);
         self.emit(event);
     }
@@ -247,9 +283,165 @@ impl<T: Tasks> Harness<T> {
         }
     }
 
+    /// serve: phase `listen` and the `listening` event; hands over the listeners (bound before
+    /// `start`) and the service the connections share.
+    pub fn listen(&mut self) -> (Vec<TcpListener>, &'static Service) {
+        let service: &'static Service = Box::leak(Box::new(Service::new(&self.cfg)));
+        self.service = Some(service);
+        self.phase("listen");
+        let addrs: Vec<String> = self
+            .listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .map(|a| a.to_string())
+            .collect();
+        let event = Obj::new()
+            .with("event", "listening")
+            .with("t_ns", sys::monotonic_ns())
+            .with(
+                "addrs",
+                Value::Arr(addrs.iter().map(|a| a.as_str().into()).collect()),
+            );
+        self.emit(event);
+        // Progress every ~100 ms from now on, the first one 100 ms after listening.
+        self.last_progress_ns = sys::monotonic_ns();
+        if self.cfg.serve_for_ns.is_none() {
+            eprintln!(
+                "{}: serving on {}; a line or EOF on stdin drains",
+                self.program.name,
+                addrs.join(", ")
+            );
+        }
+        (std::mem::take(&mut self.listeners), service)
+    }
+
+    /// serve, after `listen`, to phase `end`: main takes every connection the accept loops hand
+    /// over (`arrivals`; `to_main` is their sender) and starts its task with `start` (false: it did
+    /// not start) once the memory guard allows, until release (a line or EOF on stdin, or
+    /// --serve-for). Then `stop_accepting` closes the listeners and the clients have up to
+    /// DRAIN_FOR_NS to close their connections. A connection refused by the guard, or whose task
+    /// did not start, stops accepting; the open ones are served until release.
+    pub fn serve<S: Send + 'static>(
+        &mut self,
+        to_main: Sender<Arrival<S>>,
+        arrivals: Receiver<Arrival<S>>,
+        mut start: impl FnMut(&mut Self, S) -> bool,
+        stop_accepting: impl FnOnce(),
+    ) -> Option<Throughput> {
+        let service = self.service?;
+        let mut stop_accepting = Some(stop_accepting);
+        let mut stop = move || {
+            if let Some(stop) = stop_accepting.take() {
+                stop();
+            }
+        };
+        // An accept loop that could not start has stopped spawning already.
+        let mut accepting = !self.failed();
+        if !accepting {
+            stop();
+        }
+        let deadline = self.cfg.serve_for_ns.map(|ns| sys::monotonic_ns() + ns);
+        let mut released = false;
+        if deadline.is_none() {
+            let to_main = to_main.clone();
+            let watcher = thread::Builder::new().spawn(move || {
+                let mut line = String::new();
+                let _ = io::stdin().lock().read_line(&mut line);
+                let _ = to_main.send(Arrival::Released);
+            });
+            // Without a thread waiting on stdin nothing could release the run: it drains at once.
+            if let Err(err) = watcher {
+                self.spawn_failed(&err);
+                released = true;
+            }
+        }
+        while !released {
+            let now = sys::monotonic_ns();
+            let wait_ns = match deadline {
+                Some(at) if now >= at => break,
+                Some(at) => (at - now).min(PROGRESS_EVERY_NS),
+                None => PROGRESS_EVERY_NS,
+            };
+            // Main keeps a sender: the wait ends with an arrival or a timeout, never hung up.
+            match arrivals.recv_timeout(Duration::from_nanos(wait_ns)) {
+                Ok(Arrival::Released) => released = true,
+                Ok(Arrival::Connection(conn)) => {
+                    self.mark_load();
+                    if accepting && !self.start_connection(service, conn, &mut start) {
+                        accepting = false;
+                        stop();
+                    }
+                }
+                Err(_) => {}
+            }
+            self.tick();
+        }
+        self.mark_load();
+        self.phase("drain");
+        stop();
+        // Closes what the accept loops took before their listener closed; their sends now fail.
+        drop(arrivals);
+        drop(to_main);
+        let give_up = sys::monotonic_ns() + serve::DRAIN_FOR_NS;
+        while service.open() > 0 {
+            let now = sys::monotonic_ns();
+            if now >= give_up {
+                break;
+            }
+            // The last connection to close wakes main.
+            thread::park_timeout(Duration::from_nanos((give_up - now).min(PROGRESS_EVERY_NS)));
+            self.tick();
+        }
+        self.open_at_end = service.open();
+        self.phase("end");
+        Some(Throughput {
+            unit: "requests/s",
+            count: service.requests(),
+            phase: "load",
+        })
+    }
+
+    /// serve: phase `load` from the first connection (at release when none came).
+    fn mark_load(&mut self) {
+        if self.phases.last().map(|(name, _)| *name) == Some("listen") {
+            self.phase("load");
+        }
+    }
+
+    /// serve: starts one connection's task once the guard allows, counting it open first (the
+    /// task's end uncounts it); `peak` the first time --n are open at once. false: spawning
+    /// stopped, and the connection is closed.
+    fn start_connection<S>(
+        &mut self,
+        service: &Service,
+        conn: S,
+        start: &mut impl FnMut(&mut Self, S) -> bool,
+    ) -> bool {
+        if !self.may_spawn() {
+            return false;
+        }
+        let open = service.opened();
+        if !start(self, conn) {
+            service.closed();
+            return false;
+        }
+        self.alive_max = self.alive_max.max(open);
+        if open >= self.target() && self.peak.is_none() {
+            self.emit_peak();
+        }
+        true
+    }
+
     /// The whole run: `start`, then (unless --dry-run) the workload `pick` gives for the
     /// configured one, then `result`; exits with the contract's code.
     pub fn run(mut self, pick: impl FnOnce(Workload) -> WorkloadFn<T>) -> ! {
+        if self.cfg.workload == Workload::Serve {
+            // Before `start`: an address that cannot be listened on is bad usage, not a run.
+            match serve::bind(&self.cfg) {
+                Ok(listeners) => self.listeners = listeners,
+                Err(reason) => cli::exit_bad_usage(self.program, &reason),
+            }
+        }
         self.start();
         if self.cfg.dry_run {
             std::process::exit(0);
@@ -292,6 +484,9 @@ impl<T: Tasks> Harness<T> {
         });
         let (alive_at_peak, status) = self.peak.take().unwrap_or_else(|| (0, sys::status()));
         let failure = self.failure.as_ref().map(Failure::to_obj);
+        let serve = self
+            .service
+            .map(|s| s.to_obj(self.spawned, self.alive_max, self.open_at_end));
         let event = Obj::new()
             .with("event", "result")
             .with("schema", SCHEMA_VERSION)
@@ -308,6 +503,7 @@ impl<T: Tasks> Harness<T> {
             .with("phases", Value::Arr(phases))
             .with("spawn_ns_per_task", per_task)
             .with("throughput", throughput)
+            .with("serve", serve)
             .with("rusage", sys::rusage())
             .with("status_at_peak", status)
             .with("runtime_stats", self.tasks.stats(&self.cfg));

@@ -1,12 +1,15 @@
 //! The workload contract in Rust, shared by the `threads` and `tokio-tasks` binaries: flags and
 //! bad input (cli), the events on stdout (harness, json), why spawning stopped (limits), what a
-//! process reads about itself (sys). Standard library only: it is part of what is measured.
+//! process reads about itself (sys), and serve's HTTP (http) and listeners and counts (serve).
+//! Standard library only: it is part of what is measured.
 //! goroutines-go/ is the same contract in Go; schema/ holds what all three are tested against.
 
 pub mod cli;
 pub mod harness;
+pub mod http;
 pub mod json;
 pub mod limits;
+pub mod serve;
 pub mod sys;
 #[cfg(test)]
 mod tables;

@@ -1,8 +1,10 @@
 //! What the workload reads about itself and the host: the monotonic clock, rusage and rlimits
-//! (libc, which std links, declared here because the workload takes no crates), and /proc, /sys.
+//! (libc, which std links, declared here because the workload takes no crates), and /proc, /sys;
+//! and the two socket calls std does not offer (serve's backlog and closing its listeners).
 
 use std::fs;
-use std::io::Read;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
 use std::os::raw::{c_int, c_long};
 use std::path::{Path, PathBuf};
 
@@ -54,6 +56,8 @@ extern "C" {
     fn getrlimit(resource: c_int, rlim: *mut Rlimit) -> c_int;
     fn geteuid() -> u32;
     fn sysconf(name: c_int) -> c_long;
+    fn listen(fd: c_int, backlog: c_int) -> c_int;
+    fn shutdown(fd: c_int, how: c_int) -> c_int;
 }
 
 const CLOCK_MONOTONIC: c_int = 1;
@@ -112,20 +116,43 @@ pub fn min_stack_size() -> u64 {
     }
 }
 
+/// Listens again with `backlog`: std listens with a backlog of its own, and Linux updates the
+/// backlog of a socket that is already listening (capped at net.core.somaxconn).
+pub fn set_backlog(listener: &impl AsRawFd, backlog: u64) -> io::Result<()> {
+    let backlog = c_int::try_from(backlog).unwrap_or(c_int::MAX);
+    // SAFETY: listen(2) on a descriptor the caller owns, with no pointers.
+    match unsafe { listen(listener.as_raw_fd(), backlog) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Stops a listening socket: new connections are refused, and a thread blocked in accept on it
+/// returns (EINVAL), which closing the descriptor would not do. The descriptor stays open.
+pub fn stop_listening(listener: &impl AsRawFd) {
+    const SHUT_RDWR: c_int = 2;
+    // SAFETY: shutdown(2) on a descriptor the caller owns, with no pointers.
+    unsafe { shutdown(listener.as_raw_fd(), SHUT_RDWR) };
+}
+
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.
     unsafe { geteuid() }
 }
 
-/// The symbolic name of the errno values thread creation can return.
+/// The symbolic name of the errno values thread creation, bind and listen can return.
 pub fn errno_name(errno: i32) -> &'static str {
     match errno {
         1 => "EPERM",
         11 => "EAGAIN",
         12 => "ENOMEM",
+        13 => "EACCES",
         22 => "EINVAL",
+        23 => "ENFILE",
         24 => "EMFILE",
         28 => "ENOSPC",
+        98 => "EADDRINUSE",
+        99 => "EADDRNOTAVAIL",
         _ => "E?",
     }
 }

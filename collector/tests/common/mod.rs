@@ -59,6 +59,8 @@ pub fn goroutines_bin() -> Result<PathBuf, String> {
             .args(["build", "-o"])
             .arg(&out)
             .arg(".")
+            // Pure Go: `net` would otherwise link cgo (threads started through glibc).
+            .env("CGO_ENABLED", "0")
             .current_dir(workspace().join("goroutines-go"))
             .status()
             .map_err(|e| format!("no Go toolchain to build goroutines ({e})"))?;
@@ -169,6 +171,95 @@ pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Confi
         report: collector.finish(),
         result: result.expect("a result event"),
         phase_names,
+    })
+}
+
+/// A child of the calling test binary (one of its `#[ignore]`d `child_*` functions) run under
+/// the collector.
+pub struct ChildRun {
+    pub report: Report,
+    pub result: Value,
+    pub phases: Vec<String>,
+}
+
+impl ChildRun {
+    /// Metric `metric` in the phase called `name`.
+    pub fn in_phase(&self, metric: &str, name: &str) -> u64 {
+        let i = self.phases.iter().position(|p| p == name).unwrap();
+        let m = self
+            .report
+            .metric(metric)
+            .unwrap_or_else(|| panic!("{metric} not available: {:?}", self.report.waits));
+        m.per_phase[i]
+    }
+}
+
+/// This test binary re-exec'd to run its ignored test `child` under the collector (lean probes,
+/// as the conductor's default, sized for `expected_tasks`; `config` changes the rest), or None
+/// after a printed SKIP. The child prints one JSON event per line (the harness's own lines
+/// around them are skipped).
+pub fn run_child(
+    test: &str,
+    child: &str,
+    expected_tasks: u64,
+    config: impl FnOnce(&mut Config),
+) -> Option<ChildRun> {
+    if !is_root() {
+        skip(test, "needs root to load BPF programs");
+        return None;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let args: Vec<String> = [
+        "--ignored",
+        "--exact",
+        child,
+        "--nocapture",
+        "--test-threads=1",
+        "-q",
+    ]
+    .map(String::from)
+    .to_vec();
+    let setup = ChildSetup {
+        gated: true,
+        stdin: Stdio::Null,
+        stdout: Stdio::Pipe,
+        ..ChildSetup::default()
+    };
+    let mut spawned = launch::spawn(&exe, &args, setup).expect("re-exec'ing the test binary");
+    let mut cfg = Config::new(spawned.pid, expected_tasks);
+    config(&mut cfg);
+    let collector = match Collector::start(&cfg) {
+        Ok(c) => c,
+        Err(err @ (Error::NoBpf(_) | Error::Unusable(_))) => {
+            skip(test, &format!("BPF cannot load here: {err}"));
+            launch::kill(spawned.pid);
+            let _ = launch::wait(spawned.pid);
+            return None;
+        }
+    };
+    spawned.release().expect("the child execs");
+    let (mut phases, mut result) = (Vec::new(), None);
+    for line in BufReader::new(spawned.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let Some(at) = line.find('{') else { continue };
+        let Ok(event) = serde_json::from_str::<Value>(&line[at..]) else {
+            continue;
+        };
+        match event["event"].as_str() {
+            Some("phase") => {
+                collector.set_phase(phases.len() as u32, event["t_ns"].as_u64().unwrap());
+                phases.push(event["name"].as_str().unwrap().to_string());
+            }
+            Some("result") => result = Some(event),
+            _ => {}
+        }
+    }
+    let (exit, _) = launch::wait(spawned.pid).unwrap();
+    assert!(exit.success(), "{child} exited with {}", exit.describe());
+    Some(ChildRun {
+        report: collector.finish(),
+        result: result.expect("a result event"),
+        phases,
     })
 }
 

@@ -12,9 +12,11 @@ use crate::analyse::headline::{headlines, Headline, Measured};
 use crate::analyse::regression::{self, LineFit, Spread};
 use crate::analyse::repeats::{repeated, Repeated};
 use crate::analyse::reproduce::{async_2024_table, reproduce_table, Reproduce};
+use crate::analyse::reproduce_http::rust_http_2023_table;
 pub use crate::analyse::run_point::RunPoint;
 use crate::analyse::summary::{MemoryPerTask, Summary};
 use crate::measure::examples::ASYNC_2024;
+use crate::measure::loadgen::http_2023::RUST_HTTP_2023;
 use crate::record::{Fingerprint, LoadedRun, Plan, Target};
 use crate::runtime::{result_event, Runtime, WorkloadKind};
 use crate::units::count;
@@ -229,6 +231,7 @@ pub struct SummarizedRun {
     pub measured_at_s: Option<f64>,
     /// A command's declared task lifetime, seconds.
     pub task_lifetime_s: Option<f64>,
+    pub memory_limit_bytes: Option<u64>,
 }
 
 impl SummarizedRun {
@@ -258,6 +261,7 @@ impl SummarizedRun {
             started_utc: loaded.run.started_utc.clone(),
             has_collector: loaded.series.is_some() || loaded.collector.is_some(),
             has_flame: loaded.has_flame,
+            memory_limit_bytes: loaded.run.memory_limit_bytes,
         }
     }
 }
@@ -333,6 +337,8 @@ pub fn compare_runs(
             verdict: s.verdict.clone(),
             measured_at_s: l.measured_at_s,
             task_lifetime_s: l.task_lifetime_s,
+            memory_limit_bytes: l.memory_limit_bytes,
+            serve: s.serve.clone(),
         });
     }
     let excluded = runs
@@ -358,6 +364,7 @@ pub fn compare_runs(
     let reproduce = plan.as_ref().and_then(|p| match p.reproduce.as_deref() {
         Some("hansen2023") => Some(reproduce_table(&runs)),
         Some(ASYNC_2024) => Some(async_2024_table(&runs, p)),
+        Some(RUST_HTTP_2023) => Some(rust_http_2023_table(&runs)),
         _ => None,
     });
     // Repeats are grouped by experiment and machine: the machine is named once there are two.

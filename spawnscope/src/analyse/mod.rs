@@ -11,9 +11,11 @@ pub mod probes;
 pub mod regression;
 pub mod repeats;
 pub mod reproduce;
+pub mod reproduce_http;
 pub mod rules;
 pub mod run_point;
 pub mod sentinels;
+pub mod serving;
 pub mod summary;
 #[cfg(test)]
 pub mod test_support;

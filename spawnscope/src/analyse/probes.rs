@@ -11,7 +11,7 @@ use crate::record::Rusage;
 
 use crate::analyse::phases::phase_names;
 use crate::record::{MemoryRecord, RunRecord, Target};
-use crate::runtime::{OsThreads, TaskKind};
+use crate::runtime::{OsThreads, TaskKind, WorkloadKind};
 
 /// One eBPF metric: its total, per task, and split over the run's phases.
 #[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -165,6 +165,9 @@ pub fn probe_summary(
     // the OS threads the Go runtime made, less the main thread (exec made that one).
     // A command whose tasks are not threads says nothing about its threads: no such check.
     let threads_created = match (&run.target, result) {
+        // A server starts threads of its own besides its connections' (accept loops, a ticker,
+        // tokio's I/O driver) that no workload counts: no check rather than a false Fail.
+        (Target::Workload(inv), Some(_)) if inv.workload == WorkloadKind::Serve => None,
         (Target::Workload(inv), Some(r)) => Some(match inv.runtime.describe().os_threads {
             OsThreads::FromRuntimeStats => r["runtime_stats"]["os_threads_created"]
                 .as_u64()

@@ -558,6 +558,8 @@ mod tests {
             verdict: None,
             measured_at_s: Some(at_s),
             task_lifetime_s: Some(10.0),
+            memory_limit_bytes: None,
+            serve: None,
         }
     }
 

@@ -51,6 +51,12 @@ pub struct RunPoint {
     /// How long each of a command's tasks lives, as declared (`--task-lifetime`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_lifetime_s: Option<f64>,
+    /// The run's cgroup memory limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    /// serve: the load, the costs per connection and request, what happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve: Option<crate::analyse::serving::ServeFigures>,
 }
 
 impl RunPoint {

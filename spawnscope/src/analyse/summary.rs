@@ -143,6 +143,9 @@ pub struct Summary {
     /// them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waits: Option<Waits>,
+    /// serve: the load, what one connection and one request cost, what happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve: Option<crate::analyse::serving::ServeFigures>,
 }
 
 fn delta(later: &BTreeMap<String, u64>, earlier: &BTreeMap<String, u64>, key: &str) -> Option<f64> {
@@ -1005,26 +1008,8 @@ mod tests {
     /// A run of `target` that recorded nothing else.
     fn run_record(target: Target) -> RunRecord {
         RunRecord {
-            schema: 1,
             target,
-            argv: vec![],
-            started_utc: String::new(),
-            root: true,
-            pid: None,
-            wall_ns: 1,
-            released_t_ns: None,
-            reaped_t_ns: None,
-            exit: None,
-            rusage: None,
-            interrupted_by: None,
-            oom_killed: false,
-            memory_limit_bytes: None,
-            estimate: None,
-            contract_violations: vec![],
-            timeout_ns: None,
-            pids_limit: None,
-            stopped_by: None,
-            left_out: vec![],
+            ..crate::analyse::test_support::run_record()
         }
     }
 

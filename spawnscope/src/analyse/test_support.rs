@@ -2,6 +2,8 @@
 
 use spawnscope_collector::{Metric, Report as CollectorReport};
 
+use crate::record::{RunRecord, Target};
+
 /// A metric of `unit` by its name (`_ns`: ns, else a count) with its counts before the first
 /// phase mark and per phase.
 pub fn metric(name: &str, before: u64, per_phase: &[u64]) -> Metric {
@@ -32,4 +34,39 @@ pub fn collector_report(metrics: Vec<Metric>) -> CollectorReport {
     .unwrap();
     r.metrics = metrics;
     r
+}
+
+/// A run that recorded nothing else: a command `prog`, as root, 1 ns long.
+pub fn run_record() -> RunRecord {
+    RunRecord {
+        schema: 1,
+        target: Target::Command {
+            argv: vec!["prog".into()],
+            tasks: None,
+            task_kind: Default::default(),
+            peak_when: None,
+            label: None,
+            task_lifetime_ns: None,
+        },
+        argv: vec![],
+        started_utc: String::new(),
+        root: true,
+        pid: None,
+        wall_ns: 1,
+        released_t_ns: None,
+        reaped_t_ns: None,
+        exit: None,
+        rusage: None,
+        interrupted_by: None,
+        oom_killed: false,
+        memory_limit_bytes: None,
+        estimate: None,
+        contract_violations: vec![],
+        timeout_ns: None,
+        pids_limit: None,
+        stopped_by: None,
+        cpus: None,
+        open_files_limit: None,
+        left_out: vec![],
+    }
 }

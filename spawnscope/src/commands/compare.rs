@@ -3,11 +3,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use crate::cli::{exit_code, usage_error, CompareArgs, Reproduction};
 use crate::commands::derive;
 use crate::commands::run::finish;
 use crate::host::signals::Interrupts;
+use crate::measure::loadgen::{http_2023, LoadOptions};
 use crate::measure::sweep::{compare, CompareOptions, RunVerdict, DEFAULT_NS};
 use crate::record;
 use crate::render;
@@ -59,6 +61,24 @@ pub fn command(args: CompareArgs) -> ExitCode {
             }
             CompareOptions::async_runtimes_2024(out, args.repeats.unwrap_or(1), args.memory_limit)
         }
+        Some(Reproduction::RustHttp2023) => {
+            if !flags.is_empty() || args.memory_limit.is_some() || args.cpus.is_some() {
+                return usage_error(
+                    "--reproduce rust-http-2023 runs the article's rounds (1.5 s per request, 10/20 MiB, 2 CPUs); workload flags, --memory-limit and --cpus do not apply",
+                );
+            }
+            let article = LoadOptions {
+                duration: Duration::from_secs(http_2023::LOAD_DURATION_S),
+                threads: None,
+                thread_per_connection: true,
+                timeout: Duration::from_secs(http_2023::LOAD_TIMEOUT_S),
+            };
+            CompareOptions::rust_http_2023(
+                out,
+                args.repeats.unwrap_or(1),
+                args.load.options_over(article),
+            )
+        }
         None => CompareOptions {
             // Every runtime by default: the question is how they stand against each other, and
             // tokio's runs are the shortest of the three (tasks of a few hundred bytes, spawned
@@ -92,6 +112,8 @@ pub fn command(args: CompareArgs) -> ExitCode {
             cells: None,
             commands,
             skipped: Vec::new(),
+            load: args.load.options(),
+            cpus: args.cpus.clone(),
         },
     };
     let json = args.json;

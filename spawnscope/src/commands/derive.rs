@@ -17,15 +17,16 @@ use crate::analyse::attribution::{self, Attribution};
 use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
 use crate::analyse::phases::perf_phases;
 use crate::analyse::phases::phase_names;
-use crate::analyse::sentinels;
 use crate::analyse::summary::{summarize, Summary};
 use crate::analyse::timeline;
 use crate::analyse::verdict::{self, KernelCounts};
 use crate::analyse::waits::{self, Waits};
+use crate::analyse::{sentinels, serving};
 use crate::measure;
 use crate::record::perf::{read_samples, write_folded, PerfRecord, Profile, Samples};
 use crate::record::{self, LoadedRun, Plan};
 use crate::render;
+use crate::runtime::result_event;
 
 /// Whether deriving a run's figures writes its derived files.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -119,17 +120,30 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
         loaded.collector.as_ref(),
     );
     summary.sentinels = loaded.sentinels.as_ref().map(sentinels::figures);
+    summary.serve = loaded.load.as_ref().map(|load| {
+        serving::figures(
+            &loaded.run,
+            &loaded.memory,
+            result_event(&loaded.events),
+            load,
+            summary.probes.as_ref(),
+            summary
+                .memory_per_task
+                .as_ref()
+                .map(|m| (m.total_kb, m.cgroup_kb)),
+        )
+    });
     summary.verdict = summary.sentinels.as_ref().map(|figures| {
         let kernel = loaded
             .collector
             .as_ref()
             .map(|c| KernelCounts::from_report(c, &phase_names(&loaded.memory)))
             .unwrap_or_default();
-        verdict::judge(&verdict::evidence(
-            figures,
-            &kernel,
-            loaded.machine.cores as u32,
-        ))
+        let mut evidence = verdict::evidence(figures, &kernel, loaded.machine.cores as u32);
+        if let Some(load) = &loaded.load {
+            serving::discount_load_generator(&mut evidence, load);
+        }
+        verdict::judge(&evidence)
     });
     match attribution_of(dir, &loaded, writes, summary.waits.as_mut()) {
         Ok(attribution) => summary.attribution = attribution,

@@ -86,6 +86,8 @@ pub fn command(args: RunArgs) -> ExitCode {
         calibration: None,
         timeout: args.timeout,
         pids_limit: args.pids_limit,
+        load: args.load.options(),
+        cpus: args.cpus.clone(),
         keep_command_output: false,
     };
     let json = args.json;

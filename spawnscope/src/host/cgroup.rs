@@ -171,6 +171,9 @@ pub struct RunCgroup {
     /// before killing it (v2 has cgroup.kill and cgroup.freeze in the memory directory).
     freezer: Option<(Hierarchy, PathBuf)>,
     memory_limit: Option<u64>,
+    /// Whether the kernel charges the run's socket buffers to it (v2 always; v1 once a TCP limit
+    /// is written, see [`RunCgroup::count_sockets`]).
+    sockets_counted: bool,
 }
 
 impl RunCgroup {
@@ -190,6 +193,7 @@ impl RunCgroup {
             perf_event: None,
             freezer: None,
             memory_limit,
+            sockets_counted: memory_h.as_ref().is_some_and(|h| h.version == Version::V2),
         };
         // On v2 one directory carries both controllers.
         for (controller, h) in [("memory", memory_h), ("pids", pids_h)] {
@@ -244,6 +248,21 @@ impl RunCgroup {
             }
         }
         Ok(group)
+    }
+
+    /// Has the kernel count the run's TCP socket buffers. v2 counts them always (memory.stat
+    /// `sock`, inside memory.current and memory.max). v1 keeps them apart, in
+    /// memory.kmem.tcp.usage_in_bytes, and only for a cgroup whose kmem.tcp limit was ever
+    /// written: "-1" (no limit) turns the counting on. The kernel logs that this v1 file is
+    /// deprecated. Sockets created before stay uncounted. Returns whether they are counted.
+    pub fn count_sockets(&mut self) -> Result<bool> {
+        if let Some((h, dir)) = &self.memory {
+            if h.version == Version::V1 && !self.sockets_counted {
+                write(&dir.join("memory.kmem.tcp.limit_in_bytes"), "-1")?;
+                self.sockets_counted = true;
+            }
+        }
+        Ok(self.sockets_counted)
     }
 
     /// Sets pids.max: forks and clones in the run fail with EAGAIN beyond `limit` tasks (threads
@@ -391,6 +410,7 @@ impl RunCgroup {
                         .filter_map(|k| stats.memory_stat.get(*k))
                         .sum();
                     stats.kernel_bytes = Some(kernel);
+                    stats.socket_bytes = stats.memory_stat.get("sock").copied();
                     stats.oom_kills = read_kv(&dir.join("memory.events"))
                         .get("oom_kill")
                         .copied()
@@ -403,6 +423,9 @@ impl RunCgroup {
                     stats.kernel_bytes = read_u64(&dir.join("memory.kmem.usage_in_bytes"));
                     stats.memory_peak_bytes = read_u64(&dir.join("memory.max_usage_in_bytes"));
                     stats.memory_stat = read_kv(&dir.join("memory.stat"));
+                    if self.sockets_counted {
+                        stats.socket_bytes = read_u64(&dir.join("memory.kmem.tcp.usage_in_bytes"));
+                    }
                     stats.oom_kills = read_kv(&dir.join("memory.oom_control"))
                         .get("oom_kill")
                         .copied()

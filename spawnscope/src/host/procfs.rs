@@ -158,6 +158,16 @@ pub fn tasks_on_host() -> Option<u64> {
         .ok()
 }
 
+/// Files open on the whole host now (/proc/sys/fs/file-nr's first number).
+pub fn files_open() -> Option<u64> {
+    fs::read_to_string("/proc/sys/fs/file-nr")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

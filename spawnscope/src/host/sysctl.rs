@@ -22,8 +22,39 @@ pub const MAX_MAP_COUNT: &str = "vm.max_map_count";
 pub const PID_MAX: &str = "kernel.pid_max";
 pub const THREADS_MAX: &str = "kernel.threads-max";
 
+/// What a server of many connections needs (a `serve` run): open files and the accept queue for
+/// the server, ephemeral ports for the load generator's connections.
+pub const NR_OPEN: &str = "fs.nr_open";
+pub const FILE_MAX: &str = "fs.file-max";
+pub const SOMAXCONN: &str = "net.core.somaxconn";
+pub const SYN_BACKLOG: &str = "net.ipv4.tcp_max_syn_backlog";
+/// Two numbers in the kernel ("32768 60999"), managed as one: the count of ephemeral ports it
+/// leaves, raised by lowering its low end only (so the original pair is what a restore writes
+/// back).
+pub const PORT_RANGE: &str = "net.ipv4.ip_local_port_range";
+
 /// The keys spawnscope manages, in the order it shows them.
-pub const MANAGED: [&str; 3] = [MAX_MAP_COUNT, PID_MAX, THREADS_MAX];
+pub const MANAGED: [&str; 8] = [
+    MAX_MAP_COUNT,
+    PID_MAX,
+    THREADS_MAX,
+    NR_OPEN,
+    FILE_MAX,
+    SOMAXCONN,
+    SYN_BACKLOG,
+    PORT_RANGE,
+];
+
+/// Connections one loopback address takes at most (each needs an ephemeral port of the load
+/// generator's, and the range cannot start below 1024, the privileged ports).
+pub const CONNECTIONS_PER_ADDRESS: u64 = 50_000;
+/// The lowest start of the ephemeral range spawnscope sets, and the highest port there is.
+const FIRST_EPHEMERAL_PORT: u64 = 1024;
+const LAST_PORT: u64 = 65535;
+/// listen(2) backlogs are capped at 65535 by somaxconn's type in older kernels.
+const BACKLOG_LIMIT: u64 = 65535;
+/// Files kept open besides the connections: the processes' own, the rest of the host's.
+const FILES_HEADROOM: u64 = 65_536;
 
 /// PID_MAX_LIMIT on 64-bit kernels (4 Mi): kernel.pid_max cannot go higher, so neither can the
 /// number of threads alive at once.
@@ -77,6 +108,48 @@ pub fn needs_for_threads(threads: u64, tasks_on_host: u64) -> Result<Vec<Need>> 
             why: "threads on the whole host".into(),
         },
     ])
+}
+
+/// What a server holding `connections` at once over `addresses` loopback addresses needs, with
+/// `files_open` files open on the host now (fs.file-nr). Each connection is two descriptors (the
+/// server's socket and the load generator's), each process needs its share within its
+/// RLIMIT_NOFILE (which fs.nr_open caps), wrk opens all of them at once (the accept queue), and
+/// each of the generator's connections to one address takes an ephemeral port.
+pub fn needs_for_connections(connections: u64, addresses: u64, files_open: u64) -> Vec<Need> {
+    let per_address = connections.div_ceil(addresses.max(1));
+    let backlog = connections.min(BACKLOG_LIMIT);
+    vec![
+        Need {
+            key: NR_OPEN.into(),
+            min: connections + 1024,
+            why: "RLIMIT_NOFILE of the server and of wrk: one descriptor per connection + 1024"
+                .into(),
+        },
+        Need {
+            key: FILE_MAX.into(),
+            min: 2 * connections + files_open + FILES_HEADROOM,
+            why: format!(
+                "open files on the host: two per connection (server, wrk) + {files_open} open now + {FILES_HEADROOM}"
+            ),
+        },
+        Need {
+            key: SOMAXCONN.into(),
+            min: backlog,
+            why: "the accept queue caps listen(2)'s backlog: wrk connects all at once".into(),
+        },
+        Need {
+            key: SYN_BACKLOG.into(),
+            min: backlog,
+            why: "half-open connections queued while the server accepts".into(),
+        },
+        Need {
+            key: PORT_RANGE.into(),
+            min: (per_address + 1024).min(LAST_PORT - FIRST_EPHEMERAL_PORT + 1),
+            why: format!(
+                "ephemeral ports (count): wrk's {per_address} connections to one address + 1024"
+            ),
+        },
+    ]
 }
 
 /// Whether an entry's owner is a run still alive (its PID with the same start time).
@@ -136,13 +209,30 @@ impl SysctlStore {
         let path = self.path(key);
         let text = fs::read_to_string(&path)
             .with_context(|| format!("reading {key} ({})", path.display()))?;
+        if key == PORT_RANGE {
+            let (low, high) =
+                port_range(&text).with_context(|| format!("{key} is not two ports: {text:?}"))?;
+            return Ok(high + 1 - low);
+        }
         text.trim()
             .parse()
             .with_context(|| format!("{key} is not a number: {text:?}"))
     }
 
     fn write(&self, key: &str, value: u64) -> Result<()> {
-        fs::write(self.path(key), format!("{value}\n")).map_err(|err| {
+        let text = if key == PORT_RANGE {
+            // The count of ports, from the range's end down: only the low end moves.
+            let path = self.path(key);
+            let now = fs::read_to_string(&path)
+                .with_context(|| format!("reading {key} ({})", path.display()))?;
+            let (_, high) =
+                port_range(&now).with_context(|| format!("{key} is not two ports: {now:?}"))?;
+            let low = (high + 1).saturating_sub(value).max(FIRST_EPHEMERAL_PORT);
+            format!("{low} {high}\n")
+        } else {
+            format!("{value}\n")
+        };
+        fs::write(self.path(key), text).map_err(|err| {
             let hint = match err.raw_os_error() {
                 Some(libc::EINVAL) => " (EINVAL: the kernel refuses this value; see its maximum)",
                 Some(libc::EACCES) | Some(libc::EPERM) => " (permission denied: run as root)",
@@ -336,6 +426,15 @@ impl SysctlStore {
     }
 }
 
+/// net.ipv4.ip_local_port_range's two ports ("32768\t60999").
+fn port_range(text: &str) -> Option<(u64, u64)> {
+    let mut ports = text.split_whitespace().map(str::parse::<u64>);
+    match (ports.next(), ports.next(), ports.next()) {
+        (Some(Ok(low)), Some(Ok(high)), None) if low <= high => Some((low, high)),
+        _ => None,
+    }
+}
+
 /// Restores a run's raised sysctls when dropped: the path taken on errors and panics. The normal
 /// path calls `restore` itself to report what it did.
 pub struct RaisedGuard<'a> {
@@ -411,6 +510,55 @@ mod tests {
             err.contains("kernel.pid_max cannot exceed 4194304"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn connections_need_files_backlog_and_ports_per_address() {
+        let needs = needs_for_connections(100_000, 2, 3_000);
+        let min = |key: &str| needs.iter().find(|n| n.key == key).unwrap().min;
+        assert_eq!(min(NR_OPEN), 101_024);
+        assert_eq!(min(FILE_MAX), 200_000 + 3_000 + 65_536);
+        assert_eq!(min(SOMAXCONN), 65_535, "capped: a backlog is at most 65535");
+        assert_eq!(min(SYN_BACKLOG), 65_535);
+        assert_eq!(
+            min(PORT_RANGE),
+            51_024,
+            "50,000 connections to each address"
+        );
+        let one = needs_for_connections(1_000, 1, 0);
+        assert_eq!(one.iter().find(|n| n.key == SOMAXCONN).unwrap().min, 1_000);
+        let all = needs_for_connections(200_000, 1, 0);
+        assert_eq!(
+            all.iter().find(|n| n.key == PORT_RANGE).unwrap().min,
+            64_512,
+            "no more ports than 1024..65535"
+        );
+    }
+
+    /// The port range is one managed value (its count of ports): raised by moving its low end,
+    /// restored to the original pair exactly.
+    #[test]
+    fn the_port_range_moves_its_low_end_and_comes_back_exactly() {
+        let (dir, store) = fake();
+        let path = dir.path().join("sys/net/ipv4/ip_local_port_range");
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, "32768\t60999\n").unwrap();
+        assert_eq!(store.read(PORT_RANGE).unwrap(), 28_232);
+        let need = Need {
+            key: PORT_RANGE.into(),
+            min: 51_024,
+            why: "test".into(),
+        };
+        let owner = this_run();
+        let changes = store.plan(std::slice::from_ref(&need)).unwrap();
+        assert_eq!((changes[0].from, changes[0].to), (28_232, 51_024));
+        store.apply(&changes, &owner).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "9976 60999\n");
+        store.restore_run(&owner).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "32768 60999\n");
+        assert!(store.read("net.ipv4.nope").is_err());
+        fs::write(&path, "60999\n").unwrap();
+        assert!(format!("{:#}", store.read(PORT_RANGE).unwrap_err()).contains("two ports"));
     }
 
     #[test]
@@ -605,6 +753,33 @@ mod tests {
             // an error or a panic unwinds through here
         }
         assert_eq!(store.read(PID_MAX).unwrap(), 32768);
+    }
+
+    /// The connections drop-in names every key a serve run manages, each enough for 100,000
+    /// connections over two addresses.
+    #[test]
+    fn the_connections_drop_in_fits_100000_connections() {
+        let text = include_str!("../../../sysctl/99-spawnscope-connections.conf");
+        let values: Vec<(String, String)> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#') && l.contains('='))
+            .map(|l| {
+                let (k, v) = l.split_once('=').unwrap();
+                (k.trim().to_string(), v.trim().to_string())
+            })
+            .collect();
+        let needs = needs_for_connections(100_000, 2, 10_000);
+        assert_eq!(values.len(), needs.len());
+        for need in &needs {
+            let value = &values.iter().find(|(k, _)| *k == need.key).unwrap().1;
+            let value = if need.key == PORT_RANGE {
+                let (low, high) = port_range(value).unwrap();
+                high + 1 - low
+            } else {
+                value.parse().unwrap()
+            };
+            assert!(value >= need.min, "{} {value} < {}", need.key, need.min);
+        }
     }
 
     #[test]

@@ -12,9 +12,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use spawnscope_collector::Collector;
 
 use crate::host::cgroup::RunCgroup;
+use crate::measure::loadgen::{self, LoadPlan};
 use crate::measure::sampler::snapshot;
 use crate::measure::sentinels::SentinelWatch;
 use crate::measure::stop::{halt, read_halted, read_stopped};
+use crate::record::loadgen::LoadRecord;
 use crate::record::{
     AliveCount, AliveSnapshot, PeakChoice, PeakMoment, PhaseSample, Snapshot, StopAt, WorkloadStop,
 };
@@ -107,6 +109,8 @@ pub struct Followed {
     pub stops: Vec<WorkloadStop>,
     /// Why a stop for a memory reading failed (the reading on the run is used instead).
     pub stop_failed: Option<String>,
+    /// serve: the load put on it (None when it never listened).
+    pub load: Option<LoadRecord>,
 }
 
 /// A moment that may be the peak: its snapshot and the tasks alive then (None until known).
@@ -357,12 +361,44 @@ impl MostAlive {
     }
 }
 
+/// serve: the load to put on the server once it listens, and where its wrk hook is written.
+pub struct ServeLoad {
+    pub plan: LoadPlan,
+    pub script: PathBuf,
+}
+
+/// Starts the load on the addresses the server listens on; when it ends, releases the server
+/// (a line on its stdin: it drains and exits). The thread gives the load's record.
+fn load_then_release(
+    load: ServeLoad,
+    addrs: Vec<String>,
+    stdin: Option<File>,
+    running: loadgen::Running,
+) -> JoinHandle<LoadRecord> {
+    std::thread::spawn(move || {
+        let record = match loadgen::start(&load.plan, &addrs, &load.script, &running) {
+            Ok(running) => running.finish(),
+            Err(err) => LoadRecord {
+                failed: Some(format!("{err:#}")),
+                ..Default::default()
+            },
+        };
+        // A server that died already (OOM-killed) has no reader: the write fails, harmlessly.
+        if let Some(mut input) = stdin {
+            let _ = input.write_all(b"\n");
+        }
+        record
+    })
+}
+
 /// Reads the workload's events as they come: raw line to workload.jsonl first, then acts.
 /// `tasks_are_threads`: the runtime's tasks are OS threads (counted in /proc/PID/status).
+/// `serve`: the load a serve workload is put under, started at its `listening` event.
 #[allow(clippy::too_many_arguments)]
 pub fn follow_events(
     stdout: File,
     stdin: Option<File>,
+    serve: Option<ServeLoad>,
     raw: &Path,
     pid: u32,
     cgroup: Option<&RunCgroup>,
@@ -376,6 +412,9 @@ pub fn follow_events(
     let mut raw =
         LineWriter::new(File::create(raw).with_context(|| format!("creating {}", raw.display()))?);
     let mut stdin = stdin;
+    let mut serve = serve;
+    let mut load = None;
+    let running = loadgen::Running::default();
     let mut followed = Followed::default();
     let mut most_alive = (workload != WorkloadKind::Hold)
         .then(|| MostAlive::new(tasks_are_threads, workload.stopped_for_memory()));
@@ -457,9 +496,20 @@ pub fn follow_events(
                     Vec::new(),
                 ));
                 bar.set_position(alive);
-                // The snapshot is taken: release the tasks.
+                // The snapshot is taken: release the tasks (hold). A server has handed its stdin
+                // to the load, which releases it when it ends.
                 if let Some(mut input) = stdin.take() {
                     let _ = input.write_all(b"\n");
+                }
+            }
+            Ok(Event::Listening { addrs }) => {
+                if let Some(plan) = serve.take() {
+                    load = Some(load_then_release(
+                        plan,
+                        addrs,
+                        stdin.take(),
+                        running.clone(),
+                    ));
                 }
             }
             Ok(Event::Result(result)) => {
@@ -477,8 +527,24 @@ pub fn follow_events(
             .stops
             .extend(m.stopped.as_ref().map(|(_, stop)| *stop));
         followed.stop_failed = m.stop_failed.take();
-        followed.peak = m.finish(result_alive);
+        // A server's `peak` (all C connections open) is its moment; without one (it fell over
+        // first), the moment most connections were open.
+        let peak_event = followed
+            .peak
+            .take()
+            .filter(|_| workload == WorkloadKind::Serve);
+        followed.peak = peak_event.or_else(|| m.finish(result_alive));
     }
+    // The server's output ended: it drained and exited, or it was killed (OOM, a signal). wrk
+    // would go on loading a dead address for the rest of its duration, reconnecting as fast as
+    // it can: it is stopped, and reports what it had.
+    loadgen::stop(&running);
+    followed.load = load.map(|handle| {
+        handle.join().unwrap_or_else(|_| LoadRecord {
+            failed: Some("the load thread panicked".into()),
+            ..Default::default()
+        })
+    });
     Ok(followed)
 }
 

@@ -5,6 +5,7 @@
 pub mod examples;
 pub mod follow;
 pub mod leash;
+pub mod loadgen;
 /// The one launcher (fork, join the cgroup, hold at a gate, exec, wait4), from the collector crate.
 pub use spawnscope_collector::launch;
 pub mod perf;

@@ -235,7 +235,10 @@ pub fn calibrate_command(
 pub fn expected_alive(inv: &Invocation, cal: &Calibration, params: &serde_json::Value) -> u64 {
     let tasks = inv.workload.tasks(inv.n);
     match inv.workload {
-        WorkloadKind::Hold | WorkloadKind::Pingpong | WorkloadKind::Chain => tasks,
+        // serve: one task per connection, all C open at once under wrk.
+        WorkloadKind::Hold | WorkloadKind::Pingpong | WorkloadKind::Chain | WorkloadKind::Serve => {
+            tasks
+        }
         WorkloadKind::Churn => params["batch"].as_u64().unwrap_or(100).min(tasks),
         // Tasks live for the sleep; spawning at the calibrated rate, about rate x sleep coexist.
         WorkloadKind::Sleep => {

@@ -15,11 +15,15 @@ pub enum ProbeDetail {
 }
 
 /// Loads the eBPF collector for the workload's PID, sized for `threads` OS threads, keeping what
-/// `detail` says. What cannot be loaded is said, not fatal.
+/// `detail` says; `net_syscalls` also counts the syscalls that serve requests (accept, reads,
+/// writes, epoll and poll, close, shutdown: for `serve`, false for every other run — their
+/// tracepoints fire for every process's reads and writes). What cannot be loaded is said, not
+/// fatal.
 pub fn start(
     pid: u32,
     threads: u64,
     detail: ProbeDetail,
+    net_syscalls: bool,
     left_out: &mut Vec<String>,
 ) -> Option<Collector> {
     let full = detail == ProbeDetail::Full;
@@ -27,6 +31,7 @@ pub fn start(
     tracefs::mount_if_missing();
     let mut config = CollectorConfig::new(pid, threads.max(1));
     config.per_thread = full;
+    config.net_syscalls = net_syscalls;
     config.fault_kinds = if full {
         FaultKinds::StackHeap
     } else {

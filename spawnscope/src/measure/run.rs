@@ -14,12 +14,13 @@ use crate::host::clock::monotonic_ns;
 use crate::host::privileges::is_root;
 use crate::host::signals::Interrupts;
 use crate::host::sysctl::{self, RaisedGuard, SysctlStore};
-use crate::host::{binary, machine, procfs};
+use crate::host::{binary, limits, machine, procfs};
 use crate::measure::follow::{
-    follow_events, progress_bar, tee_stderr, watch_command_stdout, Followed,
+    follow_events, progress_bar, tee_stderr, watch_command_stdout, Followed, ServeLoad,
 };
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use crate::measure::leash::{self, PidsLimitArg};
+use crate::measure::loadgen::{self, LoadOptions};
 use crate::measure::probes::{self, ProbeDetail};
 use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
 use crate::measure::sentinels::SentinelWatch;
@@ -29,7 +30,7 @@ use crate::record::{
     self, AliveCount, Calibration, Estimate, Exit, MemoryRecord, PeakChoice, PeakMoment,
     ResultsDir, RunRecord, Rusage, Snapshot, StoppedBy, SysctlRecord, Target,
 };
-use crate::runtime::{Runtime, TaskKind};
+use crate::runtime::{Runtime, TaskKind, WorkloadKind};
 
 /// OS threads a runtime whose tasks are not threads runs them on, at most (Go: GOMAXPROCS plus
 /// the threads blocked in syscalls); what the collector sizes its per-thread tables for.
@@ -51,6 +52,10 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     /// `--pids-limit` (None: the default for the target).
     pub pids_limit: Option<PidsLimitArg>,
+    /// serve: the load wrk puts on the server.
+    pub load: LoadOptions,
+    /// `--cpus`: the CPU list the workload is pinned to (as taskset takes it).
+    pub cpus: Option<String>,
     /// A command in compare's sweep: it gets no terminal (stdin /dev/null; its stdout kept in
     /// command.stdout, its stderr in workload.stderr, both shown on our stderr), so that what
     /// compare prints on stdout stays its own.
@@ -116,6 +121,17 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let root = is_root();
     let store = SysctlStore::system();
     let mut left_out: Vec<String> = Vec::new();
+    let opts = with_serve_addresses(opts);
+    let cpus = opts
+        .cpus
+        .as_deref()
+        .map(limits::parse_cpu_list)
+        .transpose()
+        .map_err(|e| RunError::Usage(format!("--cpus: {e:#}")))?;
+    let serving = serve_connections(&opts.target);
+    if serving.is_some() {
+        loadgen::wrk().map_err(RunError::Usage)?;
+    }
 
     // What to start, validated before anything changes.
     let (binary, args, params) = match &opts.target {
@@ -148,11 +164,18 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         _ => None,
     };
     let tasks_on_host = procfs::tasks_on_host().unwrap_or(0);
-    let needs = match threads_needed {
+    let mut needs = match threads_needed {
         Some(threads) => sysctl::needs_for_threads(threads, tasks_on_host)
             .map_err(|e| RunError::Usage(e.to_string()))?,
         None => Vec::new(),
     };
+    if let Some((connections, addresses)) = serving {
+        needs.extend(sysctl::needs_for_connections(
+            connections,
+            addresses,
+            procfs::files_open().unwrap_or(0),
+        ));
+    }
     let changes = store.plan(&needs).map_err(RunError::Failed)?;
     if opts.perf.is_some() {
         if !root {
@@ -283,6 +306,12 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     if !root {
         left_out.push("eBPF probes and perf need root".into());
     }
+    // A server's socket buffers, counted from before its first connection.
+    if let (Some(cg), Some(_)) = (cgroup.as_mut(), serving) {
+        if let Err(err) = cg.count_sockets() {
+            left_out.push(format!("socket memory not counted in the cgroup: {err:#}"));
+        }
+    }
     // The leash's pids.max (a command's by default, see measure/leash.rs).
     let pids_limit = match (&cgroup, pids_limit) {
         (Some(cg), Some(limit)) => match cg.set_pids_max(limit.max) {
@@ -326,6 +355,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         root,
         perf,
         pids_limit.as_ref().map(|l| l.max),
+        cpus.as_deref(),
     );
 
     // Put the machine back before looking at any figure.
@@ -369,6 +399,8 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         timeout_ns: opts.timeout.map(|t| t.as_nanos() as u64),
         pids_limit,
         stopped_by: measured.stopped_by,
+        cpus: opts.cpus.clone(),
+        open_files_limit: measured.open_files_limit,
         left_out,
     };
     dir.write_json(record::MEMORY, &measured.memory)?;
@@ -389,6 +421,44 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         dir: dir.path,
         interrupted_by,
         made_out_root: !root_existed,
+    })
+}
+
+/// serve: (connections, loopback addresses the server listens on), from the invocation.
+fn serve_connections(target: &Target) -> Option<(u64, u64)> {
+    match target {
+        Target::Workload(inv) if inv.workload == WorkloadKind::Serve => {
+            let addresses = inv
+                .flags
+                .iter()
+                .find(|(flag, _)| flag == "--addrs")
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(1);
+            Some((inv.n, addresses))
+        }
+        _ => None,
+    }
+}
+
+/// A server of more connections than one address takes (CONNECTIONS_PER_ADDRESS: the load
+/// generator's ephemeral ports) listens on more loopback addresses, unless --addrs says.
+fn with_serve_addresses(mut opts: RunOptions) -> RunOptions {
+    if let Target::Workload(inv) = &mut opts.target {
+        let given = inv.flags.iter().any(|(flag, _)| flag == "--addrs");
+        let needed = inv.n.div_ceil(sysctl::CONNECTIONS_PER_ADDRESS);
+        if inv.workload == WorkloadKind::Serve && !given && needed > 1 {
+            inv.flags.push(("--addrs".into(), needed.to_string()));
+        }
+    }
+    opts
+}
+
+/// serve: the load to put on it once it listens (measure/loadgen.rs).
+fn serve_load(opts: &RunOptions, dir: &ResultsDir) -> Option<ServeLoad> {
+    let (connections, _) = serve_connections(&opts.target)?;
+    Some(ServeLoad {
+        plan: opts.load.plan(connections),
+        script: dir.file(record::WRK_SCRIPT),
     })
 }
 
@@ -468,6 +538,7 @@ struct Measured {
     memory: MemoryRecord,
     violations: Vec<String>,
     stopped_by: Option<StoppedBy>,
+    open_files_limit: Option<u64>,
     left_out: Vec<String>,
 }
 
@@ -485,6 +556,7 @@ fn measure(
     root: bool,
     perf: Option<(&record::perf::PerfPlan, Option<String>)>,
     pids_limit: Option<u64>,
+    cpus: Option<&[usize]>,
 ) -> Result<Measured> {
     let workload = match &opts.target {
         Target::Workload(inv) => Some(inv.workload),
@@ -541,12 +613,34 @@ fn measure(
     let mut child = launch::spawn(binary, args, setup)?;
     let pid = child.pid;
     interrupts.watch(pid);
+    // Set on the gated child before its exec: every thread it starts inherits them.
+    let mut left_out = Vec::new();
+    let mut open_files_limit = None;
+    if let Some((connections, _)) = serve_connections(&opts.target) {
+        let wanted = loadgen::nofile_for(connections);
+        match limits::raise_open_files(pid, wanted, root) {
+            Ok(got) => {
+                open_files_limit = Some(got);
+                if got < wanted {
+                    left_out.push(format!("RLIMIT_NOFILE of the server {got}, below the {wanted} its connections need (not root)"));
+                }
+            }
+            Err(err) => left_out.push(format!("RLIMIT_NOFILE of the server not raised: {err:#}")),
+        }
+    }
+    if let Some(cpus) = cpus {
+        if let Err(err) = limits::pin_to_cpus(pid, cpus) {
+            launch::kill(pid);
+            let _ = launch::wait(pid);
+            interrupts.unwatch(pid);
+            return Err(err);
+        }
+    }
     let target_tasks = match &opts.target {
         Target::Workload(inv) => inv.workload.tasks(inv.n),
         Target::Command { tasks, .. } => tasks.unwrap_or(0),
     };
     // The probes attach while the child waits at its gate: they count from its exec on.
-    let mut left_out = Vec::new();
     // The collector sizes its per-thread tables by the OS threads it will see: one per task, or
     // a runtime's few (its maps are allocated after the "before" snapshot, so they would show
     // in the MemAvailable drop if sized by a million goroutines).
@@ -559,7 +653,13 @@ fn measure(
         _ => target_tasks,
     };
     let collector = if let (true, Some(detail)) = (root, opts.probes) {
-        probes::start(pid, expected_threads, detail, &mut left_out)
+        probes::start(
+            pid,
+            expected_threads,
+            detail,
+            workload == Some(WorkloadKind::Serve),
+            &mut left_out,
+        )
     } else {
         if root {
             left_out.push("eBPF probes: left out (--no-probes)".into());
@@ -652,6 +752,7 @@ fn measure(
         (Some(stdout), Some(kind)) => follow_events(
             stdout,
             child.stdin.take(),
+            serve_load(opts, dir),
             &dir.file(record::EVENTS),
             pid,
             cgroup,
@@ -699,6 +800,12 @@ fn measure(
     let matched = command_stdout.and_then(|h| h.join().ok().flatten());
     bar.finish_and_clear();
     let followed = followed?;
+    if let Some(load) = &followed.load {
+        dir.write_json(record::LOAD, load)?;
+        if let Some(why) = &load.failed {
+            left_out.push(format!("load: {why}"));
+        }
+    }
     let (exit, rusage) = waited?;
     let machine = machine::fingerprint(&workload_toolchains(
         &opts.target,
@@ -747,6 +854,7 @@ fn measure(
         memory,
         violations: followed.violations,
         stopped_by,
+        open_files_limit,
         left_out,
     })
 }

@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use crate::host::binary;
 use crate::host::signals::Interrupts;
 use crate::measure::examples;
+use crate::measure::loadgen::{http_2023, LoadOptions};
 use crate::measure::preflight;
 use crate::measure::probes::ProbeDetail;
 use crate::measure::run::{self, Outcome, RunError, RunOptions};
@@ -27,6 +28,10 @@ use crate::units::{bytes, count};
 
 pub const DEFAULT_NS: [u64; 4] = [1_000, 10_000, 100_000, 1_000_000];
 
+/// A cell of a reproduction: runtime, workload, N and its own memory limit (see
+/// `CompareOptions::cells`).
+pub type FixedCell = (Runtime, WorkloadKind, u64, Option<u64>);
+
 /// What to run.
 pub struct CompareOptions {
     pub runtimes: Vec<Runtime>,
@@ -39,12 +44,18 @@ pub struct CompareOptions {
     pub flags: Vec<(String, String)>,
     pub reproduce: Option<String>,
     /// Cells that are fixed rather than a product (the reproduction): (runtime, workload, N).
-    pub cells: Option<Vec<(Runtime, WorkloadKind, u64)>>,
+    /// The fourth: the cell's own memory limit, at which it runs even where the preflight says
+    /// it will not fit (what happens at the limit is the experiment: rust-http-2023).
+    pub cells: Option<Vec<FixedCell>>,
     /// Programs swept over `ns` beside the runtimes (`--command`), each point run as
     /// `run --tasks N -- CMD` runs it.
     pub commands: Vec<SweptCommand>,
     /// What a reproduction could not run on this host, and why (kept in the plan).
     pub skipped: Vec<Skipped>,
+    /// serve cells: the load on each.
+    pub load: LoadOptions,
+    /// `--cpus`: the CPUs every run's workload is pinned to.
+    pub cpus: Option<String>,
 }
 
 impl CompareOptions {
@@ -61,13 +72,49 @@ impl CompareOptions {
             flags: vec![("--sleep".into(), "1s".into())],
             reproduce: Some("hansen2023".into()),
             cells: Some(vec![
-                (Runtime::Threads, WorkloadKind::Sleep, 1_000_000),
-                (Runtime::Goroutines, WorkloadKind::Sleep, 1_000_000),
-                (Runtime::Threads, WorkloadKind::Hold, 1_000_000),
-                (Runtime::Goroutines, WorkloadKind::Hold, 1_000_000),
+                (Runtime::Threads, WorkloadKind::Sleep, 1_000_000, None),
+                (Runtime::Goroutines, WorkloadKind::Sleep, 1_000_000, None),
+                (Runtime::Threads, WorkloadKind::Hold, 1_000_000, None),
+                (Runtime::Goroutines, WorkloadKind::Hold, 1_000_000, None),
             ]),
             commands: Vec::new(),
             skipped: Vec::new(),
+            load: LoadOptions::default(),
+            cpus: None,
+        }
+    }
+
+    /// `--reproduce rust-http-2023`: the article's rounds for our three runtimes (see
+    /// analyse/reproduce_http.rs), each at its own memory limit; `load` as given over the
+    /// article's wrk flags.
+    pub fn rust_http_2023(out: PathBuf, repeats: u32, load: LoadOptions) -> Self {
+        let cells = http_2023::ROUNDS
+            .iter()
+            .flat_map(|&(connections, mib)| {
+                Runtime::ALL
+                    .iter()
+                    .map(move |&rt| (rt, WorkloadKind::Serve, connections, Some(mib << 20)))
+            })
+            .collect();
+        CompareOptions {
+            runtimes: Runtime::ALL.to_vec(),
+            ns: http_2023::ROUNDS.iter().map(|(c, _)| *c).collect(),
+            workloads: vec![WorkloadKind::Serve],
+            repeats,
+            out,
+            memory_limit: None,
+            // The article's servers had no memory guard of their own: the cgroup's limit is
+            // what they meet.
+            flags: vec![
+                ("--work".into(), http_2023::WORK.into()),
+                ("--reserve".into(), "0".into()),
+            ],
+            reproduce: Some(http_2023::RUST_HTTP_2023.into()),
+            cells: Some(cells),
+            commands: Vec::new(),
+            skipped: Vec::new(),
+            load,
+            cpus: Some(http_2023::CPUS.into()),
         }
     }
 
@@ -90,6 +137,8 @@ impl CompareOptions {
             cells: None,
             commands,
             skipped,
+            load: LoadOptions::default(),
+            cpus: None,
         }
     }
 }
@@ -108,6 +157,7 @@ pub fn flags_for(
             "--batch" => workload == WorkloadKind::Churn,
             "--rounds" => workload == WorkloadKind::Pingpong,
             "--events" | "--queue" | "--type" | "--size" => workload == WorkloadKind::Chain,
+            "--work" | "--port" | "--addrs" | "--backlog" => workload == WorkloadKind::Serve,
             // A runtime's own cost flag goes to that runtime only.
             other => Runtime::ALL
                 .iter()
@@ -128,6 +178,8 @@ struct Job {
     repeats: u32,
     predicted_s: f64,
     calibration: Calibration,
+    /// The cell's own memory limit (forced: see CompareOptions::cells).
+    memory_limit: Option<u64>,
 }
 
 /// What the preflight says for one requested N of `what` ("threads hold"): the N to run, or
@@ -184,6 +236,7 @@ struct Runnable {
     workload: String,
     n: u64,
     predicted_s: f64,
+    memory_limit: Option<u64>,
 }
 
 fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job>), RunError> {
@@ -204,19 +257,21 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
             })
         })
         .collect::<Result<_, _>>()?;
-    let product: Vec<(Subject, u64)> = match &opts.cells {
+    let product: Vec<(Subject, u64, Option<u64>)> = match &opts.cells {
         Some(cells) => cells
             .iter()
-            .map(|&(rt, wl, n)| (Subject::Workload(rt, wl), n))
+            .map(|&(rt, wl, n, limit)| (Subject::Workload(rt, wl), n, limit))
             .collect(),
         None => {
             let workloads = opts.workloads.iter().flat_map(|&wl| {
                 opts.runtimes.iter().flat_map(move |&rt| {
-                    opts.ns.iter().map(move |&n| (Subject::Workload(rt, wl), n))
+                    opts.ns
+                        .iter()
+                        .map(move |&n| (Subject::Workload(rt, wl), n, None))
                 })
             });
             let commands = (0..opts.commands.len())
-                .flat_map(|i| opts.ns.iter().map(move |&n| (Subject::Command(i), n)));
+                .flat_map(|i| opts.ns.iter().map(move |&n| (Subject::Command(i), n, None)));
             workloads.chain(commands).collect()
         }
     };
@@ -225,7 +280,7 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
     let mut calibrations: BTreeMap<String, Calibration> = BTreeMap::new();
     let mut cells = Vec::new();
     let mut runnable: Vec<Runnable> = Vec::new();
-    for (subject, requested) in product {
+    for (subject, requested, cell_limit) in product {
         let (runtime, workload, est, run_at): (String, String, Estimate, RunAt) = match subject {
             Subject::Workload(rt, wl) => {
                 let inv = Invocation {
@@ -288,7 +343,16 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                 signal_name(sig)
             )));
         }
-        let (n, mut note) = clamp(&format!("{runtime} {workload}"), requested, &est);
+        let (n, mut note) = match cell_limit {
+            Some(limit) => (
+                Some(requested),
+                Some(format!(
+                    "memory limit {}: run at it whatever the preflight says",
+                    bytes(limit as f64)
+                )),
+            ),
+            None => clamp(&format!("{runtime} {workload}"), requested, &est),
+        };
         let n = match n {
             Some(n)
                 if n != requested
@@ -331,6 +395,7 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                 workload,
                 n,
                 predicted_s,
+                memory_limit: cell_limit,
             });
         }
     }
@@ -378,6 +443,7 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                         repeats: opts.repeats,
                         predicted_s: r.predicted_s,
                         calibration: calibrations[&r.runtime].clone(),
+                        memory_limit: r.memory_limit,
                     });
                 }
             }
@@ -506,14 +572,16 @@ pub fn compare(
             RunOptions {
                 target: job.target.clone(),
                 out_root: opts.out.clone(),
-                force: false,
-                memory_limit: opts.memory_limit,
+                force: job.memory_limit.is_some(),
+                memory_limit: job.memory_limit.or(opts.memory_limit),
                 // The collector runs in every cell: its timeline and cross-checks go in the report.
                 probes: Some(ProbeDetail::Lean),
                 perf: None,
                 calibration: Some(job.calibration.clone()),
                 timeout: None,
                 pids_limit: None,
+                load: opts.load.clone(),
+                cpus: opts.cpus.clone(),
                 keep_command_output: matches!(job.target, Target::Command { .. }),
             },
             interrupts,

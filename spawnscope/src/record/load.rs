@@ -27,6 +27,8 @@ pub struct LoadedRun {
     pub series: Option<CollectorSeries>,
     /// flame.svg, when the run was recorded with --perf and drawn.
     pub has_flame: bool,
+    /// load.json: the load on a serve run.
+    pub load: Option<crate::record::loadgen::LoadRecord>,
 }
 
 pub fn load(dir: &Path) -> Result<LoadedRun> {
@@ -47,6 +49,7 @@ pub fn load(dir: &Path) -> Result<LoadedRun> {
         collector: read_json(dir, COLLECTOR).ok(),
         series: read_collector_series(dir),
         has_flame: dir.join(FLAME).is_file(),
+        load: read_json(dir, crate::record::LOAD).ok(),
     })
 }
 

@@ -229,6 +229,10 @@ pub struct CgroupStats {
     pub memory_limit_bytes: Option<u64>,
     /// memory.stat as the kernel prints it (v1 and v2 name things differently).
     pub memory_stat: BTreeMap<String, u64>,
+    /// The run's TCP socket buffers: v2 memory.stat `sock` (part of the charge), v1
+    /// memory.kmem.tcp.usage_in_bytes (apart from it), where counted (serve runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_bytes: Option<u64>,
     pub oom_kills: u64,
     pub pids_current: Option<u64>,
     pub pids_peak: Option<u64>,

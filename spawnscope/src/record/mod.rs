@@ -4,6 +4,7 @@
 //! alone. Nothing here measures, computes a figure or formats one.
 
 pub mod load;
+pub mod loadgen;
 pub mod machine;
 pub mod memory;
 pub mod perf;
@@ -44,6 +45,9 @@ pub const STDERR: &str = "workload.stderr";
 /// A command's stdout, kept when the conductor reads it (`--peak-when`) or a sweep runs it.
 pub const COMMAND_STDOUT: &str = "command.stdout";
 pub const COLLECTOR: &str = "collector.json";
+/// serve: the load generator's record (record/loadgen.rs) and the wrk hook it ran with.
+pub const LOAD: &str = "load.json";
+pub const WRK_SCRIPT: &str = "wrk.lua";
 pub const SUMMARY_JSON: &str = "summary.json";
 pub const SUMMARY_MD: &str = "summary.md";
 pub const FLAME: &str = "flame.svg";

@@ -105,6 +105,12 @@ pub struct RunRecord {
     /// What the leash stopped the run for (None: it ended on its own, or by a signal or OOM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<StoppedBy>,
+    /// The CPUs the workload was pinned to (`--cpus`, a CPU list as taskset takes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// serve: the workload's RLIMIT_NOFILE, raised for its connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files_limit: Option<u64>,
     /// What this run could not measure, and why.
     pub left_out: Vec<String>,
 }

@@ -10,6 +10,7 @@ pub mod flame;
 pub mod html;
 pub mod repeats;
 pub mod sentinels;
+pub mod serving;
 pub mod summary;
 pub mod table;
 pub mod verdict;

@@ -8,7 +8,7 @@ use crate::analyse::probes::{ProbeCost, ProbeSummary};
 use crate::analyse::summary::{Summary, ADDS_UP_PERCENT};
 use crate::record::{AliveCount, Fingerprint, PeakChoice, StopAt, WorkloadStop};
 use crate::render::table::{Cell, Table};
-use crate::render::{attribution, sentinels, verdict, waits};
+use crate::render::{attribution, sentinels, serving, verdict, waits};
 use crate::units::{bytes, count};
 
 fn secs_to_clock(s: f64) -> String {
@@ -136,6 +136,20 @@ pub fn percent_or_no_drop(difference: Option<f64>) -> String {
 
 fn adds_up_line(s: &Summary) -> Option<String> {
     let m = s.memory_per_task.as_ref()?;
+    // A server's MemAvailable drop holds the load generator too (wrk and its sockets, outside
+    // the run's cgroup): its parts are checked against what the run alone was charged.
+    if let (Some(_), Some(charge)) = (&s.serve, m.charge_difference_percent) {
+        return Some(format!(
+            "Memory {} the server's own charge: parts {} per connection ({charge:+.1} % of what its cgroup was charged, less page cache). MemAvailable fell by {} per connection: wrk and its sockets' half of each connection run outside the cgroup.",
+            if charge.abs() <= ADDS_UP_PERCENT {
+                "adds up against"
+            } else {
+                "does NOT add up against"
+            },
+            kb(m.total_kb),
+            kb(m.mem_available_drop_kb)
+        ));
+    }
     let corrections = m.slab_room_used_kb.is_some() || m.stacks_awaiting_free_kb.is_some();
     let mut line = format!(
         "Memory {}: parts {} vs MemAvailable drop {} per task ({}; kernel parts from {}).",
@@ -329,6 +343,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
             let _ = writeln!(md, "\n{line}");
         }
     }
+    if let Some(f) = &s.serve {
+        serving::markdown(&mut md, f);
+    }
     if let Some(v) = &s.verdict {
         md.push_str(&verdict::markdown(v));
     }
@@ -500,6 +517,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     }
     if let Some(line) = measured_at_line(s) {
         let _ = writeln!(out, "  {line}");
+    }
+    if let Some(f) = &s.serve {
+        serving::terminal(&mut out, f);
     }
     if let Some(v) = &s.verdict {
         out.push_str(&verdict::terminal(v));

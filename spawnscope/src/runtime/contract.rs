@@ -22,6 +22,10 @@ pub enum Event {
         alive: u64,
         expected: u64,
     },
+    /// serve: its sockets listen on these addresses (`IP:PORT`), the moment to start the load.
+    Listening {
+        addrs: Vec<String>,
+    },
     Result(Value),
 }
 
@@ -37,7 +41,7 @@ impl Contract {
     pub fn new() -> Result<Self> {
         let schema: Value = serde_json::from_str(SCHEMA).context("the event schema is not JSON")?;
         let mut by_event = Vec::new();
-        for kind in ["start", "phase", "progress", "peak", "result"] {
+        for kind in ["start", "phase", "progress", "peak", "listening", "result"] {
             let one =
                 serde_json::json!({ "$ref": format!("#/$defs/{kind}"), "$defs": schema["$defs"] });
             let validator = jsonschema::validator_for(&one)
@@ -75,6 +79,14 @@ impl Contract {
             "peak" => Event::Peak {
                 alive: u("alive"),
                 expected: u("expected"),
+            },
+            "listening" => Event::Listening {
+                addrs: value["addrs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| a.as_str().map(str::to_string))
+                    .collect(),
             },
             _ => Event::Result(value),
         })

@@ -125,7 +125,7 @@ pub const DESCRIPTORS: [Descriptor; 3] = [
         binary: "goroutines",
         installed_binary: "spawnscope-goroutines",
         binary_env: "SPAWNSCOPE_GOROUTINES_BIN",
-        build_hint: "cd goroutines-go && go build -o ../target/release/goroutines .",
+        build_hint: "cd goroutines-go && CGO_ENABLED=0 go build -o ../target/release/goroutines .",
         calibration_sizes: [20_000, 100_000],
         cost_flag: "--gomaxprocs",
         tasks_are_threads: false,

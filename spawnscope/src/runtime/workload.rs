@@ -20,6 +20,8 @@ pub enum WorkloadKind {
     Churn,
     Pingpong,
     Chain,
+    /// An HTTP/1.1 server, one task per connection, under load from wrk (measure/load.rs).
+    Serve,
 }
 
 impl WorkloadKind {
@@ -30,13 +32,14 @@ impl WorkloadKind {
             WorkloadKind::Churn => "churn",
             WorkloadKind::Pingpong => "pingpong",
             WorkloadKind::Chain => "chain",
+            WorkloadKind::Serve => "serve",
         }
     }
 
     /// Where reports put a workload among the others (unknown names last): hold first, whose
     /// tasks all coexist.
     pub fn order_of(name: &str) -> usize {
-        ["hold", "sleep", "churn", "pingpong", "chain"]
+        ["hold", "sleep", "churn", "pingpong", "chain", "serve"]
             .iter()
             .position(|w| *w == name)
             .unwrap_or(9)

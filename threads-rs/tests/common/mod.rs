@@ -1,7 +1,11 @@
 //! Helpers shared by the threads and tokio-tasks integration tests: running a workload binary, validating its
-//! JSON Lines against schema/workload-events.schema.json, and the shared bad-input table.
+//! JSON Lines against schema/workload-events.schema.json, and the shared bad-input table; serve's
+//! client is serve.rs.
 #![allow(dead_code)]
 
+pub mod serve;
+
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -75,8 +79,15 @@ pub fn only<'a>(events: &'a [Value], kind: &str) -> &'a Value {
     found[0]
 }
 
-/// The rows of schema/bad-input.tsv that apply to `runtime`: (expected text, arguments).
-pub fn bad_input_rows(runtime: &str) -> Vec<(String, Vec<String>)> {
+/// A port taken: the table's `{busy_port}` while the returned listener lives.
+pub fn busy_port() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0").expect("a free port on the loopback")
+}
+
+/// The rows of schema/bad-input.tsv that apply to `runtime`: (expected text, arguments), with
+/// `{busy_port}` the port `busy` listens on.
+pub fn bad_input_rows(runtime: &str, busy: &TcpListener) -> Vec<(String, Vec<String>)> {
+    let busy_port = busy.local_addr().unwrap().port().to_string();
     let text = std::fs::read_to_string(repo_root().join("schema/bad-input.tsv")).unwrap();
     let rows: Vec<(String, Vec<String>)> = text
         .lines()
@@ -88,7 +99,10 @@ pub fn bad_input_rows(runtime: &str) -> Vec<(String, Vec<String>)> {
             applies.then(|| {
                 (
                     cols[1].to_string(),
-                    cols[2].split_whitespace().map(String::from).collect(),
+                    cols[2]
+                        .split_whitespace()
+                        .map(|arg| arg.replace("{busy_port}", &busy_port))
+                        .collect(),
                 )
             })
         })

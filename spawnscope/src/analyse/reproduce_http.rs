@@ -1,0 +1,215 @@
+//! `compare --reproduce rust-http-2023`: the Rust HTTP server article's rounds (wrk at 10 … 5,000
+//! connections, -t = -c, 2 CPUs, a 10 MB memory limit, 20 MB marked at 5,000) for our three
+//! runtimes beside its published table, with what happened where a server fell over named instead
+//! of its "N/A".
+
+use crate::analyse::reproduce::Reproduce;
+use crate::analyse::run_point::RunPoint;
+use crate::measure::loadgen::http_2023::{CPUS, LOAD_TIMEOUT_S, WORK};
+use crate::units::{bytes, count};
+
+pub const RUST_HTTP_2023_SOURCE: &str = "8lovelife, \"Rust异步编程\" (2023): five Rust HTTP servers in docker (cpus 2, memory 10M) under `wrk -t C -c C -d30 --timeout=15`, each request waiting ~1.5 s; QPS and mean latency as published, N/A where the server fell over (\"宕机\")";
+
+/// One published cell: QPS and mean latency, None where it says N/A.
+type Published = Option<(f64, &'static str)>;
+
+/// (connections, MiB, V2 thread per connection, V4 async single thread, V5 async multi thread).
+const PUBLISHED: [(u64, u64, Published, Published, Published); 6] = [
+    (
+        10,
+        10,
+        Some((6.32, "1.51 s")),
+        Some((6.32, "1.51 s")),
+        Some((6.32, "1.51 s")),
+    ),
+    (
+        100,
+        10,
+        Some((63.21, "1.51 s")),
+        Some((63.22, "1.51 s")),
+        Some((63.18, "1.51 s")),
+    ),
+    (
+        1_000,
+        10,
+        None,
+        Some((614.44, "1.54 s")),
+        Some((615.77, "1.54 s")),
+    ),
+    (
+        3_000,
+        10,
+        None,
+        Some((673.95, "2.72 s")),
+        Some((635.85, "3.49 s")),
+    ),
+    (5_000, 10, None, Some((593.99, "4.64 s")), None),
+    (
+        5_000,
+        20,
+        None,
+        Some((911.34, "2.15 s")),
+        Some((896.92, "2.42 s")),
+    ),
+];
+
+const RUNTIMES: [&str; 3] = ["threads", "goroutines", "tokio"];
+
+fn published(cell: Published) -> String {
+    cell.map_or("N/A (fell over)".into(), |(qps, latency)| {
+        format!("{qps:.2} req/s, {latency}")
+    })
+}
+
+/// Ours in a cell: requests/s and mean latency when it served, else what happened; memory per
+/// open connection when measured.
+fn ours(run: &RunPoint) -> String {
+    let Some(serve) = &run.serve else {
+        return format!("no load recorded: {}", run.outcome);
+    };
+    if serve.fell_over {
+        let what = serve
+            .happened
+            .first()
+            .cloned()
+            .unwrap_or_else(|| run.outcome.clone());
+        return format!("fell over: {what}");
+    }
+    let latency = serve
+        .load
+        .latency_ms
+        .as_ref()
+        .map_or("—".into(), |l| format!("{:.2} s", l.mean / 1000.0));
+    let memory = serve
+        .per_connection
+        .as_ref()
+        .and_then(|c| c.memory_kib)
+        .map_or(String::new(), |kib| {
+            format!(", {}/conn", bytes(kib * 1024.0))
+        });
+    let timeouts = serve.load.errors.timeout;
+    let timeouts = if timeouts > 0 {
+        format!(", {} timeouts", count(timeouts))
+    } else {
+        String::new()
+    };
+    format!(
+        "{:.2} req/s, {latency}{memory}{timeouts}",
+        serve.load.requests_per_s
+    )
+}
+
+pub fn rust_http_2023_table(runs: &[RunPoint]) -> Reproduce {
+    let mut rows = Vec::new();
+    for (connections, mib, v2, v4, v5) in PUBLISHED {
+        let mut values = vec![
+            format!("{} MiB", mib),
+            published(v2),
+            published(v4),
+            published(v5),
+        ];
+        for runtime in RUNTIMES {
+            let run = runs.iter().find(|r| {
+                r.runtime.as_deref() == Some(runtime)
+                    && r.workload.as_deref() == Some("serve")
+                    && r.n == Some(connections)
+                    && r.memory_limit_bytes == Some(mib << 20)
+            });
+            values.push(run.map_or("not run".into(), ours));
+        }
+        rows.push((count(connections), values));
+    }
+    Reproduce {
+        title: "Rust HTTP servers 2023".into(),
+        source: RUST_HTTP_2023_SOURCE.into(),
+        columns: [
+            "memory limit",
+            "article V2: thread per connection",
+            "article V4: async, 1 thread",
+            "article V5: async, multi-thread",
+            "threads (one per connection)",
+            "goroutines (one per connection)",
+            "tokio (a task per connection)",
+        ]
+        .iter()
+        .map(|c| c.to_string())
+        .collect(),
+        rows,
+        caveats: vec![
+            format!("Each request sleeps 1.5 s here (`--work {WORK}`), as the article's servers did, with no memory guard of their own (`--reserve 0`); wrk as the article ran it (-t = -c, --timeout {LOAD_TIMEOUT_S}s); the workload pinned to CPUs {CPUS} (the article's docker quota was 2 CPUs); the limit is the run's cgroup memory limit."),
+            "Latency is wrk's mean, as the article's AVG. \"fell over\" names what happened: the cgroup's OOM kill, connections refused or reset, timeouts.".into(),
+            "On cgroup v1 the server's socket buffers are counted apart (memory.kmem.tcp) and not held to the limit; on v2 they are inside it.".into(),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::serving::{LatencyMs, LoadFigures, PerConnection, ServeFigures};
+
+    fn served(runtime: &str, n: u64, mib: u64, serve: ServeFigures) -> RunPoint {
+        let mut point: RunPoint = serde_json::from_value(serde_json::json!({
+            "dir": "d", "machine": "M1", "label": "l", "runtime": runtime, "workload": "serve",
+            "n": n, "ok": true, "measured": true, "outcome": "completed", "started_utc": "",
+            "spawned": n, "alive_at_peak": n, "alive_max": n, "wall_s": 1.0, "user_s": 0.0,
+            "sys_s": 0.0, "cpu_percent": 0.0, "maxrss_kb": 0, "minor_faults": 0,
+            "voluntary_switches": 0, "involuntary_switches": 0, "memory_per_task": null,
+            "sysctls_restored": true, "contract_violations": 0, "has_collector": false,
+            "has_flame": false
+        }))
+        .unwrap();
+        point.memory_limit_bytes = Some(mib << 20);
+        point.serve = Some(serve);
+        point
+    }
+
+    #[test]
+    fn ours_stand_beside_the_article_with_what_happened_named() {
+        let ok = ServeFigures {
+            load: LoadFigures {
+                requests_per_s: 63.2,
+                latency_ms: Some(LatencyMs {
+                    mean: 1510.0,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            per_connection: Some(PerConnection {
+                open: 100,
+                memory_kib: Some(44.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let oom = ServeFigures {
+            fell_over: true,
+            happened: vec![
+                "the server was OOM-killed in its cgroup (memory limit 10.0 MiB)".into(),
+            ],
+            ..Default::default()
+        };
+        let runs = vec![
+            served("tokio", 100, 10, ok),
+            served("threads", 1_000, 10, oom),
+        ];
+        let table = rust_http_2023_table(&runs);
+        let row = |c: &str| {
+            &table
+                .rows
+                .iter()
+                .find(|(k, v)| k == c && v[0] == "10 MiB")
+                .unwrap()
+                .1
+        };
+        assert_eq!(row("100")[6], "63.20 req/s, 1.51 s, 44.0 KiB/conn");
+        assert_eq!(row("100")[1], "63.21 req/s, 1.51 s");
+        assert_eq!(
+            row("1,000")[4],
+            "fell over: the server was OOM-killed in its cgroup (memory limit 10.0 MiB)"
+        );
+        assert_eq!(row("1,000")[1], "N/A (fell over)");
+        assert_eq!(row("10")[5], "not run");
+        assert_eq!(table.rows.len(), 6);
+    }
+}

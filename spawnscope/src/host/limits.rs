@@ -1,0 +1,125 @@
+//! What a run sets on the process it starts, beside the sysctls: its open-file limit (a server's
+//! connections are descriptors) and the CPUs it may run on (the 2023 server article's 2 CPUs).
+//! Both are set on the child while it waits at its gate, before it execs, so every thread it
+//! starts inherits them; neither outlives the process.
+
+use anyhow::{bail, Context, Result};
+
+/// Raises `pid`'s RLIMIT_NOFILE to `files` (soft and hard) where it is lower. Without root only
+/// the soft limit can rise, up to the hard one: returns the limit in force afterwards.
+pub fn raise_open_files(pid: u32, files: u64, root: bool) -> Result<u64> {
+    let mut now = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit reads into `now`, a valid rlimit; no new limit is passed.
+    if unsafe { libc::prlimit(pid as i32, libc::RLIMIT_NOFILE, std::ptr::null(), &mut now) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("reading RLIMIT_NOFILE");
+    }
+    if now.rlim_cur >= files {
+        return Ok(now.rlim_cur);
+    }
+    let hard = if root {
+        now.rlim_max.max(files)
+    } else {
+        now.rlim_max
+    };
+    let new = libc::rlimit {
+        rlim_cur: files.min(hard),
+        rlim_max: hard,
+    };
+    // SAFETY: prlimit with a valid new limit and no old one.
+    if unsafe { libc::prlimit(pid as i32, libc::RLIMIT_NOFILE, &new, std::ptr::null_mut()) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("raising RLIMIT_NOFILE to {files}"));
+    }
+    Ok(new.rlim_cur)
+}
+
+/// A CPU list as taskset and cpuset.cpus write it: "0-1", "0,2,4-7".
+pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in text.split(',') {
+        let bound = |s: &str| -> Result<usize> {
+            s.trim()
+                .parse::<usize>()
+                .with_context(|| format!("'{s}' is not a CPU number"))
+        };
+        let (first, last) = match part.split_once('-') {
+            Some((a, b)) => (bound(a)?, bound(b)?),
+            None => (bound(part)?, bound(part)?),
+        };
+        if first > last {
+            bail!("'{part}' is a range from high to low");
+        }
+        if last >= libc::CPU_SETSIZE as usize {
+            bail!("CPU {last} is beyond what an affinity mask holds");
+        }
+        cpus.extend(first..=last);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// Pins `pid` (one thread: the gated child, before its exec) to `cpus`; the threads it starts
+/// inherit the mask. Fails for CPUs this machine does not have online.
+pub fn pin_to_cpus(pid: u32, cpus: &[usize]) -> Result<()> {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays within CPU_SETSIZE (checked when
+    // parsed).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: a valid set of its own size.
+    if unsafe { libc::sched_setaffinity(pid as i32, std::mem::size_of_val(&set), &set) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("pinning the workload to CPUs {cpus:?}"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_as_taskset_writes_them() {
+        assert_eq!(parse_cpu_list("0-1").unwrap(), vec![0, 1]);
+        assert_eq!(parse_cpu_list("3,0,4-5,3").unwrap(), vec![0, 3, 4, 5]);
+        assert!(parse_cpu_list("2-1").is_err());
+        assert!(parse_cpu_list("a").is_err());
+        assert!(parse_cpu_list("0-99999").is_err());
+    }
+
+    /// A child of ours: its limit raised (as far as a non-root user may) and its CPUs pinned, as
+    /// the kernel then reports them.
+    #[test]
+    fn a_child_gets_the_limit_and_the_cpus() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let root = unsafe { libc::geteuid() } == 0;
+        let got = raise_open_files(pid, 4096, root).unwrap();
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+        let line = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .unwrap()
+            .to_string();
+        assert!(line.contains(&got.to_string()), "{line}");
+        if root {
+            assert!(got >= 4096, "{line}");
+        }
+        pin_to_cpus(pid, &[0]).unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(
+            status.lines().any(|l| l == "Cpus_allowed_list:\t0"),
+            "{status}"
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
