@@ -266,6 +266,12 @@ fn a_server_oom_killed_in_10_mib_is_reported_as_such() {
         happened.contains("OOM-killed in its cgroup (memory limit 10.0 MiB)"),
         "{happened}"
     );
+    // wrk was stopped when the server died, not left loading a dead address for its 3 s.
+    let load = read_json(dir.join("load.json"));
+    let measured_us = load["processes"][0]["report"]["duration_us"]
+        .as_u64()
+        .unwrap();
+    assert!(measured_us < 2_500_000, "wrk ran {measured_us} µs: {load}");
     assert!(run_cgroups().is_empty(), "{:?}", run_cgroups());
     assert_eq!((net_sysctls(), sysctls()), before);
     for addr in listened_on(&dir) {

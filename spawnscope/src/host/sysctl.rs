@@ -115,21 +115,28 @@ pub fn needs_for_threads(threads: u64, tasks_on_host: u64) -> Result<Vec<Need>> 
 /// server's socket and the load generator's), each process needs its share within its
 /// RLIMIT_NOFILE (which fs.nr_open caps), wrk opens all of them at once (the accept queue), and
 /// each of the generator's connections to one address takes an ephemeral port.
-pub fn needs_for_connections(connections: u64, addresses: u64, files_open: u64) -> Vec<Need> {
+pub fn needs_for_connections(
+    connections: u64,
+    addresses: u64,
+    backlog: u64,
+    files_open: u64,
+) -> Vec<Need> {
     let per_address = connections.div_ceil(addresses.max(1));
-    let backlog = connections.min(BACKLOG_LIMIT);
+    // The queue the server asks for (--backlog), as far as the connections can fill it.
+    let backlog = connections.min(backlog).min(BACKLOG_LIMIT);
     vec![
         Need {
             key: NR_OPEN.into(),
-            min: connections + 1024,
-            why: "RLIMIT_NOFILE of the server and of wrk: one descriptor per connection + 1024"
+            min: 2 * connections + 1024,
+            why: "RLIMIT_NOFILE of the server and of wrk: a descriptor per connection, as many \
+                  again for wrk's threads (an epoll each), + 1024"
                 .into(),
         },
         Need {
             key: FILE_MAX.into(),
-            min: 2 * connections + files_open + FILES_HEADROOM,
+            min: 3 * connections + files_open + FILES_HEADROOM,
             why: format!(
-                "open files on the host: two per connection (server, wrk) + {files_open} open now + {FILES_HEADROOM}"
+                "open files on the host: three per connection (server, wrk, wrk's thread at most) + {files_open} open now + {FILES_HEADROOM}"
             ),
         },
         Need {
@@ -514,10 +521,10 @@ mod tests {
 
     #[test]
     fn connections_need_files_backlog_and_ports_per_address() {
-        let needs = needs_for_connections(100_000, 2, 3_000);
+        let needs = needs_for_connections(100_000, 2, 100_000, 3_000);
         let min = |key: &str| needs.iter().find(|n| n.key == key).unwrap().min;
-        assert_eq!(min(NR_OPEN), 101_024);
-        assert_eq!(min(FILE_MAX), 200_000 + 3_000 + 65_536);
+        assert_eq!(min(NR_OPEN), 201_024);
+        assert_eq!(min(FILE_MAX), 300_000 + 3_000 + 65_536);
         assert_eq!(min(SOMAXCONN), 65_535, "capped: a backlog is at most 65535");
         assert_eq!(min(SYN_BACKLOG), 65_535);
         assert_eq!(
@@ -525,9 +532,15 @@ mod tests {
             51_024,
             "50,000 connections to each address"
         );
-        let one = needs_for_connections(1_000, 1, 0);
+        let one = needs_for_connections(1_000, 1, 4_096, 0);
         assert_eq!(one.iter().find(|n| n.key == SOMAXCONN).unwrap().min, 1_000);
-        let all = needs_for_connections(200_000, 1, 0);
+        let queue = needs_for_connections(10_000, 1, 4_096, 0);
+        assert_eq!(
+            queue.iter().find(|n| n.key == SOMAXCONN).unwrap().min,
+            4_096,
+            "no more than the server's backlog asks for"
+        );
+        let all = needs_for_connections(200_000, 1, 65_535, 0);
         assert_eq!(
             all.iter().find(|n| n.key == PORT_RANGE).unwrap().min,
             64_512,
@@ -768,7 +781,7 @@ mod tests {
                 (k.trim().to_string(), v.trim().to_string())
             })
             .collect();
-        let needs = needs_for_connections(100_000, 2, 10_000);
+        let needs = needs_for_connections(100_000, 2, 65_535, 10_000);
         assert_eq!(values.len(), needs.len());
         for need in &needs {
             let value = &values.iter().find(|(k, _)| *k == need.key).unwrap().1;

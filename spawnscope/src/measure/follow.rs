@@ -538,7 +538,7 @@ pub fn follow_events(
     // The server's output ended: it drained and exited, or it was killed (OOM, a signal). wrk
     // would go on loading a dead address for the rest of its duration, reconnecting as fast as
     // it can: it is stopped, and reports what it had.
-    loadgen::stop(&running);
+    loadgen::stop_and_wait(&running);
     followed.load = load.map(|handle| {
         handle.join().unwrap_or_else(|_| LoadRecord {
             failed: Some("the load thread panicked".into()),

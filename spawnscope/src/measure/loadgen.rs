@@ -26,7 +26,8 @@ pub const WRK_SCRIPT: &str = r#"-- spawnscope: wrk's figures as one JSON line (m
 done = function(summary, latency, requests)
   local e = summary.errors
   local lat = "null"
-  if summary.requests > 0 then
+  -- Responses all later than --timeout leave the histogram empty (min > max): no latency then.
+  if summary.requests > 0 and latency.min <= latency.max then
     lat = string.format('{"min":%.0f,"max":%.0f,"mean":%.1f,"stdev":%.1f,"p50":%.0f,"p75":%.0f,"p90":%.0f,"p99":%.0f,"p999":%.0f}',
       latency.min, latency.max, latency.mean, latency.stdev, latency:percentile(50),
       latency:percentile(75), latency:percentile(90), latency:percentile(99), latency:percentile(99.9))
@@ -88,9 +89,10 @@ impl LoadOptions {
     }
 }
 
-/// Open files a wrk process needs for its connections: one descriptor each, and room.
+/// Open files a process needs for `connections`: one descriptor each, as many again at most for
+/// wrk's threads (each has its own epoll; -t = -c in the 2023 article), and room.
 pub fn nofile_for(connections: u64) -> u64 {
-    connections + 1024
+    2 * connections + 1024
 }
 
 /// The wrk binary, or what to install.
@@ -117,11 +119,22 @@ pub fn split(plan: &LoadPlan, addresses: usize) -> Vec<(u64, u64)> {
     (0..k)
         .map(|i| {
             let connections = share(plan.connections, i);
-            let threads = share(plan.threads.max(k), i).clamp(1, connections.max(1));
+            let wanted = share(plan.threads.max(k), i).clamp(1, connections.max(1));
+            // wrk gives each thread connections / threads, rounded down: a divisor of the
+            // connections opens all of them.
+            let threads = (1..=wanted)
+                .rev()
+                .find(|t| connections % t == 0)
+                .unwrap_or(1);
             (connections, threads)
         })
         .filter(|(c, _)| *c > 0)
         .collect()
+}
+
+/// wrk reads whole seconds only ("2s, 2m, 2h"): rounded up, at least one.
+fn whole_seconds(d: Duration) -> u64 {
+    (d.as_millis().div_ceil(1000) as u64).max(1)
 }
 
 /// The wrk arguments for one process.
@@ -132,8 +145,7 @@ pub fn argv(
     addr: &str,
     (connections, threads): (u64, u64),
 ) -> Vec<String> {
-    // wrk reads whole seconds only ("2s, 2m, 2h"): rounded up, at least one.
-    let secs = |d: Duration| format!("{}s", d.as_millis().div_ceil(1000).max(1));
+    let secs = |d: Duration| format!("{}s", whole_seconds(d));
     vec![
         wrk.display().to_string(),
         format!("-t{threads}"),
@@ -164,6 +176,26 @@ pub fn stop(running: &Running) {
     for &pid in running.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         // SAFETY: kill has no memory-safety preconditions; `pid` is our unreaped child.
         unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    }
+}
+
+/// Stops what still runs of the load and waits until it is reaped: SIGINT every 100 ms (wrk
+/// ignores it while it is still starting its threads), SIGKILL after 5 s.
+pub fn stop_and_wait(running: &Running) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        if running.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            return;
+        }
+        if std::time::Instant::now() >= deadline {
+            for &pid in running.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                // SAFETY: as in `stop`: an unreaped child of ours.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+            return;
+        }
+        stop(running);
+        thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -200,14 +232,27 @@ pub fn start(plan: &LoadPlan, addrs: &[String], script: &Path, running: &Running
     let wrk = wrk().map_err(anyhow::Error::msg)?;
     std::fs::write(script, WRK_SCRIPT).with_context(|| format!("writing {}", script.display()))?;
     let shares = split(plan, addrs.len());
-    let nofile = nofile_for(shares.iter().map(|(c, _)| *c).max().unwrap_or(0));
+    // Without root, a process may raise its soft limit up to its hard one, no further.
+    let mut now = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills a valid rlimit.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) };
+    let wanted = nofile_for(shares.iter().map(|(c, _)| *c).max().unwrap_or(0));
+    let (nofile, hard) = if unsafe { libc::geteuid() } == 0 {
+        (wanted, wanted.max(now.rlim_max))
+    } else {
+        (wanted.min(now.rlim_max), now.rlim_max)
+    };
     let record = LoadRecord {
         tool: "wrk".into(),
         version: wrk_version(&wrk),
         connections: plan.connections,
         threads: shares.iter().map(|(_, t)| t).sum(),
-        duration_ns: plan.duration.as_nanos() as u64,
-        timeout_ns: plan.timeout.as_nanos() as u64,
+        // As wrk was given them: whole seconds.
+        duration_ns: whole_seconds(plan.duration) * 1_000_000_000,
+        timeout_ns: whole_seconds(plan.timeout) * 1_000_000_000,
         nofile,
         ..Default::default()
     };
@@ -225,7 +270,7 @@ pub fn start(plan: &LoadPlan, addrs: &[String], script: &Path, running: &Running
             command.pre_exec(move || {
                 let limit = libc::rlimit {
                     rlim_cur: nofile,
-                    rlim_max: nofile,
+                    rlim_max: hard,
                 };
                 if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
                     return Err(std::io::Error::last_os_error());
@@ -332,7 +377,9 @@ mod tests {
     #[test]
     fn connections_and_threads_are_shared_over_the_addresses() {
         assert_eq!(split(&plan(10, 2), 1), vec![(10, 2)]);
-        assert_eq!(split(&plan(100_001, 4), 2), vec![(50_001, 2), (50_000, 2)]);
+        // wrk opens connections / threads per thread, rounded down: threads divide them.
+        assert_eq!(split(&plan(100_001, 4), 2), vec![(50_001, 1), (50_000, 2)]);
+        assert_eq!(split(&plan(1_000, 16), 1), vec![(1_000, 10)]);
         // More threads than connections: wrk refuses, so a process gets at most its connections.
         assert_eq!(split(&plan(3, 8), 1), vec![(3, 3)]);
         // More addresses than threads: one thread each.

@@ -173,6 +173,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         needs.extend(sysctl::needs_for_connections(
             connections,
             addresses,
+            serve_backlog(&opts.target),
             procfs::files_open().unwrap_or(0),
         ));
     }
@@ -437,6 +438,19 @@ fn serve_connections(target: &Target) -> Option<(u64, u64)> {
             Some((inv.n, addresses))
         }
         _ => None,
+    }
+}
+
+/// serve: the listen(2) backlog it asks for (--backlog, else the workloads' 4096).
+fn serve_backlog(target: &Target) -> u64 {
+    match target {
+        Target::Workload(inv) => inv
+            .flags
+            .iter()
+            .find(|(flag, _)| flag == "--backlog")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(4096),
+        Target::Command { .. } => 0,
     }
 }
 

@@ -62,6 +62,8 @@ pub fn ensure_workloads() {
             .args(["build", "-o"])
             .arg(dir.join("goroutines"))
             .arg(".")
+            // Pure Go: `net` would otherwise link cgo (threads started through glibc).
+            .env("CGO_ENABLED", "0")
             .current_dir(repo_root().join("goroutines-go"))
             .status()
             .expect("go is needed to build the goroutines workload")
