@@ -19,21 +19,23 @@ pub fn raise_open_files(pid: u32, files: u64, root: bool) -> Result<u64> {
     if now.rlim_cur >= files {
         return Ok(now.rlim_cur);
     }
-    let hard = if root {
-        now.rlim_max.max(files)
-    } else {
-        now.rlim_max
-    };
-    let new = libc::rlimit {
-        rlim_cur: files.min(hard),
-        rlim_max: hard,
-    };
+    let new = open_files_limit(files, now.rlim_max, root);
     // SAFETY: prlimit with a valid new limit and no old one.
     if unsafe { libc::prlimit(pid as i32, libc::RLIMIT_NOFILE, &new, std::ptr::null_mut()) } != 0 {
         return Err(std::io::Error::last_os_error())
             .with_context(|| format!("raising RLIMIT_NOFILE to {files}"));
     }
     Ok(new.rlim_cur)
+}
+
+/// RLIMIT_NOFILE for `files` open files, given the hard limit in force: root raises the hard
+/// limit too; anyone else may raise the soft one only, up to the hard one.
+pub fn open_files_limit(files: u64, hard_now: u64, root: bool) -> libc::rlimit {
+    let hard = if root { hard_now.max(files) } else { hard_now };
+    libc::rlimit {
+        rlim_cur: files.min(hard),
+        rlim_max: hard,
+    }
 }
 
 /// A CPU list as taskset and cpuset.cpus write it: "0-1", "0,2,4-7".

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::host::binary;
 use crate::host::clock::monotonic_ns;
+use crate::host::privileges::is_root;
+use crate::host::{binary, limits};
 use crate::record::loadgen::{LoadProcess, LoadRecord, WrkReport};
 
 /// The line wrk's `done` hook starts its JSON with.
@@ -232,7 +233,6 @@ pub fn start(plan: &LoadPlan, addrs: &[String], script: &Path, running: &Running
     let wrk = wrk().map_err(anyhow::Error::msg)?;
     std::fs::write(script, WRK_SCRIPT).with_context(|| format!("writing {}", script.display()))?;
     let shares = split(plan, addrs.len());
-    // Without root, a process may raise its soft limit up to its hard one, no further.
     let mut now = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -240,11 +240,8 @@ pub fn start(plan: &LoadPlan, addrs: &[String], script: &Path, running: &Running
     // SAFETY: getrlimit fills a valid rlimit.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) };
     let wanted = nofile_for(shares.iter().map(|(c, _)| *c).max().unwrap_or(0));
-    let (nofile, hard) = if unsafe { libc::geteuid() } == 0 {
-        (wanted, wanted.max(now.rlim_max))
-    } else {
-        (wanted.min(now.rlim_max), now.rlim_max)
-    };
+    let limit = limits::open_files_limit(wanted, now.rlim_max, is_root());
+    let nofile = limit.rlim_cur;
     let record = LoadRecord {
         tool: "wrk".into(),
         version: wrk_version(&wrk),
@@ -268,10 +265,6 @@ pub fn start(plan: &LoadPlan, addrs: &[String], script: &Path, running: &Running
         // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
             command.pre_exec(move || {
-                let limit = libc::rlimit {
-                    rlim_cur: nofile,
-                    rlim_max: hard,
-                };
                 if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }

@@ -430,10 +430,8 @@ fn serve_connections(target: &Target) -> Option<(u64, u64)> {
     match target {
         Target::Workload(inv) if inv.workload == WorkloadKind::Serve => {
             let addresses = inv
-                .flags
-                .iter()
-                .find(|(flag, _)| flag == "--addrs")
-                .and_then(|(_, v)| v.parse().ok())
+                .flag("--addrs")
+                .and_then(|v| v.parse().ok())
                 .unwrap_or(1);
             Some((inv.n, addresses))
         }
@@ -445,10 +443,8 @@ fn serve_connections(target: &Target) -> Option<(u64, u64)> {
 fn serve_backlog(target: &Target) -> u64 {
     match target {
         Target::Workload(inv) => inv
-            .flags
-            .iter()
-            .find(|(flag, _)| flag == "--backlog")
-            .and_then(|(_, v)| v.parse().ok())
+            .flag("--backlog")
+            .and_then(|v| v.parse().ok())
             .unwrap_or(4096),
         Target::Command { .. } => 0,
     }
@@ -458,7 +454,7 @@ fn serve_backlog(target: &Target) -> u64 {
 /// generator's ephemeral ports) listens on more loopback addresses, unless --addrs says.
 fn with_serve_addresses(mut opts: RunOptions) -> RunOptions {
     if let Target::Workload(inv) = &mut opts.target {
-        let given = inv.flags.iter().any(|(flag, _)| flag == "--addrs");
+        let given = inv.flag("--addrs").is_some();
         let needed = inv.n.div_ceil(sysctl::CONNECTIONS_PER_ADDRESS);
         if inv.workload == WorkloadKind::Serve && !given && needed > 1 {
             inv.flags.push(("--addrs".into(), needed.to_string()));

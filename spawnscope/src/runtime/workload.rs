@@ -84,6 +84,14 @@ impl Invocation {
         args
     }
 
+    /// The value given for a workload flag (`--addrs`), if any.
+    pub fn flag(&self, name: &str) -> Option<&str> {
+        self.flags
+            .iter()
+            .find(|(flag, _)| flag == name)
+            .map(|(_, value)| value.as_str())
+    }
+
     pub fn label(&self) -> String {
         format!(
             "{} {} --n {}",
