@@ -22,9 +22,10 @@ const drainFor = 10 * time.Second
 // serveStats are serve's counts: the connections' goroutines add, main reads.
 type serveStats struct {
 	open, requests, responseBytes, badRequests, acceptErrors atomic.Uint64
-	// main's own: most connections open at once, and those still open when the drain gave up.
-	maxOpen, openAtEnd uint64
-	idle               chan struct{} // the last open connection closed
+	// main's own: most connections open at once, those still open when the drain gave up, and
+	// good requests answered by the release (the end of `load`).
+	maxOpen, openAtEnd, requestsInLoad uint64
+	idle                               chan struct{} // the last open connection closed
 }
 
 // object is the result's `serve`; accepted = connections given a goroutine.
@@ -33,6 +34,7 @@ func (s *serveStats) object(accepted uint64) object {
 		with("connections_accepted", accepted).
 		with("connections_max_open", s.maxOpen).
 		with("requests", s.requests.Load()).
+		with("requests_in_load", s.requestsInLoad).
 		with("response_bytes", s.responseBytes.Load()).
 		with("bad_requests", s.badRequests.Load()).
 		with("accept_errors", s.acceptErrors.Load()).
@@ -158,6 +160,8 @@ func runServe(h *harness, listeners []*net.TCPListener) *throughput {
 		h.phase("load")
 	}
 
+	// Per-request figures are of the load phase: what the drain answers is not in it.
+	s.requestsInLoad = s.requests.Load()
 	h.phase("drain")
 	stopAccepting()
 	for conn := range accepted { // what the accept loops took before their listener closed
@@ -177,7 +181,7 @@ drain:
 	s.openAtEnd = s.open.Load()
 	h.aliveMax = maxU64(h.aliveMax, s.maxOpen)
 	h.phase("end")
-	return &throughput{"requests/s", s.requests.Load(), "load"}
+	return &throughput{"requests/s", s.requestsInLoad, "load"}
 }
 
 // acceptAll starts an accept loop per listener. Connections come on accepted, which is closed

@@ -242,7 +242,8 @@ func TestServeDrivenByClients(t *testing.T) {
 	}
 	result, counts := serveResult(t, evs)
 	want := map[string]uint64{
-		"connections_accepted": 50, "connections_max_open": 50, "requests": 150, "bad_requests": 0,
+		"connections_accepted": 50, "connections_max_open": 50, "requests": 150, "requests_in_load": 150,
+		"bad_requests":  0,
 		"accept_errors": 0, "open_at_end": 0,
 	}
 	for key, value := range want {

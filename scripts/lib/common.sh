@@ -165,9 +165,7 @@ build_workloads() {
   # tokio-sleepers: the 2024 article's tokio program, for compare --reproduce async-runtimes-2024.
   say "building the workloads (cargo build --release -p threads -p tokio-tasks --bins --example tokio-sleepers; go build goroutines)"
   (cd "$REPO_ROOT" && cargo build --release --quiet -p threads -p tokio-tasks --bins --example tokio-sleepers)
-  # CGO_ENABLED=0: `net` (serve) would otherwise link cgo, and every goroutines workload would
-  # start its threads through glibc (clone3) instead of the Go runtime (clone).
-  (cd "$REPO_ROOT/goroutines-go" && CGO_ENABLED=0 go build -trimpath -o "$BIN_DIR/goroutines" .)
+  "$REPO_ROOT/scripts/build-goroutines.sh" "$BIN_DIR/goroutines"
 }
 
 # build_all: spawnscope and the workloads; as root under sudo, the build products are given back

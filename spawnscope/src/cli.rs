@@ -302,7 +302,7 @@ pub struct WorkloadFlags {
     /// serve: the port [0: one the kernel picks].
     #[arg(long)]
     pub port: Option<String>,
-    /// serve: listen on 127.0.0.1 … 127.0.0.K [one per 50,000 connections].
+    /// serve: listen on 127.0.0.1 … 127.0.0.K [one per 30,000 connections].
     #[arg(long)]
     pub addrs: Option<String>,
     /// serve: listen(2) backlog (the kernel caps it at net.core.somaxconn) [4096].

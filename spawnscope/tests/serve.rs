@@ -283,3 +283,127 @@ fn a_server_oom_killed_in_10_mib_is_reported_as_such() {
         .unwrap()
         .success());
 }
+
+/// `--addrs 2`: the server listens on 127.0.0.1 and 127.0.0.2, one wrk process loads each with
+/// half the connections, and the run sums them (latency quantiles then a weighted mean, marked
+/// so). Past 30,000 connections the run does this by itself; here it is asked for, at 2,000.
+#[test]
+fn two_addresses_split_the_load_over_two_wrk_processes() {
+    if skip("two_addresses_split_the_load_over_two_wrk_processes") {
+        return;
+    }
+    let _one = serial();
+    let before = net_sysctls();
+    let sandbox = Sandbox::new();
+    let out = sandbox.run(&[
+        "--runtime",
+        "tokio",
+        "--workload",
+        "serve",
+        "--n",
+        "2000",
+        "--addrs",
+        "2",
+        "--duration",
+        "2s",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let dir = sandbox.only_results_dir();
+    let mut addrs = listened_on(&dir);
+    addrs.sort();
+    assert_eq!(addrs.len(), 2, "{addrs:?}");
+    assert!(addrs[0].starts_with("127.0.0.1:") && addrs[1].starts_with("127.0.0.2:"));
+    let load = read_json(dir.join("load.json"));
+    let processes = load["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 2, "{load}");
+    let mut loaded: Vec<String> = Vec::new();
+    for p in processes {
+        assert_eq!(p["connections"], 1000, "{p}");
+        let report = &p["report"];
+        assert!(report["requests"].as_u64().unwrap() > 0, "{p}");
+        assert_eq!(report["errors"]["connect"], 0, "{p}");
+        loaded.push(p["addr"].as_str().unwrap().to_string());
+    }
+    loaded.sort();
+    assert_eq!(loaded, addrs, "one wrk per address the server listened on");
+    let summary = read_json(dir.join("summary.json"));
+    let figures = &summary["serve"]["load"];
+    assert_eq!(figures["processes"], 2, "{figures}");
+    assert_eq!(figures["latency_exact"], false, "{figures}");
+    let both: u64 = processes
+        .iter()
+        .map(|p| p["report"]["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(figures["requests"].as_u64(), Some(both));
+    let server = &summary["serve"]["server"];
+    assert!(
+        server["connections_max_open"].as_u64().unwrap() >= 2000,
+        "{server}"
+    );
+    for addr in addrs {
+        assert!(TcpStream::connect(&addr).is_err(), "{addr} still accepts");
+    }
+    assert_eq!(net_sysctls(), before);
+}
+
+/// CAP_SYS_RESOURCE (capability(7)).
+const CAP_SYS_RESOURCE: libc::c_int = 24;
+
+/// A server of more connections than a process of ours may open (its hard RLIMIT_NOFILE, which
+/// it cannot raise without CAP_SYS_RESOURCE) is refused before anything changes, with the most
+/// it could hold: the run would otherwise measure EMFILE, not the server.
+#[test]
+fn more_connections_than_files_allowed_are_refused_before_anything_changes() {
+    if skip("more_connections_than_files_allowed_are_refused_before_anything_changes") {
+        return;
+    }
+    let _one = serial();
+    let before = (net_sysctls(), sysctls());
+    let sandbox = Sandbox::new();
+    let out_dir = sandbox.out();
+    let mut command = sandbox.command(&[
+        "run",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--runtime",
+        "tokio",
+        "--workload",
+        "serve",
+        "--n",
+        "3000",
+    ]);
+    // SAFETY: setrlimit and prctl are async-signal-safe; nothing else runs before exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(|| {
+            // Lowering is always allowed; out of the bounding set, root's exec does not get the
+            // capability back.
+            let low = libc::rlimit {
+                rlim_cur: 1500,
+                rlim_max: 1500,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &low) != 0
+                || libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("3,000 connections need")
+            && stderr.contains("1,500 is RLIMIT_NOFILE's hard limit")
+            && stderr.contains("at most 1,4"),
+        "{stderr}"
+    );
+    assert!(
+        !out_dir.exists() || fs::read_dir(&out_dir).unwrap().next().is_none(),
+        "no results directory for a refused run"
+    );
+    assert!(run_cgroups().is_empty(), "{:?}", run_cgroups());
+    assert_eq!((net_sysctls(), sysctls()), before);
+}

@@ -61,6 +61,8 @@ pub struct Harness<T: Tasks> {
     service: Option<&'static Service>,
     /// serve: connections still open when the drain gave up.
     open_at_end: u64,
+    /// serve: good requests answered by the release (the end of `load`).
+    requests_in_load: u64,
 }
 
 impl<T: Tasks> Harness<T> {
@@ -86,6 +88,7 @@ impl<T: Tasks> Harness<T> {
             listeners: Vec::new(),
             service: None,
             open_at_end: 0,
+            requests_in_load: 0,
         }
     }
 
@@ -377,6 +380,8 @@ impl<T: Tasks> Harness<T> {
             self.tick();
         }
         self.mark_load();
+        // Per-request figures are of the load phase: what the drain answers is not in it.
+        self.requests_in_load = service.requests();
         self.phase("drain");
         stop();
         // Closes what the accept loops took before their listener closed; their sends now fail.
@@ -396,7 +401,7 @@ impl<T: Tasks> Harness<T> {
         self.phase("end");
         Some(Throughput {
             unit: "requests/s",
-            count: service.requests(),
+            count: self.requests_in_load,
             phase: "load",
         })
     }
@@ -484,9 +489,14 @@ impl<T: Tasks> Harness<T> {
         });
         let (alive_at_peak, status) = self.peak.take().unwrap_or_else(|| (0, sys::status()));
         let failure = self.failure.as_ref().map(Failure::to_obj);
-        let serve = self
-            .service
-            .map(|s| s.to_obj(self.spawned, self.alive_max, self.open_at_end));
+        let serve = self.service.map(|s| {
+            s.to_obj(
+                self.spawned,
+                self.alive_max,
+                self.open_at_end,
+                self.requests_in_load,
+            )
+        });
         let event = Obj::new()
             .with("event", "result")
             .with("schema", SCHEMA_VERSION)

@@ -151,12 +151,20 @@ impl Service {
     }
 
     /// The result's `serve`: `accepted` connections were given a task, at most `max_open` open at
-    /// once, `open_at_end` still open when the drain gave up.
-    pub(crate) fn to_obj(&self, accepted: u64, max_open: u64, open_at_end: u64) -> Obj {
+    /// once, `open_at_end` still open when the drain gave up, `requests_in_load` answered by the
+    /// release.
+    pub(crate) fn to_obj(
+        &self,
+        accepted: u64,
+        max_open: u64,
+        open_at_end: u64,
+        requests_in_load: u64,
+    ) -> Obj {
         Obj::new()
             .with("connections_accepted", accepted)
             .with("connections_max_open", max_open)
             .with("requests", self.requests())
+            .with("requests_in_load", requests_in_load)
             .with("response_bytes", self.response_bytes.load(Relaxed))
             .with("bad_requests", self.bad_requests.load(Relaxed))
             .with("accept_errors", self.accept_errors.load(Relaxed))

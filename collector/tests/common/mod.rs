@@ -55,19 +55,16 @@ pub fn threads_bin() -> Result<PathBuf, String> {
 pub fn goroutines_bin() -> Result<PathBuf, String> {
     workload_bin("SPAWNSCOPE_GOROUTINES_BIN", "goroutines", || {
         let out = workspace().join("target/release/goroutines");
-        let status = Command::new("go")
-            .args(["build", "-o"])
+        // The one way it is built (pure Go); exit 3: no Go toolchain.
+        let status = Command::new(workspace().join("scripts/build-goroutines.sh"))
             .arg(&out)
-            .arg(".")
-            // Pure Go: `net` would otherwise link cgo (threads started through glibc).
-            .env("CGO_ENABLED", "0")
-            .current_dir(workspace().join("goroutines-go"))
             .status()
-            .map_err(|e| format!("no Go toolchain to build goroutines ({e})"))?;
-        status
-            .success()
-            .then_some(())
-            .ok_or("go build failed".into())
+            .map_err(|e| format!("scripts/build-goroutines.sh did not start ({e})"))?;
+        match status.code() {
+            Some(0) => Ok(()),
+            Some(3) => Err("no Go toolchain to build goroutines".into()),
+            _ => Err(format!("building goroutines failed: {status}")),
+        }
     })
 }
 

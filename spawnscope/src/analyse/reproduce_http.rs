@@ -149,16 +149,7 @@ mod tests {
     use crate::analyse::serving::{LatencyMs, LoadFigures, PerConnection, ServeFigures};
 
     fn served(runtime: &str, n: u64, mib: u64, serve: ServeFigures) -> RunPoint {
-        let mut point: RunPoint = serde_json::from_value(serde_json::json!({
-            "dir": "d", "machine": "M1", "label": "l", "runtime": runtime, "workload": "serve",
-            "n": n, "ok": true, "measured": true, "outcome": "completed", "started_utc": "",
-            "spawned": n, "alive_at_peak": n, "alive_max": n, "wall_s": 1.0, "user_s": 0.0,
-            "sys_s": 0.0, "cpu_percent": 0.0, "maxrss_kb": 0, "minor_faults": 0,
-            "voluntary_switches": 0, "involuntary_switches": 0, "memory_per_task": null,
-            "sysctls_restored": true, "contract_violations": 0, "has_collector": false,
-            "has_flame": false
-        }))
-        .unwrap();
+        let mut point = crate::analyse::test_support::run_point(runtime, "serve", n);
         point.memory_limit_bytes = Some(mib << 20);
         point.serve = Some(serve);
         point

@@ -59,7 +59,12 @@ pub struct LatencyMs {
 pub struct ServerCounts {
     pub connections_accepted: u64,
     pub connections_max_open: u64,
+    /// Good requests answered, the drain's too.
     pub requests: u64,
+    /// Good requests answered by the release (the end of `load`); None from workloads before it
+    /// was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_in_load: Option<u64>,
     pub response_bytes: u64,
     pub bad_requests: u64,
     pub accept_errors: u64,
@@ -85,7 +90,7 @@ pub struct PerConnection {
 /// One request, in the `load` phase (first connection to release).
 #[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct PerRequest {
-    /// Responses the server wrote in the phase (the divisor).
+    /// Good requests the server answered in the phase (the divisor).
     pub requests: u64,
     pub user_us: Option<f64>,
     pub sys_us: Option<f64>,
@@ -221,6 +226,7 @@ pub fn figures(
             connections_accepted: u(s, "connections_accepted"),
             connections_max_open: u(s, "connections_max_open"),
             requests: u(s, "requests"),
+            requests_in_load: s["requests_in_load"].as_u64(),
             response_bytes: u(s, "response_bytes"),
             bad_requests: u(s, "bad_requests"),
             accept_errors: u(s, "accept_errors"),
@@ -330,7 +336,10 @@ fn per_request(
     server: Option<&ServerCounts>,
     probes: Option<&ProbeSummary>,
 ) -> Option<PerRequest> {
-    let requests = server?.requests;
+    // The CPU time and the kernel's counts are of the load phase: so is the divisor, where the
+    // workload counted it (the drain answers a few more).
+    let server = server?;
+    let requests = server.requests_in_load.unwrap_or(server.requests);
     if requests == 0 {
         return None;
     }

@@ -70,3 +70,17 @@ pub fn run_record() -> RunRecord {
         left_out: vec![],
     }
 }
+
+/// A completed run of `runtime`'s `workload` at `n`, as a comparison reads it, nothing measured.
+pub fn run_point(runtime: &str, workload: &str, n: u64) -> crate::analyse::run_point::RunPoint {
+    serde_json::from_value(serde_json::json!({
+        "dir": "d", "machine": "M1", "label": "l", "runtime": runtime, "workload": workload,
+        "n": n, "ok": true, "measured": true, "outcome": "completed", "started_utc": "",
+        "spawned": n, "alive_at_peak": n, "alive_max": n, "wall_s": 1.0, "user_s": 0.0,
+        "sys_s": 0.0, "cpu_percent": 0.0, "maxrss_kb": 0, "minor_faults": 0,
+        "voluntary_switches": 0, "involuntary_switches": 0, "memory_per_task": null,
+        "sysctls_restored": true, "contract_violations": 0, "has_collector": false,
+        "has_flame": false
+    }))
+    .unwrap()
+}

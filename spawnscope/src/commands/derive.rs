@@ -230,6 +230,7 @@ fn write_charts(charts: &[render::charts::Chart], out: &Path) -> Result<()> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let ours = render::charts::FILE_PREFIXES
             .iter()
+            .chain(&render::serving_charts::FILE_PREFIXES)
             .any(|p| name.starts_with(p))
             && name.ends_with(".svg");
         if ours && !charts.iter().any(|c| c.file == name) {

@@ -5,9 +5,10 @@
 
 use anyhow::{bail, Context, Result};
 
-/// Raises `pid`'s RLIMIT_NOFILE to `files` (soft and hard) where it is lower. Without root only
-/// the soft limit can rise, up to the hard one: returns the limit in force afterwards.
-pub fn raise_open_files(pid: u32, files: u64, root: bool) -> Result<u64> {
+/// Raises `pid`'s RLIMIT_NOFILE to `files` (soft and hard) where it is lower. Without
+/// CAP_SYS_RESOURCE (`raise_hard`) only the soft limit can rise, up to the hard one: returns the
+/// limit in force afterwards.
+pub fn raise_open_files(pid: u32, files: u64, raise_hard: bool) -> Result<u64> {
     let mut now = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -19,7 +20,7 @@ pub fn raise_open_files(pid: u32, files: u64, root: bool) -> Result<u64> {
     if now.rlim_cur >= files {
         return Ok(now.rlim_cur);
     }
-    let new = open_files_limit(files, now.rlim_max, root);
+    let new = open_files_limit(files, now.rlim_max, raise_hard);
     // SAFETY: prlimit with a valid new limit and no old one.
     if unsafe { libc::prlimit(pid as i32, libc::RLIMIT_NOFILE, &new, std::ptr::null_mut()) } != 0 {
         return Err(std::io::Error::last_os_error())
@@ -28,14 +29,44 @@ pub fn raise_open_files(pid: u32, files: u64, root: bool) -> Result<u64> {
     Ok(new.rlim_cur)
 }
 
-/// RLIMIT_NOFILE for `files` open files, given the hard limit in force: root raises the hard
-/// limit too; anyone else may raise the soft one only, up to the hard one.
-pub fn open_files_limit(files: u64, hard_now: u64, root: bool) -> libc::rlimit {
-    let hard = if root { hard_now.max(files) } else { hard_now };
+/// RLIMIT_NOFILE for `files` open files, given the hard limit in force: with CAP_SYS_RESOURCE
+/// (`raise_hard`) the hard limit rises too; without it only the soft one, up to the hard one.
+pub fn open_files_limit(files: u64, hard_now: u64, raise_hard: bool) -> libc::rlimit {
+    let hard = if raise_hard {
+        hard_now.max(files)
+    } else {
+        hard_now
+    };
     libc::rlimit {
         rlim_cur: files.min(hard),
         rlim_max: hard,
     }
+}
+
+/// The most open files a process this one starts can be given, and why no more: the hard
+/// RLIMIT_NOFILE it inherits, unless this process may raise it (then fs.nr_open, which a run as
+/// root raises as far as it needs: no limit here).
+pub fn open_files_reachable(raise_hard: bool, root: bool) -> (u64, String) {
+    if raise_hard && root {
+        return (u64::MAX, String::new());
+    }
+    if raise_hard {
+        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        return (nr_open, "fs.nr_open (not root: not raised)".into());
+    }
+    let mut now = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills a valid rlimit.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) };
+    (
+        now.rlim_max,
+        "RLIMIT_NOFILE's hard limit here, which this process cannot raise (no CAP_SYS_RESOURCE; `ulimit -Hn` as a privileged user raises it)".into(),
+    )
 }
 
 /// A CPU list as taskset and cpuset.cpus write it: "0-1", "0,2,4-7".
@@ -103,8 +134,8 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id();
-        let root = unsafe { libc::geteuid() } == 0;
-        let got = raise_open_files(pid, 4096, root).unwrap();
+        let raise_hard = crate::host::privileges::can_raise_hard_limits();
+        let got = raise_open_files(pid, 4096, raise_hard).unwrap();
         let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
         let line = limits
             .lines()
@@ -112,7 +143,7 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(line.contains(&got.to_string()), "{line}");
-        if root {
+        if raise_hard {
             assert!(got >= 4096, "{line}");
         }
         pin_to_cpus(pid, &[0]).unwrap();

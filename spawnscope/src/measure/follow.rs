@@ -414,7 +414,8 @@ pub fn follow_events(
     let mut stdin = stdin;
     let mut serve = serve;
     let mut load = None;
-    let running = loadgen::Running::default();
+    // Every return below, an early `?` too, stops the load.
+    let running = loadgen::StoppedOnDrop::default();
     let mut followed = Followed::default();
     let mut most_alive = (workload != WorkloadKind::Hold)
         .then(|| MostAlive::new(tasks_are_threads, workload.stopped_for_memory()));
@@ -508,7 +509,7 @@ pub fn follow_events(
                         plan,
                         addrs,
                         stdin.take(),
-                        running.clone(),
+                        running.0.clone(),
                     ));
                 }
             }
@@ -538,7 +539,7 @@ pub fn follow_events(
     // The server's output ended: it drained and exited, or it was killed (OOM, a signal). wrk
     // would go on loading a dead address for the rest of its duration, reconnecting as fast as
     // it can: it is stopped, and reports what it had.
-    loadgen::stop_and_wait(&running);
+    drop(running);
     followed.load = load.map(|handle| {
         handle.join().unwrap_or_else(|_| LoadRecord {
             failed: Some("the load thread panicked".into()),

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::host::clock::monotonic_ns;
-use crate::host::privileges::is_root;
+use crate::host::privileges::can_raise_hard_limits;
 use crate::host::{binary, limits};
 use crate::record::loadgen::{LoadProcess, LoadRecord, WrkReport};
 
@@ -94,6 +94,71 @@ impl LoadOptions {
 /// wrk's threads (each has its own epoll; -t = -c in the 2023 article), and room.
 pub fn nofile_for(connections: u64) -> u64 {
     2 * connections + 1024
+}
+
+/// Descriptors a process needs beside its connections: stdio, listeners, epoll, the runtime's
+/// own (Go's netpoller, tokio's driver), with room.
+const FILES_ROOM: u64 = 64;
+
+/// The open files one process needs to hold `connections` (and an epoll per thread for wrk).
+pub fn files_needed(connections: u64, threads: u64) -> u64 {
+    connections + threads + FILES_ROOM
+}
+
+/// Whether the server (its connections and `addresses` listeners) and every wrk process can be
+/// given the open files they need, `reachable` being the most a child of ours can get and why
+/// (`limits::open_files_reachable`); the reason in one line when not.
+pub fn open_files_check(
+    plan: &LoadPlan,
+    addresses: u64,
+    reachable: &(u64, String),
+) -> Result<(), String> {
+    let (most, why) = reachable;
+    let server = files_needed(plan.connections, addresses);
+    let wrk = split(plan, addresses as usize)
+        .iter()
+        .map(|(c, t)| files_needed(*c, *t))
+        .max()
+        .unwrap_or(0);
+    let (who, needed) = if server >= wrk {
+        ("the server", server)
+    } else {
+        ("each wrk process", wrk)
+    };
+    if needed <= *most {
+        return Ok(());
+    }
+    Err(format!(
+        "{} connections need {} open files in {who}, and {} is {why}",
+        crate::units::count(plan.connections),
+        crate::units::count(needed),
+        crate::units::count(*most)
+    ))
+}
+
+/// The most connections, up to `requested`, whose server and wrk get the open files they need
+/// (`addresses_for` gives the listeners of a server of C).
+pub fn most_connections(
+    requested: u64,
+    options: &LoadOptions,
+    addresses_for: impl Fn(u64) -> u64,
+    reachable: &(u64, String),
+) -> u64 {
+    let fits = |c: u64| open_files_check(&options.plan(c), addresses_for(c), reachable).is_ok();
+    if fits(requested) {
+        return requested;
+    }
+    // Fewer connections never need more files: the largest that fits, by bisection.
+    let (mut low, mut high) = (0, requested);
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if fits(mid) {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    low
 }
 
 /// The wrk binary, or what to install.
@@ -180,6 +245,17 @@ pub fn stop(running: &Running) {
     }
 }
 
+/// The load's processes, stopped (`stop_and_wait`) when this is dropped: whatever way the
+/// follower leaves (an error while reading the server's output too), no wrk outlives the run.
+#[derive(Default)]
+pub struct StoppedOnDrop(pub Running);
+
+impl Drop for StoppedOnDrop {
+    fn drop(&mut self) {
+        stop_and_wait(&self.0);
+    }
+}
+
 /// Stops what still runs of the load and waits until it is reaped: SIGINT every 100 ms (wrk
 /// ignores it while it is still starting its threads), SIGKILL after 5 s.
 pub fn stop_and_wait(running: &Running) {
@@ -240,7 +316,7 @@ pub fn start(plan: &LoadPlan, addrs: &[String], script: &Path, running: &Running
     // SAFETY: getrlimit fills a valid rlimit.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) };
     let wanted = nofile_for(shares.iter().map(|(c, _)| *c).max().unwrap_or(0));
-    let limit = limits::open_files_limit(wanted, now.rlim_max, is_root());
+    let limit = limits::open_files_limit(wanted, now.rlim_max, can_raise_hard_limits());
     let nofile = limit.rlim_cur;
     let record = LoadRecord {
         tool: "wrk".into(),

@@ -11,10 +11,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::host::binary;
+use crate::host::privileges::{can_raise_hard_limits, is_root};
 use crate::host::signals::Interrupts;
+use crate::host::{binary, limits, sysctl};
 use crate::measure::examples;
-use crate::measure::loadgen::{http_2023, LoadOptions};
+use crate::measure::loadgen::{self, http_2023, LoadOptions};
 use crate::measure::preflight;
 use crate::measure::probes::ProbeDetail;
 use crate::measure::run::{self, Outcome, RunError, RunOptions};
@@ -229,6 +230,42 @@ enum Subject {
     Command(usize),
 }
 
+/// serve: the connections clamped to what a process of ours can hold open (RLIMIT_NOFILE), the
+/// reason added to the cell's note.
+fn clamp_connections(
+    what: &str,
+    connections: u64,
+    inv: &Invocation,
+    opts: &CompareOptions,
+    note: Option<String>,
+) -> (Option<u64>, Option<String>) {
+    let reachable = limits::open_files_reachable(can_raise_hard_limits(), is_root());
+    let given: Option<u64> = inv.flag("--addrs").and_then(|v| v.parse().ok());
+    let addresses =
+        |c: u64| given.unwrap_or_else(|| c.div_ceil(sysctl::CONNECTIONS_PER_ADDRESS).max(1));
+    let most = loadgen::most_connections(connections, &opts.load, addresses, &reachable);
+    if most >= connections {
+        return (Some(connections), note);
+    }
+    let most = preflight::round_down(most);
+    let text = format!(
+        "{what} {} → {}: one descriptor per connection, and {} open files is {}",
+        count(connections),
+        if most == 0 {
+            "left out".to_string()
+        } else {
+            format!("clamped to {}", count(most))
+        },
+        count(reachable.0),
+        reachable.1
+    );
+    let note = Some(match note {
+        Some(before) => format!("{before}; {text}"),
+        None => text,
+    });
+    ((most > 0).then_some(most), note)
+}
+
 /// A cell the preflight let run, before it is repeated.
 struct Runnable {
     target: Target,
@@ -343,16 +380,24 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                 signal_name(sig)
             )));
         }
-        let (n, mut note) = match cell_limit {
+        let (n, note) = match cell_limit {
             Some(limit) => (
                 Some(requested),
                 Some(format!(
-                    "memory limit {}: run at it whatever the preflight says",
+                    "{runtime} {workload} {}: memory limit {}, run at it whatever the preflight says",
+                    count(requested),
                     bytes(limit as f64)
                 )),
             ),
             None => clamp(&format!("{runtime} {workload}"), requested, &est),
         };
+        let (n, note) = match (n, &run_at) {
+            (Some(c), RunAt::Workload(inv, _)) if inv.workload == WorkloadKind::Serve => {
+                clamp_connections(&format!("{runtime} {workload}"), c, inv, opts, note)
+            }
+            _ => (n, note),
+        };
+        let mut note = note;
         let n = match n {
             Some(n)
                 if n != requested

@@ -13,9 +13,10 @@ use crate::analyse::timeline::Timeline;
 use crate::runtime::Runtime;
 use crate::units::{bytes, count};
 
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
-/// The file names of the charts this module draws start with one of these (under charts/).
+/// The file names of the charts this module draws start with one of these (under charts/); a
+/// serve sweep's are `serving_charts::FILE_PREFIXES`.
 pub const FILE_PREFIXES: [&str; 3] = ["memory-per-task-", "time-per-task-", "timeline-"];
 
 /// One chart, ready to write or inline.
@@ -39,7 +40,7 @@ const COMMAND_COLORS: [[(u8, u8, u8); 2]; 6] = [
     [(188, 189, 34), (219, 219, 141)],
 ];
 
-fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+pub(crate) fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing a chart: {e:?}")
 }
 
@@ -59,7 +60,7 @@ fn part_values(c: &Cell) -> Option<[f64; 4]> {
     ])
 }
 
-fn short_n(n: u64) -> String {
+pub(crate) fn short_n(n: u64) -> String {
     match n {
         n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
         n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
@@ -440,6 +441,17 @@ pub fn all(report: &Comparison, timelines: &[(&RunPoint, Timeline)]) -> Result<V
                     note: "Median over repeats of each part per task alive at the peak: RSS (/proc/PID/status), kernel stack, page tables, slab (cgroup or /proc/meminfo). One scale for every runtime.".into(),
                     svg,
                 });
+            }
+            if *wl == "serve" {
+                // A server's costs are per connection and per request, against C: time per
+                // connection accepted would say little.
+                let runs: Vec<&RunPoint> = report
+                    .runs
+                    .iter()
+                    .filter(|r| r.machine == machine.id && r.workload.as_deref() == Some("serve"))
+                    .collect();
+                charts.extend(crate::render::serving_charts::charts(&runs, &suffix, &on)?);
+                continue;
             }
             if let Some(svg) = time_per_task(&cells, wl)? {
                 charts.push(Chart {

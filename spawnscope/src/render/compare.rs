@@ -334,6 +334,11 @@ pub fn markdown(r: &Comparison) -> String {
     if let Some(rep) = &r.reproduce {
         md.push_str(&reproduce_markdown(rep));
     }
+    let serving = crate::render::serving::sweep_table(&r.runs);
+    if !serving.is_empty() {
+        let _ = writeln!(md, "\n## {SERVING_TITLE}\n\n{SERVING_NOTE}\n");
+        md.push_str(&serving.markdown());
+    }
     if !r.stopped_at_limit.is_empty() {
         let _ = writeln!(
             md,
@@ -354,6 +359,10 @@ pub fn markdown(r: &Comparison) -> String {
     }
     md
 }
+
+/// The serve runs' section: its title and what its columns are.
+pub const SERVING_TITLE: &str = "Serving: the load, one connection and one request, by run";
+pub const SERVING_NOTE: &str = "wrk's requests/s and latency; memory with every connection open, over the connections (socket buffers apart: the kernel's TCP buffers, outside RSS); CPU time and voluntary switches in the load phase, over the requests answered in it; what happened, named.";
 
 pub fn machine_line_with_id(m: &Machine) -> String {
     format!(

@@ -243,6 +243,16 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
         }
         h.push_str("</ul>\n");
     }
+    let serving = crate::render::serving::sweep_table(&report.runs);
+    if !serving.is_empty() {
+        let _ = write!(
+            h,
+            "<h2 id=\"serving\">{}</h2><p>{}</p>",
+            escape(compare::SERVING_TITLE),
+            escape(compare::SERVING_NOTE)
+        );
+        h.push_str(&serving.html("serving"));
+    }
     h.push_str("<h2 id=\"runs\">Runs: median (min … max) over repeats</h2>\n");
     h.push_str(&compare::runs_table(report).html("cells"));
     if !report.repeats.is_empty() {

@@ -11,6 +11,7 @@ pub mod html;
 pub mod repeats;
 pub mod sentinels;
 pub mod serving;
+pub mod serving_charts;
 pub mod summary;
 pub mod table;
 pub mod verdict;

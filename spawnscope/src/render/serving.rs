@@ -61,7 +61,10 @@ pub fn cost_table(f: &ServeFigures) -> Table {
     if let Some(r) = &f.per_request {
         let us = |v: Option<f64>| v.map_or("not measured".into(), |v| format!("{v:.1} µs"));
         t.row([
-            format!("user time per request ({} served)", count(r.requests)),
+            format!(
+                "user time per request ({} served in the load)",
+                count(r.requests)
+            ),
             us(r.user_us),
         ]);
         t.row(["system time per request".to_string(), us(r.sys_us)]);
@@ -98,10 +101,13 @@ pub fn markdown(md: &mut String, f: &ServeFigures) {
     if let Some(s) = &f.server {
         let _ = writeln!(
             md,
-            "- The server: {} connections accepted, {} open at most, {} responses ({}), {} bad requests, {} failed accepts, {} still open at the end",
+            "- The server: {} connections accepted, {} open at most, {} responses{} ({}), {} bad requests, {} failed accepts, {} still open at the end",
             count(s.connections_accepted),
             count(s.connections_max_open),
             count(s.requests),
+            s.requests_in_load
+                .filter(|&n| n != s.requests)
+                .map_or(String::new(), |n| format!(" ({} by the release)", count(n))),
             crate::units::bytes(s.response_bytes as f64),
             s.bad_requests,
             s.accept_errors,
@@ -113,4 +119,66 @@ pub fn markdown(md: &mut String, f: &ServeFigures) {
         let _ = writeln!(md);
         md.push_str(&table.markdown());
     }
+}
+
+/// A comparison's serve runs, one row each (repeats apart: a server that fell over in one repeat
+/// only shows it): the load, what a connection and a request cost, what happened.
+pub fn sweep_table(runs: &[crate::analyse::compare::RunPoint]) -> Table {
+    let mut t = Table::new([
+        "runtime",
+        "C",
+        "memory limit",
+        "requests/s",
+        "latency p50",
+        "latency p99",
+        "memory / connection",
+        "socket buffers / connection",
+        "system / request",
+        "user / request",
+        "voluntary switches / request",
+        "what happened",
+    ])
+    .right_aligned(1..=10);
+    let mut serve: Vec<_> = runs
+        .iter()
+        .filter_map(|r| Some((r, r.serve.as_ref()?)))
+        .collect();
+    let order = crate::analyse::compare::ordered_runtimes(
+        serve.iter().filter_map(|(r, _)| r.runtime.as_deref()),
+    );
+    serve.sort_by_key(|(r, f)| {
+        (
+            order.iter().position(|o| Some(*o) == r.runtime.as_deref()),
+            f.connections,
+            r.memory_limit_bytes,
+            r.started_utc.clone(),
+        )
+    });
+    let ms = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.1} ms"));
+    let us = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.1} µs"));
+    let kib = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.1} KiB"));
+    for (run, f) in serve {
+        let latency = f.load.latency_ms.as_ref();
+        let conn = f.per_connection.as_ref();
+        let request = f.per_request.as_ref();
+        let switches = request
+            .and_then(|r| r.kernel.iter().find(|k| k.metric == "switches_voluntary"))
+            .map_or("—".into(), |k| format!("{:.2}", k.per_request));
+        t.row([
+            run.runtime.clone().unwrap_or_default(),
+            count(f.connections),
+            run.memory_limit_bytes
+                .map_or("—".into(), |b| crate::units::bytes(b as f64)),
+            format!("{:.0}", f.load.requests_per_s),
+            ms(latency.map(|l| l.p50)),
+            ms(latency.map(|l| l.p99)),
+            kib(conn.and_then(|c| c.memory_kib)),
+            kib(conn.and_then(|c| c.socket_kib)),
+            us(request.and_then(|r| r.sys_us)),
+            us(request.and_then(|r| r.user_us)),
+            switches,
+            happened_line(f),
+        ]);
+    }
+    t
 }

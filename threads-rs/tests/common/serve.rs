@@ -307,6 +307,7 @@ pub fn check_serve_run(bin: &Path) {
         "connections_accepted": 50,
         "connections_max_open": 50,
         "requests": 150,
+        "requests_in_load": 150,
         "response_bytes": 150 * response_len,
         "bad_requests": 0,
         "accept_errors": 0,
