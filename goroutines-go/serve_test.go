@@ -81,13 +81,19 @@ func (r *serveRun) read(t *testing.T, timeout <-chan time.Time) (map[string]any,
 // next waits for the next event of kind.
 func (r *serveRun) next(t *testing.T, kind string) map[string]any {
 	t.Helper()
+	return r.nextWhere(t, kind, func(e map[string]any) bool { return e["event"] == kind })
+}
+
+// nextWhere waits for the next event that matches (what names it if none comes).
+func (r *serveRun) nextWhere(t *testing.T, what string, matches func(map[string]any) bool) map[string]any {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		event, ok := r.read(t, timeout)
 		if !ok {
-			t.Fatalf("no %q event before the end; stderr: %s", kind, r.stderr.String())
+			t.Fatalf("no %q event before the end; stderr: %s", what, r.stderr.String())
 		}
-		if event["event"] == kind {
+		if matches(event) {
 			return event
 		}
 	}
@@ -222,6 +228,12 @@ func TestServeDrivenByClients(t *testing.T) {
 	if peak["alive"] != 50.0 || peak["expected"] != 50.0 {
 		t.Fatalf("peak %v alive of %v expected, want 50", peak["alive"], peak["expected"])
 	}
+	// A response reaches the client before its goroutine counts it: released once the server
+	// says it counted all 150, so that they are all in `load` (requests_in_load).
+	r.nextWhere(t, "progress counting 150 requests", func(e map[string]any) bool {
+		n, _ := e["requests"].(float64)
+		return e["event"] == "progress" && n >= 150
+	})
 	for _, c := range clients {
 		c.conn.Close()
 	}

@@ -223,7 +223,7 @@ pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Resul
 /// Writes the charts under `out/charts/`, removing charts of an earlier rendering that this one
 /// does not draw again (say, a timeline of another run), which would sit beside the new ones as
 /// if current.
-fn write_charts(charts: &[render::charts::Chart], out: &Path) -> Result<()> {
+fn write_charts(charts: &[render::chart_kit::Chart], out: &Path) -> Result<()> {
     let dir = out.join(record::CHARTS);
     fs::create_dir_all(&dir)?;
     for entry in fs::read_dir(&dir)?.flatten() {

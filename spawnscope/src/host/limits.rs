@@ -50,19 +50,22 @@ pub fn open_files_reachable(raise_hard: bool, root: bool) -> (u64, String) {
     if raise_hard && root {
         return (u64::MAX, String::new());
     }
-    if raise_hard {
-        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        return (nr_open, "fs.nr_open (not root: not raised)".into());
-    }
     let mut now = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit fills a valid rlimit.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) };
+    if raise_hard {
+        let nr_open: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        return (
+            nr_open.max(now.rlim_max),
+            "fs.nr_open (not root: not raised)".into(),
+        );
+    }
     (
         now.rlim_max,
         "RLIMIT_NOFILE's hard limit here, which this process cannot raise (no CAP_SYS_RESOURCE; `ulimit -Hn` as a privileged user raises it)".into(),

@@ -9,8 +9,32 @@ pub fn is_root() -> bool {
 const CAP_SYS_RESOURCE: u32 = 24;
 
 /// Whether this process may raise a hard rlimit (RLIMIT_NOFILE for a server's connections).
-/// Root usually may; the root of a container started without CAP_SYS_RESOURCE may not.
+/// Root usually may; the root of a container started without CAP_SYS_RESOURCE may not, nor one
+/// in a user namespace of its own (the capability shows, but counts only in the initial one).
+/// So it is tried: this process's hard RLIMIT_NOFILE raised by one and put back. Where it is at
+/// fs.nr_open already (no raise possible), the capability set says.
 pub fn can_raise_hard_limits() -> bool {
+    let mut now = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills a valid rlimit.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) };
+    let nr_open: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    if now.rlim_max < nr_open {
+        let raised = libc::rlimit {
+            rlim_max: now.rlim_max + 1,
+            ..now
+        };
+        // SAFETY: setrlimit with valid limits; lowering back to `now` is always allowed.
+        return unsafe {
+            libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0
+                && libc::setrlimit(libc::RLIMIT_NOFILE, &now) == 0
+        };
+    }
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| effective_capabilities(&status))

@@ -115,7 +115,10 @@ pub fn open_files_check(
 ) -> Result<(), String> {
     let (most, why) = reachable;
     let server = files_needed(plan.connections, addresses);
-    let wrk = split(plan, addresses as usize)
+    // With the threads wanted, not the divisor `split` gives: never fewer, and a need that grows
+    // with the connections, so that `most_connections` finds the largest that fits and any
+    // fewer fit too.
+    let wrk = shares(plan, addresses as usize)
         .iter()
         .map(|(c, t)| files_needed(*c, *t))
         .max()
@@ -137,7 +140,7 @@ pub fn open_files_check(
 }
 
 /// The most connections, up to `requested`, whose server and wrk get the open files they need
-/// (`addresses_for` gives the listeners of a server of C).
+/// (`addresses_for` gives the listeners of a server of C). Every number below it fits too.
 pub fn most_connections(
     requested: u64,
     options: &LoadOptions,
@@ -180,12 +183,9 @@ pub fn wrk_version(wrk: &Path) -> Option<String> {
 /// How the connections and threads are split over the addresses: (connections, threads) each,
 /// in address order; the first addresses take the remainders.
 pub fn split(plan: &LoadPlan, addresses: usize) -> Vec<(u64, u64)> {
-    let k = addresses.max(1) as u64;
-    let share = |total: u64, i: u64| total / k + u64::from(i < total % k);
-    (0..k)
-        .map(|i| {
-            let connections = share(plan.connections, i);
-            let wanted = share(plan.threads.max(k), i).clamp(1, connections.max(1));
+    shares(plan, addresses)
+        .into_iter()
+        .map(|(connections, wanted)| {
             // wrk gives each thread connections / threads, rounded down: a divisor of the
             // connections opens all of them.
             let threads = (1..=wanted)
@@ -193,6 +193,20 @@ pub fn split(plan: &LoadPlan, addresses: usize) -> Vec<(u64, u64)> {
                 .find(|t| connections % t == 0)
                 .unwrap_or(1);
             (connections, threads)
+        })
+        .collect()
+}
+
+/// Each address's connections and the wrk threads wanted for them (at least one, at most one
+/// per connection), before `split` makes them a divisor: the most threads a process gets.
+fn shares(plan: &LoadPlan, addresses: usize) -> Vec<(u64, u64)> {
+    let k = addresses.max(1) as u64;
+    let share = |total: u64, i: u64| total / k + u64::from(i < total % k);
+    (0..k)
+        .map(|i| {
+            let connections = share(plan.connections, i);
+            let wanted = share(plan.threads.max(k), i).clamp(1, connections.max(1));
+            (connections, wanted)
         })
         .filter(|(c, _)| *c > 0)
         .collect()
@@ -233,16 +247,37 @@ pub fn parse_report(output: &str) -> Option<WrkReport> {
         .and_then(|json| serde_json::from_str(json).ok())
 }
 
-/// The wrk processes still running (not yet reaped): the only ones [`stop`] may signal.
-pub type Running = Arc<Mutex<Vec<u32>>>;
+/// The load's processes, shared by the thread that starts them and the follower that stops them.
+#[derive(Clone, Default)]
+pub struct Running(Arc<Mutex<Processes>>);
 
-/// Ends the load early (the server is gone): SIGINT, on which wrk stops and prints its figures.
-/// Only processes not yet reaped are signalled, so the PID cannot belong to another process.
-pub fn stop(running: &Running) {
-    for &pid in running.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        // SAFETY: kill has no memory-safety preconditions; `pid` is our unreaped child.
-        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+#[derive(Default)]
+struct Processes {
+    /// Still running (not yet reaped): the only ones [`stop`] may signal.
+    pids: Vec<u32>,
+    /// The load was stopped: no process starts after it (the server may be gone before wrk is).
+    stopped: bool,
+}
+
+impl Running {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Processes> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    fn signal(&self, signal: libc::c_int) {
+        for &pid in &self.lock().pids {
+            // SAFETY: kill has no memory-safety preconditions; `pid` is our unreaped child.
+            unsafe { libc::kill(pid as i32, signal) };
+        }
+    }
+}
+
+/// Ends the load early (the server is gone): SIGINT, on which wrk stops and prints its figures,
+/// and no process of it starts from now on. Only processes not yet reaped are signalled, so the
+/// PID cannot belong to another process.
+pub fn stop(running: &Running) {
+    running.lock().stopped = true;
+    running.signal(libc::SIGINT);
 }
 
 /// The load's processes, stopped (`stop_and_wait`) when this is dropped: whatever way the
@@ -261,17 +296,14 @@ impl Drop for StoppedOnDrop {
 pub fn stop_and_wait(running: &Running) {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
-        if running.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+        stop(running);
+        if running.lock().pids.is_empty() {
             return;
         }
         if std::time::Instant::now() >= deadline {
-            for &pid in running.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                // SAFETY: as in `stop`: an unreaped child of ours.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            }
+            running.signal(libc::SIGKILL);
             return;
         }
-        stop(running);
         thread::sleep(Duration::from_millis(100));
     }
 }
@@ -282,10 +314,7 @@ fn reap(pid: u32, running: &Running) -> (Option<i32>, Option<u64>) {
     // SAFETY: a zeroed siginfo is valid; WNOWAIT leaves the child to be reaped below.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
-    running
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .retain(|&p| p != pid);
+    running.lock().pids.retain(|&p| p != pid);
     let mut status = 0;
     // SAFETY: a zeroed rusage is valid; wait4 fills both for our own child.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -348,13 +377,22 @@ pub fn start(plan: &LoadPlan, addrs: &[String], script: &Path, running: &Running
             });
         }
         let started_t_ns = monotonic_ns();
-        let child = command.spawn();
-        if let Ok(child) = &child {
-            running
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(child.id());
-        }
+        // Started under the lock, so that a stop either comes first (and nothing starts) or
+        // finds the PID to signal.
+        let child = {
+            let mut processes = running.lock();
+            if processes.stopped {
+                Err(std::io::Error::other(
+                    "the load was stopped before it started (the server ended)",
+                ))
+            } else {
+                let child = command.spawn();
+                if let Ok(child) = &child {
+                    processes.pids.push(child.id());
+                }
+                child
+            }
+        };
         let addr = addr.clone();
         let running = running.clone();
         handles.push(thread::spawn(move || {
@@ -531,5 +569,69 @@ mod tests {
         assert!(report.requests > 0, "{record:?}");
         assert_eq!(report.errors.connect, 0);
         assert!(record.version.is_some());
+    }
+
+    /// The largest number of connections found fits, one more does not, and any fewer fit (the
+    /// rounded number compare runs too), whatever the CPUs and the limit.
+    #[test]
+    fn the_most_connections_fit_and_so_does_any_fewer() {
+        let addresses = |c: u64| c.div_ceil(30_000).max(1);
+        for (threads, per_connection) in
+            [(1, false), (2, false), (40, false), (150, false), (1, true)]
+        {
+            let options = LoadOptions {
+                threads: Some(threads),
+                thread_per_connection: per_connection,
+                ..Default::default()
+            };
+            for limit in [1_500, 4_096, 20_000, 200_000] {
+                let reachable = (limit, "a limit".to_string());
+                let fits =
+                    |c: u64| open_files_check(&options.plan(c), addresses(c), &reachable).is_ok();
+                let most = most_connections(150_000, &options, addresses, &reachable);
+                let case = format!(
+                    "{threads} threads (per connection: {per_connection}), {limit} files: {most}"
+                );
+                assert!(fits(most), "{case}");
+                assert!(most == 150_000 || !fits(most + 1), "{case}");
+                for fewer in [
+                    most - 1,
+                    most / 2,
+                    1,
+                    crate::measure::preflight::round_down(most),
+                ] {
+                    assert!(fits(fewer), "{case}, {fewer}");
+                }
+            }
+        }
+    }
+
+    /// A load stopped before its processes start (the server ended right after it listened)
+    /// starts none: nothing would be left to signal, and wrk would load a dead address.
+    #[test]
+    fn a_load_stopped_first_starts_nothing() {
+        let Ok(_) = wrk() else {
+            eprintln!("skipped: wrk is not installed (apt-get install wrk)");
+            return;
+        };
+        let running = Running::default();
+        stop_and_wait(&running);
+        let dir = tempfile::tempdir().unwrap();
+        let record = start(
+            &plan(4, 2),
+            &["127.0.0.1:9".to_string()],
+            &dir.path().join("wrk.lua"),
+            &running,
+        )
+        .unwrap()
+        .finish();
+        let process = &record.processes[0];
+        assert!(
+            process.output.contains("stopped before it started"),
+            "{process:?}"
+        );
+        assert_eq!(process.report, None);
+        assert!(record.failed.is_some());
+        assert!(running.lock().pids.is_empty());
     }
 }

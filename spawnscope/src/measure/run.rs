@@ -121,6 +121,12 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let root = is_root();
     let store = SysctlStore::system();
     let mut left_out: Vec<String> = Vec::new();
+    // The listeners the user asked for, before the defaults add theirs: a smaller run suggested
+    // below gets its own.
+    let addresses_given: Option<u64> = match &opts.target {
+        Target::Workload(inv) => inv.flag("--addrs").and_then(|v| v.parse().ok()),
+        Target::Command { .. } => None,
+    };
     let opts = with_serve_defaults(opts);
     let cpus = opts
         .cpus
@@ -171,12 +177,17 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     };
     if let Some((connections, addresses)) = serving {
         // One descriptor per connection in one process each: past what a child of ours can be
-        // given, the run would measure EMFILE, not the server.
+        // given, the run would measure EMFILE, not the server. --force does not pass it: the
+        // server could not accept them.
         let reachable = limits::open_files_reachable(can_raise_hard_limits(), root);
         loadgen::open_files_check(&opts.load.plan(connections), addresses, &reachable).map_err(
             |why| {
-                let most =
-                    loadgen::most_connections(connections, &opts.load, |_| addresses, &reachable);
+                let most = loadgen::most_connections(
+                    connections,
+                    &opts.load,
+                    |c| addresses_given.unwrap_or_else(|| sysctl::addresses_for(c)),
+                    &reachable,
+                );
                 RunError::Refused(format!(
                     "{why}: at most {} connections here (nothing was changed)",
                     crate::units::count(most)
@@ -467,9 +478,10 @@ fn serve_backlog(target: &Target) -> u64 {
 /// - more connections than one address takes (CONNECTIONS_PER_ADDRESS: the load generator's
 ///   ephemeral ports): more loopback addresses (--addrs);
 /// - more connections per address than the workloads' own backlog (4096): an accept queue that
-///   holds them (--backlog). wrk connects all of them at once; past the queue, the kernel drops
-///   the handshake's last ACK and the client retransmits after 1 s, 3 s…: at 19,000 connections
-///   with 4096 it took 2.6–7.2 s for all to be open, and the load measured the connecting.
+///   holds them (--backlog). wrk connects all of them at once; past a full queue, the kernel
+///   drops the handshake's last ACK and the client retransmits after 1 s, 3 s…, and the load
+///   measures the connecting. (Not seen on the 2-core VM, whose connects the port search held
+///   back: host/sysctl.rs, PORT_RANGE; a faster load generator fills the queue.)
 fn with_serve_defaults(mut opts: RunOptions) -> RunOptions {
     if let Target::Workload(inv) = &mut opts.target {
         add_serve_defaults(inv);
@@ -481,10 +493,11 @@ fn add_serve_defaults(inv: &mut Invocation) {
     if inv.workload != WorkloadKind::Serve {
         return;
     }
-    let addresses = match inv.flag("--addrs").and_then(|v| v.parse::<u64>().ok()) {
-        Some(given) => given,
+    // A value that does not parse is the workload's to refuse (bad input), not to add to.
+    let addresses = match inv.flag("--addrs") {
+        Some(given) => given.parse().unwrap_or(1),
         None => {
-            let needed = inv.n.div_ceil(sysctl::CONNECTIONS_PER_ADDRESS).max(1);
+            let needed = sysctl::addresses_for(inv.n);
             if needed > 1 {
                 inv.flags.push(("--addrs".into(), needed.to_string()));
             }

@@ -241,8 +241,7 @@ fn clamp_connections(
 ) -> (Option<u64>, Option<String>) {
     let reachable = limits::open_files_reachable(can_raise_hard_limits(), is_root());
     let given: Option<u64> = inv.flag("--addrs").and_then(|v| v.parse().ok());
-    let addresses =
-        |c: u64| given.unwrap_or_else(|| c.div_ceil(sysctl::CONNECTIONS_PER_ADDRESS).max(1));
+    let addresses = |c: u64| given.unwrap_or_else(|| sysctl::addresses_for(c));
     let most = loadgen::most_connections(connections, &opts.load, addresses, &reachable);
     if most >= connections {
         return (Some(connections), note);
@@ -391,13 +390,12 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
             ),
             None => clamp(&format!("{runtime} {workload}"), requested, &est),
         };
-        let (n, note) = match (n, &run_at) {
+        let (n, mut note) = match (n, &run_at) {
             (Some(c), RunAt::Workload(inv, _)) if inv.workload == WorkloadKind::Serve => {
                 clamp_connections(&format!("{runtime} {workload}"), c, inv, opts, note)
             }
             _ => (n, note),
         };
-        let mut note = note;
         let n = match n {
             Some(n)
                 if n != requested

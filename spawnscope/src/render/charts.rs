@@ -3,31 +3,20 @@
 //! the timeline of one run (the collector's 100 ms series when it ran, else the conductor's
 //! 100 ms memory samples), phases shaded.
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::analyse::compare::{ordered_runtimes, Cell, Comparison, RunPoint};
 use crate::analyse::regression::Spread;
 use crate::analyse::timeline::Timeline;
+use crate::render::chart_kit::{err, short_n, Chart, FONT};
 use crate::runtime::Runtime;
-use crate::units::{bytes, count};
-
-pub(crate) const FONT: &str = "sans-serif";
+use crate::units::bytes;
 
 /// The file names of the charts this module draws start with one of these (under charts/); a
 /// serve sweep's are `serving_charts::FILE_PREFIXES`.
 pub const FILE_PREFIXES: [&str; 3] = ["memory-per-task-", "time-per-task-", "timeline-"];
-
-/// One chart, ready to write or inline.
-pub struct Chart {
-    /// File name under charts/.
-    pub file: String,
-    pub title: String,
-    /// What the chart shows and where its data came from.
-    pub note: String,
-    pub svg: String,
-}
 
 /// A command's system and user time colours (RGB), by its place among the chart's commands:
 /// those of tab10 the runtimes' descriptors leave.
@@ -39,10 +28,6 @@ const COMMAND_COLORS: [[(u8, u8, u8); 2]; 6] = [
     [(23, 190, 207), (158, 218, 229)],
     [(188, 189, 34), (219, 219, 141)],
 ];
-
-pub(crate) fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
-    anyhow!("drawing a chart: {e:?}")
-}
 
 const PARTS: [(&str, RGBColor); 4] = [
     ("RSS", RGBColor(70, 130, 180)),
@@ -58,14 +43,6 @@ fn part_values(c: &Cell) -> Option<[f64; 4]> {
         c.page_tables_kb?.median,
         c.slab_kb?.median,
     ])
-}
-
-pub(crate) fn short_n(n: u64) -> String {
-    match n {
-        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
-        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
-        n => count(n),
-    }
 }
 
 /// Memory per task alive at the peak, by N: one bar per runtime, stacked RSS / kernel stack /

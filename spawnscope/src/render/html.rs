@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::analyse::compare::{Comparison, RunPoint};
 use crate::record::Fingerprint;
-use crate::render::charts::Chart;
+use crate::render::chart_kit::Chart;
 use crate::render::compare;
 use crate::render::repeats;
 use crate::render::table::{escape, Table};

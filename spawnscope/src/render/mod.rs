@@ -3,6 +3,7 @@
 //! figures (analyse/) and returns text.
 
 pub mod attribution;
+pub mod chart_kit;
 pub mod charts;
 pub mod columns;
 pub mod compare;

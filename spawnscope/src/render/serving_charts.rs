@@ -12,7 +12,7 @@ use plotters::prelude::*;
 
 use crate::analyse::compare::{ordered_runtimes, RunPoint};
 use crate::analyse::serving::ServeFigures;
-use crate::render::charts::{err, short_n, Chart, FONT};
+use crate::render::chart_kit::{err, short_n, Chart, FONT};
 use crate::runtime::Runtime;
 use crate::units::count;
 
@@ -170,7 +170,7 @@ fn served_runs<'a>(runs: &[&'a RunPoint]) -> (Served<'a>, Vec<String>) {
     (served, fell_over)
 }
 
-/// Every chart of a serve sweep on one machine; none when fewer than one C served.
+/// Every chart of a serve sweep on one machine; none when no run served.
 pub fn charts(runs: &[&RunPoint], suffix: &str, on: &str) -> Result<Vec<Chart>> {
     let (served, fell_over) = served_runs(runs);
     if served.is_empty() {

@@ -63,17 +63,22 @@ impl Serving {
 
     /// The next event of `kind` (the events before it are kept for the output).
     pub fn wait_for(&mut self, kind: &str) -> Value {
+        self.wait_until(kind, |e| e["event"] == kind)
+    }
+
+    /// The first event from here on that `matches` (`what` names it in the panic if none comes).
+    pub fn wait_until(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let Ok(line) = self.lines.recv_timeout(left) else {
-                panic!("no {kind:?} event; stdout so far:\n{}", self.stdout);
+                panic!("no {what:?} event; stdout so far:\n{}", self.stdout);
             };
             self.stdout.push_str(&line);
             self.stdout.push('\n');
             let event: Value =
                 serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-            if event["event"] == kind {
+            if matches(&event) {
                 return event;
             }
         }
@@ -246,6 +251,13 @@ pub fn serve_with_clients(
     }
     let peak = run.wait_for("peak");
     assert_eq!(peak["alive"], connections, "{peak}");
+    // A response reaches the client before its task counts it: released only once the server
+    // says it counted every one (its progress, ~100 ms apart), so that all of them are in
+    // `load` (requests_in_load).
+    let total = (connections * requests_each) as u64;
+    run.wait_until("progress counting every request", |e| {
+        e["event"] == "progress" && e["requests"].as_u64() >= Some(total)
+    });
     drop(clients);
     run.release()
 }
