@@ -132,6 +132,11 @@ const NEAR_THE_MOST: f64 = 0.8;
 /// spike must not keep the plateau below it from ever counting (a CI run reported 345 alive once,
 /// then held 285–320 to the end of spawning, and was never stopped).
 const STOPPED_NEAR: f64 = 0.5;
+/// Still readings a run may take after its base: another at the next levelled moment (or at the
+/// phase after spawning) while the best one has fewer than STOPPED_NEAR of the most reported. On
+/// a plateau that swings ±30 %, one stop in several landed in a trough (a CI run: 332 alive at
+/// the most, the one stop under half of it), and the run fell back to a moving reading.
+const STILL_READINGS: usize = 3;
 const LEVELLED_NEAR: f64 = 0.9;
 const LEVELLED_WINDOW: usize = 10;
 
@@ -153,8 +158,12 @@ struct MostAlive {
     /// Whether to stop the workload once for a reading.
     stops: bool,
     recent_reports: RecentReports,
-    /// The reading taken with the workload stopped, and the stop.
+    /// The best reading taken with the workload stopped (the most alive), and its stop.
     stopped: Option<(Candidate, WorkloadStop)>,
+    /// Every stop for a still reading, in time order: the times leave them all out.
+    stops_taken: Vec<WorkloadStop>,
+    /// The most tasks alive any progress event reported.
+    most_reported: u64,
     stop_failed: Option<String>,
     /// The process's threads before spawning (its main thread, a runtime's threads).
     threads_before: Option<u64>,
@@ -203,6 +212,8 @@ impl MostAlive {
             stops,
             recent_reports: RecentReports::default(),
             stopped: None,
+            stops_taken: Vec::new(),
+            most_reported: 0,
             stop_failed: None,
             threads_before: None,
             kept: Vec::new(),
@@ -254,7 +265,28 @@ impl MostAlive {
         self.kept.truncate(MOMENTS_KEPT);
     }
 
-    /// Stops the workload for one reading, once; `reported`: the progress event's count.
+    /// Whether to stop for a still reading now: none yet, or the best one has fewer than
+    /// STOPPED_NEAR of the most alive seen, and STILL_READINGS not all taken.
+    fn may_stop(&self) -> bool {
+        if !self.stops || self.stop_failed.is_some() || self.stops_taken.len() >= STILL_READINGS {
+            return false;
+        }
+        let most_seen = self
+            .kept
+            .first()
+            .and_then(|c| c.alive)
+            .unwrap_or(0)
+            .max(self.most_reported);
+        match &self.stopped {
+            None => true,
+            Some((c, _)) => c
+                .alive
+                .is_some_and(|a| (a as f64) < most_seen as f64 * STOPPED_NEAR),
+        }
+    }
+
+    /// Stops the workload for a still reading (see `may_stop`); `reported`: the progress
+    /// event's count. The best reading is kept as `stopped`, any other among the moments.
     fn stop(
         &mut self,
         pid: u32,
@@ -262,11 +294,12 @@ impl MostAlive {
         reported: Option<(u64, u64)>,
         at: StopAt,
     ) {
-        if !self.stops || self.stopped.is_some() || self.stop_failed.is_some() {
+        if !self.may_stop() {
             return;
         }
         match read_stopped(pid, cgroup, at) {
             Ok((snapshot, stop)) => {
+                self.stops_taken.push(stop);
                 let mut c = self.candidate(snapshot, reported);
                 // The count stood still from SIGSTOP on, not from the (later) snapshot.
                 if let (AliveCount::Progress { lag_ns }, Some((_, t_ns))) =
@@ -274,7 +307,17 @@ impl MostAlive {
                 {
                     *lag_ns = stop.from_t_ns.saturating_sub(t_ns);
                 }
-                self.stopped = Some((c, stop));
+                let better = match &self.stopped {
+                    None => true,
+                    Some((best, _)) => c.alive > best.alive,
+                };
+                if better {
+                    if let Some((before, _)) = self.stopped.replace((c, stop)) {
+                        self.keep(before);
+                    }
+                } else {
+                    self.keep(c);
+                }
             }
             Err(err) => self.stop_failed = Some(format!("{err:#}")),
         }
@@ -288,12 +331,11 @@ impl MostAlive {
         cgroup: Option<&RunCgroup>,
     ) {
         let (last, most_recent) = self.recent_reports.push(alive);
-        if self.stops
-            && self.stopped.is_none()
-            && levelled(alive, spawned, target, last, most_recent)
-        {
+        self.most_reported = self.most_reported.max(alive);
+        if self.may_stop() && levelled(alive, spawned, target, last, most_recent) {
+            let before = self.stops_taken.len();
             self.stop(pid, cgroup, Some((alive, t_ns)), StopAt::Levelled);
-            if self.stopped.is_some() {
+            if self.stops_taken.len() > before {
                 return;
             }
         }
@@ -524,9 +566,7 @@ pub fn follow_events(
         }
     }
     if let Some(mut m) = most_alive {
-        followed
-            .stops
-            .extend(m.stopped.as_ref().map(|(_, stop)| *stop));
+        followed.stops.extend(m.stops_taken.iter().copied());
         followed.stop_failed = m.stop_failed.take();
         // A server's `peak` (all C connections open) is its moment; without one (it fell over
         // first), the moment most connections were open.
@@ -711,6 +751,29 @@ mod tests {
         let (snapshot, moment, _) = m.finish(None).unwrap();
         assert_eq!((snapshot.t_ns, moment.alive), (10, Some(300)));
         assert_eq!(moment.chosen, PeakChoice::MostAlive { samples: 2 });
+    }
+
+    /// A still reading in a trough (under half the most reported) is taken again at the next
+    /// chance, at most STILL_READINGS times; one near the most is not.
+    #[test]
+    fn a_still_reading_in_a_trough_is_taken_again() {
+        let mut m = MostAlive {
+            stops: true,
+            ..most_alive(true)
+        };
+        assert!(m.may_stop(), "none taken yet");
+        m.most_reported = 332;
+        let trough = m.candidate(at(30, Some(153)), Some((150, 25)));
+        m.stopped = Some((trough, a_stop(27, StopAt::Levelled)));
+        m.stops_taken.push(a_stop(27, StopAt::Levelled));
+        assert!(m.may_stop(), "150 of 332: another");
+        let near = m.candidate(at(40, Some(253)), Some((250, 35)));
+        m.stopped = Some((near, a_stop(37, StopAt::Levelled)));
+        m.stops_taken.push(a_stop(37, StopAt::Levelled));
+        assert!(!m.may_stop(), "250 of 332: enough");
+        m.stopped.as_mut().unwrap().0.alive = Some(100);
+        m.stops_taken.push(a_stop(47, StopAt::Levelled));
+        assert!(!m.may_stop(), "three taken: no more");
     }
 
     #[test]
