@@ -5,6 +5,55 @@
 
 use anyhow::{bail, Context, Result};
 
+use crate::host::privileges::{has_capability, CAP_SYS_RESOURCE};
+
+/// Open files a process is given for `connections`: one descriptor each, as many again at most
+/// for wrk's threads (each has its own epoll; -t = -c in the 2023 article), and room. What a
+/// run raises RLIMIT_NOFILE (and fs.nr_open) to.
+pub fn nofile_for(connections: u64) -> u64 {
+    2 * connections + 1024
+}
+
+/// This process's RLIMIT_NOFILE.
+pub fn open_files_now() -> libc::rlimit {
+    let mut now = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills a valid rlimit.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) };
+    now
+}
+
+/// fs.nr_open: the most any RLIMIT_NOFILE may be, capability or not (0 when unreadable).
+pub fn nr_open() -> u64 {
+    std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether this process may raise a hard rlimit (RLIMIT_NOFILE for a server's connections).
+/// Root usually may; the root of a container started without CAP_SYS_RESOURCE may not, nor one
+/// in a user namespace of its own (the capability shows, but counts only in the initial one).
+/// So it is tried: this process's hard RLIMIT_NOFILE raised by one and put back. Where it is at
+/// fs.nr_open already (no raise possible), the capability set says.
+pub fn can_raise_hard_limits() -> bool {
+    let now = open_files_now();
+    if now.rlim_max < nr_open() {
+        let raised = libc::rlimit {
+            rlim_max: now.rlim_max + 1,
+            ..now
+        };
+        // SAFETY: setrlimit with valid limits; lowering back to `now` is always allowed.
+        return unsafe {
+            libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0
+                && libc::setrlimit(libc::RLIMIT_NOFILE, &now) == 0
+        };
+    }
+    has_capability(CAP_SYS_RESOURCE)
+}
+
 /// Raises `pid`'s RLIMIT_NOFILE to `files` (soft and hard) where it is lower. Without
 /// CAP_SYS_RESOURCE (`raise_hard`) only the soft limit can rise, up to the hard one: returns the
 /// limit in force afterwards.
@@ -50,19 +99,10 @@ pub fn open_files_reachable(raise_hard: bool, root: bool) -> (u64, String) {
     if raise_hard && root {
         return (u64::MAX, String::new());
     }
-    let mut now = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit fills a valid rlimit.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) };
+    let now = open_files_now();
     if raise_hard {
-        let nr_open: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
         return (
-            nr_open.max(now.rlim_max),
+            nr_open().max(now.rlim_max),
             "fs.nr_open (not root: not raised)".into(),
         );
     }
@@ -137,7 +177,7 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id();
-        let raise_hard = crate::host::privileges::can_raise_hard_limits();
+        let raise_hard = can_raise_hard_limits();
         let got = raise_open_files(pid, 4096, raise_hard).unwrap();
         let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
         let line = limits
@@ -157,5 +197,33 @@ mod tests {
         );
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    /// What this process finds agrees with what the kernel lets a child do.
+    #[test]
+    fn the_answer_matches_what_setrlimit_allows() {
+        let now = open_files_now();
+        // Past fs.nr_open the kernel refuses even with the capability.
+        if now.rlim_max >= nr_open() {
+            eprintln!(
+                "skipped: RLIMIT_NOFILE's hard limit {} is already at fs.nr_open",
+                now.rlim_max
+            );
+            return;
+        }
+        // In a child, so this process keeps its limits.
+        let raised = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -Hn {}", now.rlim_max + 1))
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert_eq!(
+            raised,
+            can_raise_hard_limits(),
+            "hard limit {}",
+            now.rlim_max
+        );
     }
 }

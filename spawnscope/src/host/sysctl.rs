@@ -133,7 +133,7 @@ pub fn needs_for_connections(
     vec![
         Need {
             key: NR_OPEN.into(),
-            min: 2 * connections + 1024,
+            min: crate::host::limits::nofile_for(connections),
             why: "RLIMIT_NOFILE of the server and of wrk: a descriptor per connection, as many \
                   again for wrk's threads (an epoll each), + 1024"
                 .into(),

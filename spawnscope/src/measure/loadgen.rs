@@ -14,8 +14,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::host::clock::monotonic_ns;
-use crate::host::privileges::can_raise_hard_limits;
-use crate::host::{binary, limits};
+use crate::host::{binary, limits, sysctl};
 use crate::record::loadgen::{LoadProcess, LoadRecord, WrkReport};
 
 /// The line wrk's `done` hook starts its JSON with.
@@ -90,12 +89,6 @@ impl LoadOptions {
     }
 }
 
-/// Open files a process needs for `connections`: one descriptor each, as many again at most for
-/// wrk's threads (each has its own epoll; -t = -c in the 2023 article), and room.
-pub fn nofile_for(connections: u64) -> u64 {
-    2 * connections + 1024
-}
-
 /// Descriptors a process needs beside its connections: stdio, listeners, epoll, the runtime's
 /// own (Go's netpoller, tokio's driver), with room.
 const FILES_ROOM: u64 = 64;
@@ -139,15 +132,19 @@ pub fn open_files_check(
     ))
 }
 
-/// The most connections, up to `requested`, whose server and wrk get the open files they need
-/// (`addresses_for` gives the listeners of a server of C). Every number below it fits too.
+/// The most connections, up to `requested`, whose server and wrk get the open files they need,
+/// listening on the addresses the user gave (--addrs) or else those a server of C gets. Every
+/// number below it fits too.
 pub fn most_connections(
     requested: u64,
     options: &LoadOptions,
-    addresses_for: impl Fn(u64) -> u64,
+    addresses_given: Option<u64>,
     reachable: &(u64, String),
 ) -> u64 {
-    let fits = |c: u64| open_files_check(&options.plan(c), addresses_for(c), reachable).is_ok();
+    let fits = |c: u64| {
+        let addresses = addresses_given.unwrap_or_else(|| sysctl::addresses_for(c));
+        open_files_check(&options.plan(c), addresses, reachable).is_ok()
+    };
     if fits(requested) {
         return requested;
     }
@@ -338,14 +335,12 @@ pub fn start(plan: &LoadPlan, addrs: &[String], script: &Path, running: &Running
     let wrk = wrk().map_err(anyhow::Error::msg)?;
     std::fs::write(script, WRK_SCRIPT).with_context(|| format!("writing {}", script.display()))?;
     let shares = split(plan, addrs.len());
-    let mut now = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit fills a valid rlimit.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) };
-    let wanted = nofile_for(shares.iter().map(|(c, _)| *c).max().unwrap_or(0));
-    let limit = limits::open_files_limit(wanted, now.rlim_max, can_raise_hard_limits());
+    let wanted = limits::nofile_for(shares.iter().map(|(c, _)| *c).max().unwrap_or(0));
+    let limit = limits::open_files_limit(
+        wanted,
+        limits::open_files_now().rlim_max,
+        limits::can_raise_hard_limits(),
+    );
     let nofile = limit.rlim_cur;
     let record = LoadRecord {
         tool: "wrk".into(),
@@ -575,7 +570,7 @@ mod tests {
     /// rounded number compare runs too), whatever the CPUs and the limit.
     #[test]
     fn the_most_connections_fit_and_so_does_any_fewer() {
-        let addresses = |c: u64| c.div_ceil(30_000).max(1);
+        let addresses = sysctl::addresses_for;
         for (threads, per_connection) in
             [(1, false), (2, false), (40, false), (150, false), (1, true)]
         {
@@ -588,7 +583,7 @@ mod tests {
                 let reachable = (limit, "a limit".to_string());
                 let fits =
                     |c: u64| open_files_check(&options.plan(c), addresses(c), &reachable).is_ok();
-                let most = most_connections(150_000, &options, addresses, &reachable);
+                let most = most_connections(150_000, &options, None, &reachable);
                 let case = format!(
                     "{threads} threads (per connection: {per_connection}), {limit} files: {most}"
                 );

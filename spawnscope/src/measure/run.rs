@@ -11,7 +11,8 @@ use anyhow::{anyhow, Context, Result};
 
 use crate::host::cgroup::{self, RunCgroup};
 use crate::host::clock::monotonic_ns;
-use crate::host::privileges::{can_raise_hard_limits, is_root};
+use crate::host::limits::can_raise_hard_limits;
+use crate::host::privileges::is_root;
 use crate::host::signals::Interrupts;
 use crate::host::sysctl::{self, RaisedGuard, SysctlStore};
 use crate::host::{binary, limits, machine, procfs};
@@ -182,12 +183,8 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         let reachable = limits::open_files_reachable(can_raise_hard_limits(), root);
         loadgen::open_files_check(&opts.load.plan(connections), addresses, &reachable).map_err(
             |why| {
-                let most = loadgen::most_connections(
-                    connections,
-                    &opts.load,
-                    |c| addresses_given.unwrap_or_else(|| sysctl::addresses_for(c)),
-                    &reachable,
-                );
+                let most =
+                    loadgen::most_connections(connections, &opts.load, addresses_given, &reachable);
                 RunError::Refused(format!(
                     "{why}: at most {} connections here (nothing was changed)",
                     crate::units::count(most)
@@ -678,7 +675,7 @@ fn measure(
     let mut left_out = Vec::new();
     let mut open_files_limit = None;
     if let Some((connections, _)) = serve_connections(&opts.target) {
-        let wanted = loadgen::nofile_for(connections);
+        let wanted = limits::nofile_for(connections);
         match limits::raise_open_files(pid, wanted, can_raise_hard_limits()) {
             Ok(got) => open_files_limit = Some(got),
             Err(err) => left_out.push(format!("RLIMIT_NOFILE of the server not raised: {err:#}")),

@@ -11,9 +11,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::host::privileges::{can_raise_hard_limits, is_root};
+use crate::host::limits::can_raise_hard_limits;
+use crate::host::privileges::is_root;
 use crate::host::signals::Interrupts;
-use crate::host::{binary, limits, sysctl};
+use crate::host::{binary, limits};
 use crate::measure::examples;
 use crate::measure::loadgen::{self, http_2023, LoadOptions};
 use crate::measure::preflight;
@@ -241,8 +242,7 @@ fn clamp_connections(
 ) -> (Option<u64>, Option<String>) {
     let reachable = limits::open_files_reachable(can_raise_hard_limits(), is_root());
     let given: Option<u64> = inv.flag("--addrs").and_then(|v| v.parse().ok());
-    let addresses = |c: u64| given.unwrap_or_else(|| sysctl::addresses_for(c));
-    let most = loadgen::most_connections(connections, &opts.load, addresses, &reachable);
+    let most = loadgen::most_connections(connections, &opts.load, given, &reachable);
     if most >= connections {
         return (Some(connections), note);
     }
