@@ -33,6 +33,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define TASK_REPORT_MAX 0x0100    /* classic sched_switch prev_state: the switch was a preemption */
 #define REPORT_EXIT_DEAD 0x0010   /* classic sched_switch prev_state "X" */
 #define REPORT_EXIT_ZOMBIE 0x0020 /* classic sched_switch prev_state "Z" */
+#define EXIT_DEAD 0x0010          /* task_struct exit_state: set by the reaper (EXIT_TRACE has it too) */
 #define CLONE_THREAD 0x00010000
 #define RUSAGE_SELF 0
 #define EAGAIN 11
@@ -522,12 +523,22 @@ int tp_sched_process_exit(void *ctx)
 
 /* ---- scheduling --------------------------------------------------------------------------- */
 
+/* How a target thread's switch stands to the rusage its parent will read. */
+enum rusage_sight {
+	IN_RUSAGE,    /* counted in every rusage read after it */
+	AFTER_EXIT,   /* the thread's counts were already folded into the process's: in none */
+	WHILE_REAPED, /* the group leader's, after its parent claimed it in wait4 (exit_state
+		       * EXIT_DEAD): the reaper's getrusage sums the leader's counters meanwhile, so
+		       * this switch is in the rusage wait4 returns or not, by a race. */
+};
+
 /* prev, a target thread, leaves its CPU. voluntary: the kernel counted the switch in nvcsw.
- * after_exit: the thread's counts were already folded into the process's rusage, so rusage never
- * sees this switch. last: the thread's final switch (it is dead). */
+ * last: the thread's final switch (it is dead). */
 static __always_inline void switch_out(__u32 tid, struct sc_task *t, bool voluntary,
-				       bool after_exit, bool last, __u64 now)
+				       enum rusage_sight sight, bool last, __u64 now)
 {
+	bool after_exit = sight == AFTER_EXIT;
+
 	struct vec_counters *c = phase_vec();
 	struct vec_series *s = series_vec(now);
 	struct vec_cut *k = cut_vec();
@@ -543,6 +554,9 @@ static __always_inline void switch_out(__u32 tid, struct sc_task *t, bool volunt
 		if (after_exit)
 			k->v[voluntary ? SC_CUT_SWITCHES_VOLUNTARY_AFTER_EXIT
 				       : SC_CUT_SWITCHES_INVOLUNTARY_AFTER_EXIT] += 1;
+		if (sight == WHILE_REAPED)
+			k->v[voluntary ? SC_CUT_SWITCHES_VOLUNTARY_WHILE_REAPED
+				       : SC_CUT_SWITCHES_INVOLUNTARY_WHILE_REAPED] += 1;
 	}
 	if (s)
 		s->v[voluntary ? SC_S_SWITCHES_VOLUNTARY : SC_S_SWITCHES_INVOLUNTARY] += 1;
@@ -638,8 +652,16 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 				c->v[SC_SWITCH_RULE_DISAGREES] += 1;
 		}
 		/* __exit_signal() adds a dying thread's counts to the process's and clears
-		 * ->sighand: switches after that are in no rusage. */
-		switch_out(tid, t, voluntary, prev->sighand == NULL, prev_state & TASK_DEAD, now);
+		 * ->sighand: switches after that are in no rusage. The leader's come last: its parent
+		 * reaps it (wait_task_zombie: exit_state to EXIT_DEAD, then getrusage, then
+		 * release_task) once it is a zombie, which may be before its own final switch. */
+		enum rusage_sight sight = IN_RUSAGE;
+
+		if (prev->sighand == NULL)
+			sight = AFTER_EXIT;
+		else if (prev->pid == prev->tgid && (prev->exit_state & EXIT_DEAD))
+			sight = WHILE_REAPED;
+		switch_out(tid, t, voluntary, sight, prev_state & TASK_DEAD, now);
 	}
 	if ((__u32)next->tgid == TGID) {
 		t = task_get(next->pid, true);
@@ -690,7 +712,7 @@ int tp_sched_switch(struct tp_sched_switch *ctx)
 		__u32 tid = ctx->prev_pid;
 
 		t = task_get(tid, true);
-		switch_out(tid, t, voluntary, last, last, now);
+		switch_out(tid, t, voluntary, last ? AFTER_EXIT : IN_RUSAGE, last, now);
 	}
 	/* next's tgid is not in the record: a target thread is one with an entry. */
 	t = task_get(ctx->next_pid, false);

@@ -222,6 +222,8 @@ fn cut_counts(words: &[u64]) -> CutCounts {
         switches_involuntary: words[cut::SWITCHES_INVOLUNTARY],
         switches_voluntary_after_exit: words[cut::SWITCHES_VOLUNTARY_AFTER_EXIT],
         switches_involuntary_after_exit: words[cut::SWITCHES_INVOLUNTARY_AFTER_EXIT],
+        switches_voluntary_while_reaped: words[cut::SWITCHES_VOLUNTARY_WHILE_REAPED],
+        switches_involuntary_while_reaped: words[cut::SWITCHES_INVOLUNTARY_WHILE_REAPED],
         new_threads: words[cut::NEW_THREADS],
     }
 }
