@@ -178,31 +178,32 @@ pub fn settle() {
     );
 }
 
-/// Waits until free memory, counted as the analysis counts it (`Snapshot::available_kb`),
-/// holds still within `kb`: for a reading of a stopped workload, where nothing of ours moves it
-/// any more.
-pub fn settle_within(kb: u64) {
-    let available = || {
-        let free = procfs::free_pages();
-        let now = Snapshot {
-            meminfo: procfs::meminfo().unwrap_or_default(),
-            zone_free_kb: free.map(|f| f.zones_kb),
-            pcp_free_kb: free.map(|f| f.pcp_kb),
-            ..Default::default()
-        };
-        now.available_kb().unwrap_or(0)
+/// Free memory now, counted as the analysis counts it (`Snapshot::available_kb`).
+pub fn available_now_kb() -> u64 {
+    let free = procfs::free_pages();
+    let now = Snapshot {
+        meminfo: procfs::meminfo().unwrap_or_default(),
+        zone_free_kb: free.map(|f| f.zones_kb),
+        pcp_free_kb: free.map(|f| f.pcp_kb),
+        ..Default::default()
     };
+    now.available_kb().unwrap_or(0)
+}
+
+/// Waits until free memory (`available_now_kb`) holds still within `kb`: for a reading of a
+/// stopped workload, where nothing of ours moves it any more. Returns the last reading.
+pub fn settle_within(kb: u64) -> u64 {
     hold_still(
-        available,
+        available_now_kb,
         kb,
         Duration::from_millis(100),
         Duration::from_secs(5),
-    );
+    )
 }
 
 /// Reads `available` every `every` until three readings in a row are within `kb` of the one
-/// before, or `at_most` has passed.
-fn hold_still(available: impl Fn() -> u64, kb: u64, every: Duration, at_most: Duration) {
+/// before, or `at_most` has passed. Returns the last reading.
+fn hold_still(available: impl Fn() -> u64, kb: u64, every: Duration, at_most: Duration) -> u64 {
     let deadline = Instant::now() + at_most;
     let mut last = available();
     let mut still = 0;
@@ -216,6 +217,7 @@ fn hold_still(available: impl Fn() -> u64, kb: u64, every: Duration, at_most: Du
         };
         last = now;
     }
+    last
 }
 
 #[cfg(test)]

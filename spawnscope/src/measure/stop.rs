@@ -13,13 +13,16 @@ use anyhow::{bail, Result};
 use crate::host::cgroup::RunCgroup;
 use crate::host::clock::monotonic_ns;
 use crate::host::rcu;
-use crate::measure::sampler::{settle_within, snapshot};
+use crate::measure::sampler::{available_now_kb, settle_within, snapshot};
 use crate::record::{Snapshot, StopAt, WorkloadStop};
 
 /// How long every thread may take to stop (each has to be woken to see the signal).
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Free memory holds still within this once nothing of the run moves it.
 const STILL_KB: u64 = 128;
+/// Snapshots taken at most, each after free memory held still, until free memory stayed within
+/// STILL_KB across one.
+const SNAPSHOT_TRIES: usize = 3;
 
 /// Sends SIGCONT when dropped: a workload is never left stopped, whatever fails in between.
 struct ContinueOnDrop(u32);
@@ -63,8 +66,7 @@ pub fn read_halted(
     wait_until_stopped(pid)?;
     // Twice: a task struct's callback queues its stack's.
     let rcu_barrier = rcu::barrier(2);
-    settle_within(STILL_KB);
-    let snapshot = snapshot(Some(pid), cgroup, true);
+    let snapshot = still_snapshot(pid, cgroup);
     drop(resume);
     Ok((
         snapshot,
@@ -75,6 +77,37 @@ pub fn read_halted(
             rcu_barrier,
         },
     ))
+}
+
+/// A snapshot with free memory still across it. Holding still over three readings 100 ms apart
+/// is not enough alone: after a big run frees gigabytes, free page reporting takes 64 MiB at a
+/// time off the free lists to hand to the host and puts them back 20–100 ms later (measured
+/// here: every 2 s or so, for seconds), which a snapshot inside that window would count as the
+/// workload's. Free memory is read again after the snapshot, and one that moved is taken again.
+fn still_snapshot(pid: u32, cgroup: Option<&RunCgroup>) -> Snapshot {
+    taken_while_still(
+        || settle_within(STILL_KB),
+        available_now_kb,
+        || snapshot(Some(pid), cgroup, true),
+    )
+}
+
+/// `take` after `settle` (which returns free memory once still), until free memory read after
+/// it (`available`) is within STILL_KB of that, or SNAPSHOT_TRIES were taken.
+fn taken_while_still<T>(
+    mut settle: impl FnMut() -> u64,
+    mut available: impl FnMut() -> u64,
+    mut take: impl FnMut() -> T,
+) -> T {
+    let mut tries = 0;
+    loop {
+        let before = settle();
+        let taken = take();
+        tries += 1;
+        if available().abs_diff(before) <= STILL_KB || tries == SNAPSHOT_TRIES {
+            return taken;
+        }
+    }
 }
 
 /// Waits for the group stop to complete: every thread stopped, which the parent (the conductor)
@@ -189,5 +222,30 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(1), "{err:#}");
         assert!(format!("{err:#}").contains("exited"), "{err:#}");
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_snapshot_that_free_memory_moved_across_is_taken_again_at_most_three_times() {
+        // Free memory after each snapshot, against 1,000,000 KiB when settled.
+        let taken = |after: Vec<u64>| {
+            let mut after = after.into_iter();
+            let mut snapshots = 0;
+            let last = taken_while_still(
+                || 1_000_000,
+                || after.next().unwrap(),
+                || {
+                    snapshots += 1;
+                    snapshots
+                },
+            );
+            (last, snapshots)
+        };
+        // Page reporting took 64 MiB during the first: the second stands.
+        assert_eq!(taken(vec![1_000_000 - 65_536, 1_000_000]), (2, 2));
+        // Within STILL_KB is still.
+        assert_eq!(taken(vec![1_000_000 + STILL_KB]), (1, 1));
+        assert_eq!(taken(vec![1_000_000 + STILL_KB + 1, 1_000_000]), (2, 2));
+        // Never still: the third is kept, and nothing waits longer.
+        assert_eq!(taken(vec![0, 0, 0]), (3, 3));
     }
 }
