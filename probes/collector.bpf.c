@@ -657,10 +657,13 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 		 * release_task) once it is a zombie, which may be before its own final switch. */
 		enum rusage_sight sight = IN_RUSAGE;
 
-		if (prev->sighand == NULL)
-			sight = AFTER_EXIT;
-		else if (prev->pid == prev->tgid && (prev->exit_state & EXIT_DEAD))
+		/* The leader first: once claimed, even a switch seen after release_task may have
+		 * been bumped before the reaper's getrusage read it. (No barrier orders the bump
+		 * before this read of exit_state; the gap is a few instructions.) */
+		if (prev->pid == prev->tgid && (prev->exit_state & EXIT_DEAD))
 			sight = WHILE_REAPED;
+		else if (prev->sighand == NULL)
+			sight = AFTER_EXIT;
 		switch_out(tid, t, voluntary, sight, prev_state & TASK_DEAD, now);
 	}
 	if ((__u32)next->tgid == TGID) {

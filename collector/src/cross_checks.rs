@@ -457,7 +457,7 @@ mod tests {
 
     #[test]
     fn the_leaders_switches_while_reaped_may_be_in_wait4s_rusage_or_not() {
-        // Command mode: no getrusage of its own, so the totals meet wait4's rusage.
+        // Command mode: no cut at a getrusage of its own, so the totals meet wait4's rusage.
         let mut r = report(Some(Attach::TpBtf), None);
         r.rusage_basis.total = CutCounts {
             switches_voluntary_while_reaped: 1,

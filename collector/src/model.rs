@@ -132,9 +132,9 @@ pub struct CutCounts {
     /// switch after release): never in any rusage.
     pub switches_voluntary_after_exit: u64,
     pub switches_involuntary_after_exit: u64,
-    /// Switches of the group leader after its parent claimed it in wait4 (exit_state EXIT_DEAD,
-    /// its counts not yet released): the reaper's getrusage sums them or not, by a race, so they
-    /// widen the window the rusage from wait4 must fall in. Files from before it had none.
+    /// Switches of the group leader after its parent claimed it in wait4 (exit_state EXIT_DEAD;
+    /// not among those after exit above): the reaper's getrusage sums them or not, by a race, so
+    /// they widen the window the rusage from wait4 must fall in. Files from before it had none.
     #[serde(default)]
     pub switches_voluntary_while_reaped: u64,
     #[serde(default)]
