@@ -11,6 +11,7 @@ use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
 use crate::analyse::compare::{ordered_runtimes, RunPoint};
+use crate::analyse::regression::spread;
 use crate::analyse::serving::ServeFigures;
 use crate::render::chart_kit::{err, short_n, Chart, FONT};
 use crate::runtime::Runtime;
@@ -136,16 +137,6 @@ fn color_of(runtime: &str, commands_seen: &mut usize) -> RGBColor {
     }
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
-
 /// The figures of the runs that served, by runtime and C.
 type Served<'a> = BTreeMap<(String, u64), Vec<&'a ServeFigures>>;
 
@@ -194,7 +185,7 @@ pub fn charts(runs: &[&RunPoint], suffix: &str, on: &str) -> Result<Vec<Chart>> 
                     .filter(|((r, _), _)| r == runtime)
                     .filter_map(|((_, c), figures)| {
                         let values: Vec<f64> = figures.iter().filter_map(|f| (m.get)(f)).collect();
-                        let v = (!values.is_empty()).then(|| median(values))?;
+                        let v = spread(&values)?.median;
                         (!spec.log_y || v > 0.0).then_some((*c as f64, v))
                     })
                     .collect();
@@ -377,7 +368,7 @@ mod tests {
         // The median of 44, 46 and 90 is what is drawn, and labelled by runtime and measure.
         assert!(charts[0].svg.contains("threads RSS + kernel"));
         assert!(charts[1].svg.contains("tokio p99"));
-        assert_eq!(median(vec![44.0, 90.0, 46.0]), 46.0);
-        assert_eq!(median(vec![1.0, 3.0]), 2.0);
+        assert_eq!(spread(&[44.0, 90.0, 46.0]).unwrap().median, 46.0);
+        assert_eq!(spread(&[1.0, 3.0]).unwrap().median, 2.0);
     }
 }
