@@ -8,6 +8,8 @@
 //!   /proc/stat; idle, iowait and steal excluded) less the run's own CPU time (its cgroup's
 //!   counter, else its process's utime+stime). /proc/stat counts in USER_HZ ticks: a few ticks per
 //!   phase are rounding, not noise. Floored at 0.
+//! - memory used for the first time: MemTotal less the zones' managed pages fell (pages the
+//!   kernel initialized only now: deferred page init, lazy on some VMs).
 //! - memory handed back: the page_reporting module's reported_kib counter (kernels that publish
 //!   one), the balloon's inflate less deflate (pages), and /proc/vmstat deltas for direct reclaim,
 //!   compaction and THP work.
@@ -38,6 +40,10 @@ pub struct PhaseSentinels {
     pub outside_cpu_ns: Option<u64>,
     /// Free memory reported to the host (page_reporting reported_kib), bytes.
     pub reported_bytes: Option<u64>,
+    /// Memory used for the first time since boot (the kernel initialized it in this phase),
+    /// bytes. None in records from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_used_bytes: Option<u64>,
     /// Balloon inflated less deflated, pages (negative: memory given back to the guest).
     pub balloon_pages: Option<i64>,
     /// allocstall_* summed: allocations that entered direct reclaim.
@@ -189,6 +195,10 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
                         let key = "reported_kib";
                         Some(b.get(key)?.saturating_sub(*a.get(key)?) * 1024)
                     }),
+                first_used_bytes: m0
+                    .uninitialized_kb
+                    .zip(m1.uninitialized_kb)
+                    .map(|(before, after)| before.saturating_sub(after) * 1024),
                 balloon_pages: (!gone(BALLOON))
                     .then(|| {
                         let inflated = counter(m0, m1, "balloon_inflate")?;
@@ -257,6 +267,8 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
             page_reporting: Some([("reported_kib".to_string(), 4 * t_s)].into()),
+            // A lazily initializing kernel: 128 MiB sections taken as the seconds pass.
+            uninitialized_kb: Some(20_000_000 - t_s * 131_072),
         }
     }
 
@@ -304,6 +316,7 @@ mod tests {
         assert_eq!(spawn.run_cpu_ns, Some(1_000_000_000));
         assert_eq!(spawn.outside_cpu_ns, Some(2_000_000_000));
         assert_eq!(spawn.reported_bytes, Some(8 * 1024));
+        assert_eq!(spawn.first_used_bytes, Some(2 * (128 << 20)), "two sections");
         assert_eq!(spawn.balloon_pages, Some(20));
         assert_eq!(spawn.direct_reclaim_stalls, Some(6), "both zones' stalls");
         assert_eq!(spawn.compaction_stalls, Some(0));

@@ -49,6 +49,11 @@ pub struct MemoryPerTask {
     /// KernelStack): MemAvailable fell by them, no live task holds them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stacks_awaiting_free_kb: Option<f64>,
+    /// Of the drop, memory the kernel initialized for the first time since boot while the run
+    /// took it (`Snapshot::uninitialized_kb` fell): free before, counted in the drop, and slow
+    /// to use the first time. Records that read the zones' managed pages only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_used_kb: Option<f64>,
     /// (total - drop) / drop, percent, where the drop is taken plus the slab room used and less
     /// the stacks awaiting their free. None (null) where nothing dropped to compare with.
     pub difference_percent: Option<f64>,
@@ -379,6 +384,7 @@ fn per_task(
         mem_available_drop_kb: per(sum(|p| p.drop)),
         slab_room_used_kb: sum_optional(|p| p.slab_room_used).map(per),
         stacks_awaiting_free_kb: sum_optional(|p| p.stacks_awaiting_free).map(per),
+        first_used_kb: sum_optional(|p| p.first_used).map(per),
         cgroup_kb: sum_optional(|p| p.charged).map(per),
         difference_percent: None,
         adds_up: false,
@@ -430,6 +436,7 @@ struct MemoryParts {
     drop: f64,
     slab_room_used: Option<f64>,
     stacks_awaiting_free: Option<f64>,
+    first_used: Option<f64>,
     charged: Option<f64>,
     charged_less_cache: Option<f64>,
     source: &'static str,
@@ -466,6 +473,10 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
         };
         -delta(&peak.meminfo, &base.meminfo, "MemAvailable")? + pcp_drained
     };
+    let first_used = base
+        .uninitialized_kb()
+        .zip(peak.uninitialized_kb())
+        .map(|(before, after)| before as f64 - after as f64);
     // Where few tasks are alive (a few megabytes in all), what the kernel reuses and defers
     // matters: new slab objects fill room old slabs had (charged, yet never free), and exited
     // threads' stacks stay allocated until an RCU grace period ends.
@@ -511,6 +522,7 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
         drop,
         slab_room_used,
         stacks_awaiting_free,
+        first_used,
         charged,
         charged_less_cache,
         source,
@@ -857,6 +869,55 @@ mod tests {
         base.tasks_on_host = Some(100);
         peak.tasks_on_host = Some(400);
         (base, peak)
+    }
+
+    /// The first big run after boot on a kernel that initializes memory lazily (figures of the
+    /// cold threads run of 2026-11-26, kB): 2,490,368 kB — 19 sections of 128 MiB — came from
+    /// memory no zone managed before, which the zones' free pages never held.
+    #[test]
+    fn memory_initialized_during_the_run_counts_in_the_drop() {
+        let (mut base, mut peak) = churn_moment(0, 0, 0);
+        let total = 24_684_092;
+        base.meminfo.insert("MemTotal".into(), total);
+        peak.meminfo.insert("MemTotal".into(), total);
+        base.zone_managed_kb = Some(7_956_692);
+        let sections = 19 * 128 * 1024;
+        peak.zone_managed_kb = Some(7_956_692 + sections);
+        // The zones gained the sections, and what the run took came out of them.
+        peak.zone_free_kb = Some(peak.zone_free_kb.unwrap() + sections);
+        let m = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        assert!(
+            (m.mem_available_drop_kb * 300.0 - 11_100.0).abs() < 1e-6,
+            "{m:?}"
+        );
+        assert!(m.adds_up, "{m:?}");
+        assert!((m.first_used_kb.unwrap() * 300.0 - sections as f64).abs() < 1e-6);
+        // Read without the managed pages, the same moment loses the sections from the drop.
+        let blind = |mut s: Snapshot| {
+            s.zone_managed_kb = None;
+            s
+        };
+        let old = memory_per_task_over(&blind(base), &[(&blind(peak), 300)]).unwrap();
+        assert!(old.first_used_kb.is_none());
+        assert!(!old.adds_up, "{old:?}");
+    }
+
+    /// On a kernel that initialized all its memory at boot, MemTotal less the managed pages is a
+    /// constant (0, or what the kernel reserved): it moves nothing.
+    #[test]
+    fn memory_initialized_at_boot_changes_nothing() {
+        let (mut base, mut peak) = churn_moment(0, 0, 0);
+        let plain = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        for s in [&mut base, &mut peak] {
+            s.meminfo.insert("MemTotal".into(), 8_000_000);
+            s.zone_managed_kb = Some(7_900_000);
+        }
+        let with_managed = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        assert_eq!(with_managed.first_used_kb, Some(0.0));
+        assert_eq!(
+            with_managed.mem_available_drop_kb,
+            plain.mem_available_drop_kb
+        );
     }
 
     #[test]

@@ -37,10 +37,15 @@ pub fn meminfo() -> Result<BTreeMap<String, u64>> {
 /// without MemFree moving. Read together the two agree while pages move between them (thousands
 /// a millisecond while threads start and exit); MemFree read from /proc/meminfo a moment apart
 /// does not.
+///
+/// The same reading sums the zones' `managed` pages: what the page allocator has been handed.
+/// MemTotal less that is memory the kernel has not initialized yet (see
+/// `Snapshot::uninitialized_kb`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FreePages {
     pub zones_kb: u64,
     pub pcp_kb: u64,
+    pub managed_kb: u64,
 }
 
 pub fn free_pages() -> Option<FreePages> {
@@ -59,7 +64,15 @@ fn parse_zoneinfo(text: &str) -> Option<FreePages> {
     text.contains("pages free").then(|| FreePages {
         zones_kb: sum("pages free") * page_kb,
         pcp_kb: sum("count:") * page_kb,
+        managed_kb: sum("managed") * page_kb,
     })
+}
+
+/// Memory not initialized yet, kB: MemTotal less the zones' managed pages (see
+/// `Snapshot::uninitialized_kb`, which counts it the same way from a snapshot's readings).
+pub fn uninitialized_kb() -> Option<u64> {
+    let total = *meminfo().ok()?.get("MemTotal")?;
+    Some(total.saturating_sub(free_pages()?.managed_kb))
 }
 
 /// The per-CPU lists' free pages alone (see [`FreePages`]).
@@ -174,13 +187,14 @@ mod tests {
 
     #[test]
     fn zoneinfo_gives_zone_free_pages_and_per_cpu_lists_from_one_reading() {
-        let text = "Node 0, zone   Normal\n  pages free     1000\n        min      10\n  pagesets\n    cpu: 0\n              count:    30\n              high:     500\n    cpu: 1\n              count:    12\nNode 0, zone  DMA32\n  pages free     24\n";
+        let text = "Node 0, zone   Normal\n  pages free     1000\n        min      10\n        spanned  5505024\n        present  5505024\n        managed  327680\n  pagesets\n    cpu: 0\n              count:    30\n              high:     500\n    cpu: 1\n              count:    12\nNode 0, zone  DMA32\n  pages free     24\n        managed  772917\n";
         let page_kb = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64 / 1024;
         assert_eq!(
             parse_zoneinfo(text),
             Some(FreePages {
                 zones_kb: 1024 * page_kb,
-                pcp_kb: 42 * page_kb
+                pcp_kb: 42 * page_kb,
+                managed_kb: (327_680 + 772_917) * page_kb,
             })
         );
         assert_eq!(parse_zoneinfo("nothing here"), None);

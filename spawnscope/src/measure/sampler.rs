@@ -44,6 +44,7 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
         meminfo,
         pcp_free_kb: free.map(|f| f.pcp_kb),
         zone_free_kb: free.map(|f| f.zones_kb),
+        zone_managed_kb: free.map(|f| f.managed_kb),
         tasks_on_host: procfs::tasks_on_host(),
         status,
         smaps_rollup,
@@ -184,6 +185,7 @@ pub fn available_now_kb() -> u64 {
     let now = Snapshot {
         meminfo: procfs::meminfo().unwrap_or_default(),
         zone_free_kb: free.map(|f| f.zones_kb),
+        zone_managed_kb: free.map(|f| f.managed_kb),
         pcp_free_kb: free.map(|f| f.pcp_kb),
         ..Default::default()
     };

@@ -124,6 +124,7 @@ fn read_mark(name: &str, run_cpu_ns: Option<u64>) -> SentinelMark {
         run_cpu_ns,
         vmstat: read::vmstat(),
         page_reporting: read::page_reporting_parameters().map(|p| read::numeric(&p)),
+        uninitialized_kb: procfs::uninitialized_kb(),
     }
 }
 

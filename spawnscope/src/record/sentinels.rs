@@ -70,6 +70,10 @@ pub struct SentinelMark {
     pub vmstat: BTreeMap<String, u64>,
     /// The page_reporting module's numeric parameters (counters and order); None without it.
     pub page_reporting: Option<BTreeMap<String, u64>>,
+    /// Memory not initialized since boot, kB (MemTotal less the zones' managed pages): what falls
+    /// between two marks was used for the first time. None in records from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uninitialized_kb: Option<u64>,
 }
 
 /// One sampler tick.

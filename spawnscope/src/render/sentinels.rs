@@ -28,7 +28,7 @@ fn pair(a: Option<u64>, a_name: &str, b: Option<u64>, b_name: &str) -> Option<St
     }
 }
 
-const COLUMNS: [Column; 9] = [
+const COLUMNS: [Column; 10] = [
     Column {
         header: "steal",
         cell: |p| p.steal_ns.map(ms),
@@ -44,6 +44,10 @@ const COLUMNS: [Column; 9] = [
             };
             Some(format!("{} ({cpus:.2} CPUs)", ms(outside)))
         },
+    },
+    Column {
+        header: "first used since boot",
+        cell: |p| p.first_used_bytes.map(|b| bytes(b as f64)),
     },
     Column {
         header: "reported free to host",

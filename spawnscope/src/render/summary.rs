@@ -173,6 +173,15 @@ fn adds_up_line(s: &Summary) -> Option<String> {
             None => m.kernel_source.clone(),
         }
     );
+    // Memory used for the first time since boot is in the drop (it was free), and it is why the
+    // first big run after boot is slow: say how much.
+    if let Some(first) = m.first_used_kb.filter(|&f| f > 0.0) {
+        let _ = write!(
+            line,
+            " Of the drop, {} per task was memory the kernel initialized for the first time since boot (free before the run; slow on first use: see the time verdict).",
+            kb(first)
+        );
+    }
     // When MemAvailable disagrees but the run's own charge agrees, the difference came from
     // outside the run: say so.
     if let (false, Some(charge)) = (m.adds_up, m.charge_difference_percent) {
