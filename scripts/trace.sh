@@ -3,9 +3,10 @@
 #
 #   sudo ./scripts/trace.sh            the main job: 1,000,000 goroutines and 100,000 OS threads,
 #                                      all alive at once, each in its own cgroup, per-task costs
-#                                      side by side; each run SPAWNSCOPE_REPEATS times [3],
-#                                      alternating, time as median (min … max) with each outlier's
-#                                      cause (tokio is left out: see below)
+#                                      side by side; a warm-up run of each (recorded, not
+#                                      counted), then each run SPAWNSCOPE_REPEATS times [3],
+#                                      alternating, medians (min … max) with each outlier's cause
+#                                      (tokio is left out: see below)
 #   sudo ./scripts/trace.sh ARGS...    anything else goes to spawnscope, e.g.
 #                                      check | run --runtime threads --workload sleep --n 100000 |
 #                                      compare (the default sweep: threads, goroutines and tokio,
@@ -51,32 +52,42 @@ if [ $# -gt 0 ]; then
 fi
 
 out="$REPO_ROOT/results/main-$(date -u +%Y%m%dT%H%M%SZ)"
-# Two runtimes, not three: the job takes about a minute warm on the 2-core dev VM (goroutines
-# ≈7 s and threads ≈12 s a repeat), and a tokio hold of 1,000,000 adds ≈6 s a repeat, most of it
-# the run's own calibration, probes and settling (≈80 s in all). `compare` puts tokio beside both.
-say "main job: goroutines hold 1,000,000 and threads hold 100,000, $repeats times each (results in ${out#"$REPO_ROOT"/})"
+main_runs=("goroutines hold 1000000" "threads hold 100000")
+# run_main DIR RUNTIME WORKLOAD N ARGS...: one run of the main job, its results under DIR.
+run_main() {
+  local dir=$1 runtime=$2 workload=$3 n=$4
+  shift 4
+  "$spawnscope" run --runtime "$runtime" --workload "$workload" --n "$n" --out "$dir" "$@"
+}
+say "main job: goroutines hold 1,000,000 and threads hold 100,000, one warm-up and $repeats counted runs each (results in ${out#"$REPO_ROOT"/})"
+# The warm-up is recorded (warmup/) but not counted, as hyperfine's --warmup: the first big run
+# after boot or an idle spell uses memory the kernel or the hypervisor must first set up (memory
+# never initialized since boot, memory handed back to the host), and its times show it.
+say "warm-up: one run of each, without probes, recorded in warmup/ and not counted"
+mkdir -p "$out/warmup"
+for spec in "${main_runs[@]}"; do
+  read -r runtime workload n <<<"$spec"
+  log="$out/warmup/$runtime-$workload-$n.log"
+  if run_main "$out/warmup" "$runtime" "$workload" "$n" --no-probes >"$log" 2>&1; then
+    printf '  warm-up %s: %s\n' "$runtime" "$(grep -m1 -o 'time figures: .*' "$log" || echo 'no verdict')"
+  else
+    warn "the warm-up run of $runtime failed (see ${log#"$REPO_ROOT"/}); the counted runs go on"
+  fi
+done
 for ((r = 1; r <= repeats; r++)); do
   say "repeat $r of $repeats"
-  "$spawnscope" run --runtime goroutines --workload hold --n 1000000 --out "$out"
-  "$spawnscope" run --runtime threads --workload hold --n 100000 --out "$out"
-done
-mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)
-first_of_each=()
-for runtime in goroutines threads; do
-  for dir in "${runs[@]}"; do
-    case $dir in *-"$runtime"-hold-*) first_of_each+=("$dir") && break ;; esac
+  for spec in "${main_runs[@]}"; do
+    read -r runtime workload n <<<"$spec"
+    run_main "$out" "$runtime" "$workload" "$n"
   done
 done
-say "side by side (the first run of each; memory does not move between repeats)"
-"$spawnscope" report "${first_of_each[@]}" --out "$out" | sed -n '/^| per task/,$p' | tee "$out/side-by-side.md"
-# The set's exports (compare.md with the repeats, report.html) go beside the runs, over the ones
-# the side-by-side just wrote there.
+mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)
+# One report over every counted run: its headline and tables are medians over the repeats
+# (compare.md), and side-by-side.md is cut from it, so the two never disagree.
 "$spawnscope" report "${runs[@]}" --out "$out" >"$out/report.txt"
-if [ "$repeats" -gt 1 ]; then
-  say "time over the $repeats repeats"
-  sed -n '/^## Time over repeats/,/^## Per task by regression/{/^## Per task by regression/d;p}' "$out/compare.md" |
-    tee -a "$out/side-by-side.md"
-fi
+say "side by side: medians over the $repeats counted runs of each (from compare.md)"
+sed -n '/^\*\*/p; /^## Runs: median/,/^## Per task by regression/{/^## Per task by regression/d;p}' "$out/compare.md" |
+  tee "$out/side-by-side.md"
 give_to_invoker "$REPO_ROOT/results"
 echo
 echo "results: ${out#"$REPO_ROOT"/}/ (summary.md in each run; side-by-side.md; compare.md and report.html for the set; re-render with: ./scripts/trace.sh report DIR…)"
