@@ -282,6 +282,10 @@ for runtime in threads goroutines; do
   echo
   echo "## $runtime hold --n $n, probes $probes_mode, $repeats alternating pairs"
   echo
+  # A warm-up run first, not counted (see trace.sh): the first big run after boot or an idle
+  # spell pays for memory the kernel or the host must first set up, and would land on one kind.
+  say "$runtime hold --n $n: warm-up (not counted)"
+  measure "$runtime" "$n" untraced warmup >/dev/null
   for ((r = 1; r <= repeats; r++)); do
     say "$runtime hold --n $n: repeat $r of $repeats"
     # Alternate which goes first, so neither always runs on a machine freeing the last run.
