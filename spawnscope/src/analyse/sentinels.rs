@@ -316,7 +316,11 @@ mod tests {
         assert_eq!(spawn.run_cpu_ns, Some(1_000_000_000));
         assert_eq!(spawn.outside_cpu_ns, Some(2_000_000_000));
         assert_eq!(spawn.reported_bytes, Some(8 * 1024));
-        assert_eq!(spawn.first_used_bytes, Some(2 * (128 << 20)), "two sections");
+        assert_eq!(
+            spawn.first_used_bytes,
+            Some(2 * (128 << 20)),
+            "two sections"
+        );
         assert_eq!(spawn.balloon_pages, Some(20));
         assert_eq!(spawn.direct_reclaim_stalls, Some(6), "both zones' stalls");
         assert_eq!(spawn.compaction_stalls, Some(0));
