@@ -86,7 +86,7 @@ mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | so
 # (compare.md), and side-by-side.md is cut from it, so the two never disagree.
 "$spawnscope" report "${runs[@]}" --out "$out" >"$out/report.txt"
 say "side by side: medians over the $repeats counted runs of each (from compare.md)"
-sed -n '/^\*\*/p; /^## Runs: median/,/^## Per task by regression/{/^## Per task by regression/d;p}' "$out/compare.md" |
+sed -n '1,/^## /{/^\*\*/p}; /^## Runs: median/,/^## Per task by regression/{/^## Per task by regression/d;p}' "$out/compare.md" |
   tee "$out/side-by-side.md"
 give_to_invoker "$REPO_ROOT/results"
 echo
