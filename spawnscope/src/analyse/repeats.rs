@@ -21,7 +21,25 @@ pub struct TimeFigure {
     pub value: fn(&Summary) -> Option<f64>,
 }
 
-pub const TIME_FIGURES: [TimeFigure; 4] = [
+/// System time of the named phases over the tasks, µs: the figures that keep the spawn apart
+/// from the exit, whose kernel path varies on its own (whether each exiting thread frees its
+/// stack before the process ends is a race).
+fn phase_sys_per_task_us(s: &Summary, phases: &[&str]) -> Option<f64> {
+    let tasks = s.tasks.filter(|&t| t > 0)? as f64;
+    let mut found = false;
+    let mut sys_ms = 0.0;
+    for p in s
+        .phases
+        .iter()
+        .filter(|p| phases.contains(&p.name.as_str()))
+    {
+        sys_ms += p.sys_ms?;
+        found = true;
+    }
+    found.then(|| sys_ms * 1e3 / tasks)
+}
+
+pub const TIME_FIGURES: [TimeFigure; 6] = [
     TimeFigure {
         key: "spawn_us",
         label: "spawn time per task",
@@ -39,6 +57,18 @@ pub const TIME_FIGURES: [TimeFigure; 4] = [
         label: "system time per task",
         unit: "µs",
         value: |s| Some(s.time_per_task.as_ref()?.sys_us),
+    },
+    TimeFigure {
+        key: "sys_spawn_us",
+        label: "system time per task while spawning",
+        unit: "µs",
+        value: |s| phase_sys_per_task_us(s, &["spawn"]),
+    },
+    TimeFigure {
+        key: "sys_end_us",
+        label: "system time per task after release (join, exit)",
+        unit: "µs",
+        value: |s| phase_sys_per_task_us(s, &["join", "exit"]),
     },
     TimeFigure {
         key: "wall_s",
@@ -302,6 +332,7 @@ fn unusual_in_the_kernel(s: &Summary, others: &[&Summary]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyse::phases::PhaseCost;
     use crate::analyse::summary::TimePerTask;
     use crate::analyse::verdict::{Finding, Verdict};
 
@@ -369,6 +400,37 @@ mod tests {
         );
         assert!(r.outliers[0].cause.starts_with("suspect: 2.0 s stolen"));
         assert_eq!(r.suspect.len(), 1);
+    }
+
+    #[test]
+    fn system_time_is_split_between_the_spawn_and_the_end() {
+        let phase = |name: &str, sys_ms: f64| PhaseCost {
+            name: name.into(),
+            wall_ms: 1000.0,
+            user_ms: Some(0.0),
+            sys_ms: Some(sys_ms),
+        };
+        // Two runs that spawned alike; the second's threads each freed their stack at exit.
+        let ended = |exit_ms: f64| {
+            let mut s = run(36.0, 90.0, clean());
+            s.tasks = Some(100_000);
+            s.phases = vec![
+                phase("spawn", 6_000.0),
+                phase("steady", 0.0),
+                phase("join", 10.0),
+                phase("exit", exit_ms),
+            ];
+            s
+        };
+        let figure =
+            |key: &str, s: &Summary| (TIME_FIGURES.iter().find(|f| f.key == key).unwrap().value)(s);
+        let (quick, slow) = (ended(2_490.0), ended(5_990.0));
+        assert_eq!(figure("sys_spawn_us", &quick), Some(60.0));
+        assert_eq!(figure("sys_spawn_us", &slow), Some(60.0));
+        assert_eq!(figure("sys_end_us", &quick), Some(25.0));
+        assert_eq!(figure("sys_end_us", &slow), Some(60.0));
+        // A run without phases (a command) has neither.
+        assert_eq!(figure("sys_spawn_us", &run(1.0, 1.0, clean())), None);
     }
 
     #[test]
