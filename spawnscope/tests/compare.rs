@@ -84,6 +84,8 @@ fn exact_lines_give_exact_slopes_intercepts_and_r2() {
                 assert_eq!(f["r2"].as_f64().unwrap(), 1.0, "R² of {what}");
             }
             assert!(f["slope_stderr"].as_f64().unwrap() < 1e-6, "{what}");
+            assert_eq!(f["resolved"], true, "{what}");
+            assert!(f.get("resolution_note").is_none(), "{what}");
         }
         let total = fit(&compare, world.runtime, "memory_total_kb");
         let per_task = world.rss_kb.per_task
@@ -250,6 +252,96 @@ fn known_noise_gives_the_r2_and_standard_error_it_implies() {
         cell["sys_s"]["max"].as_f64().unwrap(),
         (sys + noise) / 1e6
     ));
+}
+
+/// Two N close together and noise as large as the signal: the system time per task is not
+/// resolved there, and every export says so and by about which N it would be; the exact lines
+/// beside it stay figures.
+#[test]
+fn a_slope_below_what_these_n_resolve_is_said_so_with_the_n_that_would() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ns = [1_000u64, 2_000];
+    let noise = 1_500.0; // µs of system time, + on one repeat and - on the other
+    let mut dirs = Vec::new();
+    for &n in &ns {
+        for (r, sign) in [1.0, -1.0].iter().enumerate() {
+            let mut o = Options::new(GOROUTINES, n);
+            o.sys_noise_us = sign * noise;
+            dirs.push(synthetic::write_run(tmp.path(), &format!("g-{n}-{r}"), &o));
+        }
+    }
+    let out = tmp.path().join("out");
+    let refs: Vec<&Path> = dirs.iter().map(|d| d.as_path()).collect();
+    report(&refs, &out);
+    let compare = read_json(out.join("compare.json"));
+    let sys = fit(&compare, "goroutines", "sys_us");
+    let (slope, se) = (
+        sys["slope"].as_f64().unwrap(),
+        sys["slope_stderr"].as_f64().unwrap(),
+    );
+    // se = √(SSE / (4 - 2) / Sxx) = √(4 d² / 2 / (4 · 500²)): t = 3 / 2.12, between 1 and 4.
+    assert!(close(slope, GOROUTINES.sys_us.per_task), "{sys}");
+    assert!(close(se, (4.0 * noise * noise / 2.0 / 1e6).sqrt()), "{sys}");
+    assert_eq!(sys["resolved"], false, "{sys}");
+    assert_eq!(sys["unresolved"], "imprecise", "{sys}");
+    // The sweep scaled until se ≤ slope / 4: 2,000 · 4 se / slope, rounded up to two figures.
+    let want = 2_000.0 * 4.0 * se / slope;
+    let at = sys["resolve_at_n"].as_u64().unwrap();
+    assert!(
+        at as f64 >= want && (at as f64) < want + 100.0,
+        "{at} for {want}"
+    );
+    assert!(
+        (2_000..10_000).contains(&at),
+        "{at}: 4× the largest N at most"
+    );
+    let note = sys["resolution_note"].as_str().unwrap();
+    assert!(
+        note.starts_with("not resolved at N = 1,000–2,000: s.e. 71 % of the slope; needs ≈ N = ")
+            && note.ends_with(&format!("{},{:03} (an estimate)", at / 1_000, at % 1_000)),
+        "{note}"
+    );
+    // The exact lines are figures.
+    let rss = fit(&compare, "goroutines", "rss_kb");
+    assert_eq!(rss["resolved"], true, "{rss}");
+    assert!(rss.get("resolve_at_n").is_none(), "{rss}");
+    // compare.md (what compare prints on the terminal) and report.html: the verdict instead of
+    // the figure, the fit after it; the rule stated once.
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    let row = |label: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| goroutines | hold | {label} |")))
+            .unwrap_or_else(|| panic!("no {label} row in {md}"))
+            .to_string()
+    };
+    assert!(
+        row("system time").contains(&format!("| {note}; fit: 3.00 µs ± 2.12 µs |")),
+        "{}",
+        row("system time")
+    );
+    for label in ["RSS", "user time", "wall time"] {
+        assert!(!row(label).contains("not resolved"), "{}", row(label));
+    }
+    assert!(
+        md.contains("is resolved at the N measured when its standard error is at most a quarter")
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(&format!("<td>{note}; fit: 3.00 µs ± 2.12 µs</td>")));
+    // The CSV keeps the numbers and adds the verdict.
+    let csv = std::fs::read_to_string(out.join("compare-fits.csv")).unwrap();
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",resolved,resolve_at_n,resolution_note"));
+    let line = csv.lines().find(|l| l.contains(",sys_us,")).unwrap();
+    assert!(
+        line.contains(&format!(",{slope},{se},"))
+            && line.contains(&format!(",false,{at},\"not resolved at N")),
+        "{line}"
+    );
+    // What is written is what the committed schema documents.
+    assert_matches_schemas(&out);
 }
 
 #[test]

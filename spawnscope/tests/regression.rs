@@ -5,7 +5,10 @@
 //! rendering time), compare.md and CSVs that were recorded with them. And reading results must
 //! never rewrite them. A figure added since is added to the expected files, never a changed one:
 //! compare.json and compare.md gained the headline lines ("hold: a thread costs 13.7× a
-//! goroutine…"), everything they had before is as recorded.
+//! goroutine…"); compare.json and compare-fits.csv each fit's verdict on its resolution
+//! (`resolved`, …), and compare.md, where the fixture's lines through two points have no standard
+//! error, says so before each of their slopes and states the rule: every number they had before is
+//! as recorded.
 
 mod common;
 

@@ -13,6 +13,7 @@ use crate::analyse::regression::{self, LineFit, Spread};
 use crate::analyse::repeats::{repeated, Repeated};
 use crate::analyse::reproduce::{async_2024_table, reproduce_table, Reproduce};
 use crate::analyse::reproduce_http::rust_http_2023_table;
+use crate::analyse::resolution::{self, Resolution};
 pub use crate::analyse::run_point::RunPoint;
 use crate::analyse::summary::{MemoryPerTask, Summary};
 use crate::measure::examples::ASYNC_2024;
@@ -191,6 +192,9 @@ pub struct Fit {
     pub over: Over,
     #[serde(flatten)]
     pub line: LineFit,
+    /// Whether the slope is resolved at the N measured, and if not, why and at about which N.
+    #[serde(flatten)]
+    pub resolution: Resolution,
 }
 
 /// Everything `compare` and `report` show for a set of runs.
@@ -495,7 +499,8 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
 }
 
 /// Least squares per machine × runtime × workload × metric, over every completed run (each
-/// repeat is a point: the spread of the repeats is what the standard error reflects).
+/// repeat is a point: the spread of the repeats is what the standard error reflects); each slope
+/// judged resolved or not at the N it was fitted over (`analyse::resolution`).
 pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
     let mut series: BTreeMap<(String, String, String), Vec<&RunPoint>> = BTreeMap::new();
     for r in runs.iter().filter(|r| r.measured) {
@@ -523,6 +528,10 @@ pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
                 })
                 .collect();
             if let Some(line) = regression::fit(&pts) {
+                let xs = pts.iter().map(|p| p.0);
+                let x_min = xs.clone().fold(f64::INFINITY, f64::min);
+                let x_max = xs.fold(f64::NEG_INFINITY, f64::max);
+                let resolution = resolution::judge(&line, x_min, x_max);
                 out.push(Fit {
                     machine: key.0.clone(),
                     runtime: key.1.clone(),
@@ -532,6 +541,7 @@ pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
                     unit: m.unit.into(),
                     over: m.over,
                     line,
+                    resolution,
                 });
             }
         }

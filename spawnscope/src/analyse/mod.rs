@@ -1,7 +1,7 @@
 //! From raw records to figures, and nothing else: no process is started, no file is read or
 //! written here (the commands load records and write what is derived). One run: its summary (time,
 //! memory that adds up, phases), its probe figures, the kernel's waits and where its CPU time went. Several runs:
-//! cells, fits over N, and published experiments beside ours.
+//! cells, fits over N (and whether each is resolved at the N measured), and published experiments beside ours.
 
 pub mod attribution;
 pub mod compare;
@@ -12,6 +12,7 @@ pub mod regression;
 pub mod repeats;
 pub mod reproduce;
 pub mod reproduce_http;
+pub mod resolution;
 pub mod rules;
 pub mod run_point;
 pub mod sentinels;

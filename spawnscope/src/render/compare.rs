@@ -6,6 +6,7 @@ use std::fmt::Write;
 use crate::analyse::compare::{Cell, Comparison, Fit, Machine, Over};
 use crate::analyse::regression::Spread;
 use crate::analyse::reproduce::Reproduce;
+use crate::analyse::resolution;
 use crate::record::Fingerprint;
 use crate::render::columns::{figure, label, raw_table, shown_table, Column, Raw};
 use crate::render::repeats;
@@ -178,7 +179,7 @@ const FIT_COLUMNS: &[Column<Fit>] = &[
         several_machines: false,
     },
     Column {
-        shown: figure("per task (slope ± s.e.)", |f| fit_figures(f).0),
+        shown: figure("per task (slope ± s.e.)", per_task_cell),
         raw: Raw::Several(&["slope", "slope_stderr"], |f| {
             vec![
                 f.line.slope.to_string(),
@@ -195,6 +196,18 @@ const FIT_COLUMNS: &[Column<Fit>] = &[
     Column {
         shown: figure("R²", |f| format!("{:.4}", f.line.r2)),
         raw: Raw::One("r2", |f| f.line.r2.to_string()),
+        several_machines: false,
+    },
+    Column {
+        shown: None,
+        raw: Raw::Several(&["resolved", "resolve_at_n", "resolution_note"], |f| {
+            let r = &f.resolution;
+            vec![
+                r.resolved.to_string(),
+                r.resolve_at_n.map_or(String::new(), |n| n.to_string()),
+                r.resolution_note.clone(),
+            ]
+        }),
         several_machines: false,
     },
     Column {
@@ -249,6 +262,18 @@ fn kb_spread(s: &Option<Spread>) -> String {
             bytes(s.max * 1024.0)
         ),
         None => "—".into(),
+    }
+}
+
+/// The per-task figure as people read it: the slope ± its s.e. when resolved at the N measured;
+/// otherwise the verdict first and the fit after it, so that it cannot be read as a measured
+/// figure.
+fn per_task_cell(f: &Fit) -> String {
+    let figures = fit_figures(f).0;
+    if f.resolution.resolved {
+        figures
+    } else {
+        format!("{}; fit: {figures}", f.resolution.resolution_note)
     }
 }
 
@@ -324,6 +349,9 @@ pub fn markdown(r: &Comparison) -> String {
         md,
         "\n## Per task by regression over N\n\nslope = what one more task costs; intercept = the fixed cost; memory over tasks alive at the peak, time and counts over tasks spawned; every completed repeat is a point.\n"
     );
+    if r.fits.iter().any(|f| !f.resolution.resolved) {
+        let _ = writeln!(md, "{}\n", resolution::RULE);
+    }
     md.push_str(&fits_table(r).markdown());
     if r.fits.is_empty() {
         let _ = writeln!(
@@ -554,6 +582,113 @@ mod tests {
             html_headers(&fits.html("fits")),
             md_cells(fits.markdown().lines().next().unwrap())
         );
+    }
+
+    /// The recorded set's first two fits (threads, hold: RSS and kernel stack, N = 1,000–3,000),
+    /// given a standard error of `shares` of their slopes and judged again.
+    fn with_standard_errors(shares: [f64; 2]) -> Comparison {
+        let mut r = recorded();
+        r.fits.truncate(2);
+        for (f, share) in r.fits.iter_mut().zip(shares) {
+            assert!(f.line.slope > 0.0, "{f:?}");
+            f.line.slope_stderr = Some(f.line.slope * share);
+            f.resolution = resolution::judge(&f.line, 1_000.0, 3_000.0);
+        }
+        r
+    }
+
+    fn fit_row<'a>(md: &'a str, label: &str) -> &'a str {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| threads | hold | {label} |")))
+            .unwrap_or_else(|| panic!("no {label} row in {md}"))
+    }
+
+    /// What the terminal shows is compare.md (compare prints it): one check covers both.
+    #[test]
+    fn an_unresolved_slope_is_said_so_and_a_resolved_one_is_shown_as_a_figure() {
+        let r = with_standard_errors([0.01, 0.9]);
+        let (resolved, unresolved) = (&r.fits[0], &r.fits[1]);
+        assert!(resolved.resolution.resolved && !unresolved.resolution.resolved);
+        let md = markdown(&r);
+        let row = fit_row(&md, &resolved.label);
+        assert!(!row.contains("not resolved"), "{row}");
+        assert!(
+            row.contains(&format!("| {} |", fit_figures(resolved).0)),
+            "{row}"
+        );
+        let row = fit_row(&md, &unresolved.label);
+        let at = count(unresolved.resolution.resolve_at_n.unwrap());
+        assert!(
+            row.contains(&format!(
+                "| not resolved at N = 1,000–3,000: s.e. 90 % of the slope; needs ≈ N = {at} (an estimate); fit: {} |",
+                fit_figures(unresolved).0
+            )),
+            "{row}"
+        );
+        assert!(
+            md.contains(resolution::RULE),
+            "the rule is stated under the heading"
+        );
+        let html = crate::render::html::page(&r, &[], &Default::default());
+        assert!(html.contains("<td>not resolved at N = 1,000–3,000: s.e. 90 % of the slope"));
+        assert!(html.contains(&table::escape(resolution::RULE)));
+        // The CSV keeps the raw numbers and adds the verdict.
+        let csv = fits_csv(&r);
+        assert!(csv
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",r2,resolved,resolve_at_n,resolution_note"));
+        let line = csv.lines().nth(2).unwrap();
+        assert!(
+            line.contains(&format!(",{},", unresolved.line.slope)),
+            "{line}"
+        );
+        assert!(
+            line.contains(&format!(
+                ",false,{},\"not resolved at N = 1,000–3,000",
+                unresolved.resolution.resolve_at_n.unwrap()
+            )),
+            "{line}"
+        );
+        assert!(csv.lines().nth(1).unwrap().ends_with(",true,,"));
+        // All resolved: no verdict and no rule.
+        let r = with_standard_errors([0.01, 0.2]);
+        let md = markdown(&r);
+        assert!(
+            !md.contains("not resolved") && !md.contains(resolution::RULE),
+            "{md}"
+        );
+    }
+
+    /// Two points (the recorded set: one run at each of two N) give no standard error: every
+    /// line says so rather than standing as a figure.
+    #[test]
+    fn lines_through_two_points_say_they_have_no_standard_error() {
+        let r = recorded();
+        let t = fits_table(&r);
+        let at = t
+            .header
+            .iter()
+            .position(|h| h.text() == "per task (slope ± s.e.)")
+            .unwrap();
+        assert_eq!(t.rows.len(), r.fits.len());
+        assert!(!r.fits.is_empty());
+        for (f, row) in r.fits.iter().zip(&t.rows) {
+            assert_eq!(f.line.points, 2);
+            assert_eq!(
+                f.resolution.unresolved,
+                Some(resolution::Unresolved::NoStandardError),
+                "{f:?}"
+            );
+            let cell = row[at].text();
+            assert!(
+                cell.starts_with("not resolved at N = ")
+                    && cell.contains(" (2 points: no s.e.; one more N or repeat needed); fit: ")
+                    && cell.ends_with(&fit_figures(f).0),
+                "{cell}"
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::analyse::compare::{Comparison, RunPoint};
+use crate::analyse::resolution;
 use crate::record::Fingerprint;
 use crate::render::chart_kit::Chart;
 use crate::render::compare;
@@ -276,6 +277,9 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
         );
     }
     h.push_str("<h2 id=\"fits\">Per task by regression over N</h2>\n<p>Slope = what one more task costs; intercept = the fixed cost. Memory is regressed on tasks alive at the peak, time and counts on tasks spawned; every completed repeat is a point. R² says how well a straight line explains them.</p>\n");
+    if report.fits.iter().any(|f| !f.resolution.resolved) {
+        let _ = writeln!(h, "<p>{}</p>", escape(resolution::RULE));
+    }
     h.push_str(&compare::fits_table(report).html("fits"));
     let with_flame: Vec<&RunPoint> = report.runs.iter().filter(|r| r.has_flame).collect();
     if !with_flame.is_empty() {
