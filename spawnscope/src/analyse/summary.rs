@@ -25,6 +25,14 @@ use crate::runtime::result_event;
 /// How far the parts may be from what memory fell by and still "add up", percent.
 pub const ADDS_UP_PERCENT: f64 = 5.0;
 
+/// How far /proc/PID/status's RssAnon may be from the exact count (smaps_rollup `Anonymous`,
+/// read at the same moment) and still be taken, percent of the RSS measured. Its counters are
+/// approximate: per-thread caches flushed every 64 faults before 6.2 (a parked thread's last
+/// pages never reach them: −5 KiB a thread, −40 %, on Debian's 6.1), per-CPU counters read
+/// without summing since. Within this, the two readings' moments apart (smaps_rollup walks every
+/// mapping after status was read) move them as much as the counters' own error.
+pub const STATUS_RSS_TOLERANCE_PERCENT: f64 = 2.0;
+
 /// Memory per task, kB, and where each part was read.
 #[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct MemoryPerTask {
@@ -70,6 +78,23 @@ pub struct MemoryPerTask {
     /// memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_counted: Option<String>,
+    /// Where RSS's anonymous memory was read when not from /proc/PID/status: smaps_rollup
+    /// `Anonymous` at the peak, where status's RssAnon was more than
+    /// STATUS_RSS_TOLERANCE_PERCENT off it (kernels before 6.2 with many threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_source: Option<String>,
+    /// Of RSS, transparent huge pages (cgroup v2 `anon_thp`, v1 `rss_huge`, else smaps_rollup
+    /// `AnonHugePages`), where there were any: on kernels that map thread stacks without
+    /// VM_NOHUGEPAGE (before 6.8) and THP `always`, each stack that starts on a 2 MiB boundary
+    /// gets a whole huge page, so RSS varies from run to run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub huge_pages_kb: Option<f64>,
+    /// Slab pages the run's cgroup was not charged for (cgroup v2): /proc/meminfo's Slab rise less
+    /// memory.stat `slab`, which counts the bytes of the objects charged, not the slab pages they
+    /// fill (task_struct: 3 to a 32 KiB slab) nor caches charged to no cgroup (vmap_area,
+    /// maple_node, kmalloc). The slab part is the pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slab_uncharged_kb: Option<f64>,
     /// The moments averaged, when more than one (the most tasks alive and those near it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moments: Option<Moments>,
@@ -179,17 +204,23 @@ fn kernel_stacks(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
     Some(threads * thread_size)
 }
 
+/// The sources `kernel_parts` names.
+const V2_KERNEL_SOURCE: &str = "kernel stacks: cgroup v2 memory.stat; slab: /proc/meminfo Slab (host-wide slab pages; memory.stat slab counts only the objects charged)";
+
 /// Kernel stacks and slab (kB) between two snapshots, from the most specific source there is:
-/// cgroup v2 memory.stat (per cgroup); cgroup v1 kmem (per cgroup) less kernel stacks and page
-/// tables; else /proc/meminfo (host-wide: anything else running moves it).
+/// cgroup v2 memory.stat for kernel stacks with /proc/meminfo's Slab (v2's `slab` is the bytes
+/// of the objects charged to the cgroup, not the slab pages they occupy: 2.7 KiB a thread short
+/// on 6.1 and 6.12); cgroup v1 kmem (per cgroup) less kernel stacks and page tables; else
+/// /proc/meminfo (host-wide: anything else running moves it).
 fn kernel_parts(
     base: &Snapshot,
     peak: &Snapshot,
     page_tables: f64,
 ) -> Option<(f64, f64, &'static str)> {
     let v2 = |key| Some(cgroup_stat_kb(peak, key)? - cgroup_stat_kb(base, key)?);
-    if let (Some(stack), Some(slab)) = (v2("kernel_stack"), v2("slab")) {
-        return Some((stack, slab, "cgroup v2 memory.stat"));
+    if let (Some(stack), Some(_)) = (v2("kernel_stack"), v2("slab")) {
+        let slab = delta(&peak.meminfo, &base.meminfo, "Slab")?;
+        return Some((stack, slab, V2_KERNEL_SOURCE));
     }
     let v1_kmem = cgroup_kb(peak, |c| c.kernel_bytes).zip(cgroup_kb(base, |c| c.kernel_bytes));
     let is_v1 = peak.cgroup.as_ref().and_then(|c| c.version) == Some(CgroupVersion::V1);
@@ -391,6 +422,11 @@ fn per_task(
         charge_difference_percent: charge_difference,
         kernel_source: last.source.into(),
         rss_counted: last.rss_counted.map(str::to_string),
+        rss_source: last.rss_source.clone(),
+        huge_pages_kb: sum_optional(|p| p.huge_pages)
+            .filter(|kb| *kb > 0.0)
+            .map(per),
+        slab_uncharged_kb: sum_optional(|p| p.slab_uncharged).map(per),
         moments: (moments.len() > 1).then(|| Moments {
             count: moments.len() as u64,
             alive_min: moments.iter().map(|(_, a)| *a).min().unwrap_or(0),
@@ -441,6 +477,9 @@ struct MemoryParts {
     charged_less_cache: Option<f64>,
     source: &'static str,
     rss_counted: Option<&'static str>,
+    rss_source: Option<String>,
+    huge_pages: Option<f64>,
+    slab_uncharged: Option<f64>,
 }
 
 impl MemoryParts {
@@ -460,8 +499,19 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
         (Some(now), Some(0)) => (now as f64, Some("anonymous and shared memory (RssAnon + RssShmem); file-backed pages are page cache")),
         _ => (delta(&peak.status, &base.status, "VmRSS")?, None),
     };
+    let (rss, rss_source) = match status_anon_lag(peak, rss) {
+        Some(lag) => (rss + lag, Some(format!(
+            "anonymous memory from smaps_rollup (Anonymous): /proc/PID/status RssAnon was {:.0} % below it (per-thread RSS counters, kernels before 6.2)",
+            lag / rss.max(1.0) * 100.0
+        ))),
+        None => (rss, None),
+    };
     let page_tables = delta(&peak.status, &base.status, "VmPTE")?;
     let (kernel_stack, slab, source) = kernel_parts(base, peak, page_tables)?;
+    let slab_uncharged = (source == V2_KERNEL_SOURCE)
+        .then(|| Some(slab - (cgroup_stat_kb(peak, "slab")? - cgroup_stat_kb(base, "slab")?)))
+        .flatten();
+    let huge_pages = huge_pages(base, peak);
     // Available memory as `Snapshot::available_kb` counts it, where both snapshots read the
     // zones' free pages; older records: MemAvailable, with the per-CPU lists drained added back.
     let drop = if base.zone_free_kb.is_some() && peak.zone_free_kb.is_some() {
@@ -485,6 +535,9 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
         let stacks = delta(&peak.meminfo, &base.meminfo, "KernelStack").unwrap_or(0.0);
         Some((vmalloc - stacks).max(0.0))
     };
+    // Where slab is the host's slab pages, objects put in room old slabs had are in neither the
+    // parts nor the drop: nothing to correct.
+    let slab_is_pages = source == V2_KERNEL_SOURCE;
     let (slab_room_used, stacks_awaiting_free) =
         match (reading, base.slab_objects, peak.slab_objects) {
             (Reading::Still, ..) => (
@@ -498,6 +551,7 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
             }
             _ => (None, None),
         };
+    let slab_room_used = slab_room_used.filter(|_| !slab_is_pages);
     let charged = cgroup_kb(peak, |c| c.memory_current_bytes)
         .zip(cgroup_kb(base, |c| c.memory_current_bytes))
         .map(|(after, before)| after - before);
@@ -527,7 +581,38 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
         charged_less_cache,
         source,
         rss_counted,
+        rss_source,
+        huge_pages,
+        slab_uncharged,
     })
+}
+
+/// How far /proc/PID/status's RssAnon is below the exact count, smaps_rollup `Anonymous`, at one
+/// moment, kB: where it is more than STATUS_RSS_TOLERANCE_PERCENT of `rss` off (kernels before
+/// 6.2 with many threads), else None and status stands.
+fn status_anon_lag(s: &Snapshot, rss: f64) -> Option<f64> {
+    let exact = *s.smaps_rollup.get("Anonymous")? as f64;
+    let lag = exact - *s.status.get("RssAnon")? as f64;
+    (lag.abs() > rss.abs() * STATUS_RSS_TOLERANCE_PERCENT / 100.0).then_some(lag)
+}
+
+/// Transparent huge pages the run gained, kB: its cgroup's count (v2 `anon_thp`, v1
+/// `rss_huge`), else smaps_rollup `AnonHugePages` at the peak less the base's (none where the base
+/// did not read it).
+fn huge_pages(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
+    let cgroup = |s: &Snapshot| {
+        let stats = s.cgroup.as_ref()?;
+        let key = match stats.version? {
+            CgroupVersion::V1 => "rss_huge",
+            CgroupVersion::V2 => "anon_thp",
+        };
+        Some(*stats.memory_stat.get(key)? as f64 / 1024.0)
+    };
+    if let (Some(after), Some(before)) = (cgroup(peak), cgroup(base)) {
+        return Some(after - before);
+    }
+    let smaps = |s: &Snapshot| s.smaps_rollup.get("AnonHugePages").map(|&kb| kb as f64);
+    Some(smaps(peak)? - smaps(base).unwrap_or(0.0))
 }
 
 pub fn summarize(
@@ -1064,6 +1149,199 @@ mod tests {
         let old = memory_per_task_over(&old_base, &[(&peak, 1_000)]).unwrap();
         assert!((old.rss_kb - 50.96).abs() < 1e-9);
         assert!(old.rss_counted.is_none() && !old.adds_up);
+    }
+
+    /// `threads hold --n 5000` as spawnscope recorded it in Debian's kernels under QEMU, cgroup
+    /// v2 (kB; shared/evidence/kernels/*/r): the base (first phase) and the peak event. `kernel`:
+    /// "6.1" (status's RssAnon lags smaps_rollup by 5 KiB a thread, 7 stacks got a huge page) or
+    /// "6.12".
+    fn debian_v2_hold(kernel: &str) -> (Snapshot, Snapshot) {
+        let v61 = kernel == "6.1";
+        let cg = |stat: &[(&str, u64)], current: u64| CgroupStats {
+            version: Some(CgroupVersion::V2),
+            memory_current_bytes: Some(current),
+            memory_stat: stat.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ..Default::default()
+        };
+        let at = |meminfo: [u64; 7], status: [u64; 4], zones: [u64; 2], stat: [u64; 6]| {
+            let [available, slab, stack, vmalloc, active, inactive, reclaimable] = meminfo;
+            let [rss, anon, pte, threads] = status;
+            let [anon_thp, memcg_slab, kernel_stack, pagetables, file, current] = stat;
+            let mut s = snap(
+                &[
+                    ("MemAvailable", available),
+                    ("Slab", slab),
+                    ("KernelStack", stack),
+                    ("VmallocUsed", vmalloc),
+                    ("Active(file)", active),
+                    ("Inactive(file)", inactive),
+                    ("KReclaimable", reclaimable),
+                ],
+                &[
+                    ("VmRSS", rss),
+                    ("RssAnon", anon),
+                    ("RssShmem", 0),
+                    ("VmPTE", pte),
+                    ("Threads", threads),
+                ],
+            );
+            (s.zone_free_kb, s.pcp_free_kb) = (Some(zones[0]), Some(zones[1]));
+            s.cgroup = Some(cg(
+                &[
+                    ("anon_thp", anon_thp),
+                    ("slab", memcg_slab),
+                    ("kernel_stack", kernel_stack),
+                    ("pagetables", pagetables),
+                    ("file", file),
+                ],
+                current,
+            ));
+            s
+        };
+        let (mut base, mut peak) = if v61 {
+            (
+                at(
+                    [5_860_192, 24_640, 1_012, 11_796, 1_452, 9_088, 9_564],
+                    [732, 120, 84, 6],
+                    [5_982_328, 19_892],
+                    [0, 63_200, 81_920, 73_728, 0, 770_048],
+                ),
+                at(
+                    [5_649_492, 84_324, 80_928, 91_716, 1_464, 9_228, 9_576],
+                    [38_248, 37_032, 20_164, 5_001],
+                    [5_771_548, 8_588],
+                    [
+                        14_680_064,
+                        47_117_832,
+                        81_920_000,
+                        20_635_648,
+                        0,
+                        213_630_976,
+                    ],
+                ),
+            )
+        } else {
+            (
+                at(
+                    [5_842_376, 17_696, 1_452, 11_580, 10_376, 0, 1_292],
+                    [1_764, 616, 256, 39],
+                    [5_968_776, 37_976],
+                    [0, 418_536, 655_360, 274_432, 0, 2_342_912],
+                ),
+                at(
+                    [5_652_728, 78_708, 81_120, 91_228, 10_428, 0, 1_324],
+                    [49_072, 47_924, 20_224, 5_001],
+                    [5_779_084, 19_000],
+                    [0, 48_540_864, 81_920_000, 20_709_376, 0, 200_523_776],
+                ),
+            )
+        };
+        base.slab_objects = Some(SlabObjects {
+            in_use_kb: if v61 { 22_275 } else { 15_804 },
+            room_kb: if v61 { 22_552 } else { 16_011 },
+        });
+        peak.slab_objects = Some(SlabObjects {
+            in_use_kb: if v61 { 69_934 } else { 64_733 },
+            room_kb: if v61 { 70_100 } else { 64_884 },
+        });
+        peak.smaps_rollup = [
+            ("Anonymous".to_string(), if v61 { 62_220 } else { 47_924 }),
+            ("AnonHugePages".to_string(), if v61 { 14_336 } else { 0 }),
+        ]
+        .into();
+        (base, peak)
+    }
+
+    #[test]
+    fn on_cgroup_v2_slab_is_the_hosts_slab_pages_not_the_objects_charged() {
+        // 6.12: status is exact; memory.stat slab (9.40 KiB a thread) misses the room in
+        // task_struct's slabs and the caches no cgroup is charged for. Read from it, the parts
+        // were −7.2 % of the drop.
+        let (base, peak) = debian_v2_hold("6.12");
+        let m = memory_per_task_over(&base, &[(&peak, 5_000)]).unwrap();
+        assert!(
+            (m.slab_kb - 61_012.0 / 5_000.0).abs() < 1e-9,
+            "meminfo Slab: {m:?}"
+        );
+        assert!(
+            (m.slab_uncharged_kb.unwrap()
+                - (61_012.0 - (48_540_864.0 - 418_536.0) / 1024.0) / 5_000.0)
+                .abs()
+                < 1e-9,
+            "{m:?}"
+        );
+        assert!(
+            (m.kernel_stack_kb - 15.872).abs() < 1e-9,
+            "memory.stat kernel_stack"
+        );
+        assert!((m.rss_kb - 9.4616).abs() < 1e-9, "status stands: {m:?}");
+        assert!(m.rss_source.is_none() && m.huge_pages_kb.is_none());
+        assert!(
+            m.slab_room_used_kb.is_none(),
+            "slab pages need no room correction"
+        );
+        assert!((m.mem_available_drop_kb - 41.7168).abs() < 1e-9, "{m:?}");
+        assert!(
+            m.adds_up && m.difference_percent.unwrap().abs() < 1.0,
+            "{:?} %",
+            m.difference_percent
+        );
+        assert_eq!(m.kernel_source, V2_KERNEL_SOURCE);
+    }
+
+    #[test]
+    fn before_6_2_anonymous_memory_is_read_from_smaps_rollup_where_status_lags() {
+        // 6.1: RssAnon 37,032 kB against smaps_rollup's 62,220 at the same peak (each parked
+        // thread's last faults never reached status's counters), 14,336 kB of it huge pages on 7
+        // stacks. Read from status and memory.stat slab, the parts were −17.4 % of the drop.
+        let (base, peak) = debian_v2_hold("6.1");
+        let m = memory_per_task_over(&base, &[(&peak, 5_000)]).unwrap();
+        assert!(
+            (m.rss_kb - (37_516.0 + 25_188.0) / 5_000.0).abs() < 1e-9,
+            "VmRSS rise + smaps Anonymous − RssAnon: {m:?}"
+        );
+        assert!(m.rss_source.as_deref().unwrap().contains("smaps_rollup"));
+        assert!(
+            (m.huge_pages_kb.unwrap() - 14_336.0 / 5_000.0).abs() < 1e-9,
+            "{m:?}"
+        );
+        assert!((m.slab_kb - 59_684.0 / 5_000.0).abs() < 1e-9, "{m:?}");
+        assert!(
+            m.adds_up && m.difference_percent.unwrap().abs() < 1.0,
+            "{:?} %",
+            m.difference_percent
+        );
+        // Without smaps_rollup (status alone), it does not add up.
+        let mut blind = peak.clone();
+        blind.smaps_rollup.clear();
+        let m = memory_per_task_over(&base, &[(&blind, 5_000)]).unwrap();
+        assert!((m.rss_kb - 7.5032).abs() < 1e-9 && !m.adds_up, "{m:?}");
+        assert!(
+            m.huge_pages_kb.is_some(),
+            "the cgroup's anon_thp still counts them"
+        );
+    }
+
+    #[test]
+    fn status_stands_where_it_is_within_its_tolerance_of_smaps_rollup() {
+        // The host's 6.18 (percpu RSS counters): a goroutines sleep whose smaps_rollup, read a
+        // moment after status while the goroutines ran, was 44 kB more of 2,772 kB.
+        let base = snap(
+            &[("MemAvailable", 1_000_000), ("KernelStack", 0), ("Slab", 0)],
+            &[("VmRSS", 3_188), ("RssAnon", 900), ("VmPTE", 0)],
+        );
+        let mut peak = snap(
+            &[("MemAvailable", 997_228), ("KernelStack", 0), ("Slab", 0)],
+            &[("VmRSS", 5_960), ("RssAnon", 3_608), ("VmPTE", 0)],
+        );
+        peak.smaps_rollup = [("Anonymous".to_string(), 3_652)].into();
+        let m = memory_per_task_over(&base, &[(&peak, 1_000)]).unwrap();
+        assert!((m.rss_kb - 2.772).abs() < 1e-9, "{m:?}");
+        assert!(m.rss_source.is_none());
+        // 3 % off: smaps_rollup is taken.
+        peak.smaps_rollup = [("Anonymous".to_string(), 3_608 + 84)].into();
+        let m = memory_per_task_over(&base, &[(&peak, 1_000)]).unwrap();
+        assert!((m.rss_kb - 2.856).abs() < 1e-9, "{m:?}");
     }
 
     /// A run of `target` that recorded nothing else.

@@ -87,9 +87,15 @@ fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
     }
     if let Some(m) = &s.memory_per_task {
         rows.push(("RSS", kb(m.rss_kb)));
+        if let Some(huge) = m.huge_pages_kb {
+            rows.push(("of which transparent huge pages", kb(huge)));
+        }
         rows.push(("kernel stack", kb(m.kernel_stack_kb)));
         rows.push(("page tables", kb(m.page_tables_kb)));
         rows.push(("slab", kb(m.slab_kb)));
+        if let Some(uncharged) = m.slab_uncharged_kb {
+            rows.push(("of which no cgroup is charged for", kb(uncharged)));
+        }
         rows.push(("total (RSS + kernel)", kb(m.total_kb)));
         rows.push(("MemAvailable drop", kb(m.mem_available_drop_kb)));
         if let Some(room) = m.slab_room_used_kb {
@@ -168,9 +174,10 @@ fn adds_up_line(s: &Summary) -> Option<String> {
             kb(m.mem_available_drop_kb)
         },
         percent_or_no_drop(m.difference_percent),
-        match &m.rss_counted {
-            Some(rss) => format!("{}; RSS: {rss}", m.kernel_source),
-            None => m.kernel_source.clone(),
+        match (&m.rss_counted, &m.rss_source) {
+            (Some(rss), Some(read)) => format!("{}; RSS: {rss}, {read}", m.kernel_source),
+            (Some(rss), None) | (None, Some(rss)) => format!("{}; RSS: {rss}", m.kernel_source),
+            (None, None) => m.kernel_source.clone(),
         }
     );
     // Memory used for the first time since boot is in the drop (it was free), and it is why the
@@ -193,6 +200,38 @@ fn adds_up_line(s: &Summary) -> Option<String> {
         }
     }
     Some(line)
+}
+
+/// Transparent huge pages in the run's RSS, where there were any: what they mean for the figure.
+/// Where in the address space they are smaps_rollup does not say: with OS threads, the kernels
+/// that map thread stacks without VM_NOHUGEPAGE put them on stacks.
+fn huge_pages_line(s: &Summary) -> Option<String> {
+    let m = s.memory_per_task.as_ref()?;
+    let huge = m.huge_pages_kb?;
+    let share = huge / m.rss_kb.max(f64::MIN_POSITIVE) * 100.0;
+    let pages = s
+        .alive_at_peak
+        .map(|alive| {
+            format!(
+                ", {} huge pages of 2 MiB",
+                count((huge * alive as f64 / 2048.0).round() as u64)
+            )
+        })
+        .unwrap_or_default();
+    // Tasks that are OS threads: the runtime's descriptor says so (a command's label is no
+    // runtime's name).
+    let threads = crate::runtime::Runtime::ALL
+        .iter()
+        .any(|r| Some(r.name()) == s.runtime.as_deref() && r.describe().tasks_are_threads);
+    let where_ = if threads {
+        " With OS threads they land on thread stacks where the kernel maps stacks without VM_NOHUGEPAGE (before 6.8) and THP is `always`: every stack that starts on a 2 MiB boundary gets a whole 2 MiB page."
+    } else {
+        ""
+    };
+    Some(format!(
+        "Transparent huge pages: {} per task of RSS ({share:.0} %{pages}).{where_} How many varies from run to run, and so does RSS; for a stable figure: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled.",
+        kb(huge)
+    ))
 }
 
 /// When memory was measured and how the tasks alive then were counted (runs that recorded it).
@@ -346,6 +385,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
         let _ = writeln!(md, "\n## Per task ({divisor})\n");
         md.push_str(&per_task.markdown());
         if let Some(line) = adds_up_line(s) {
+            let _ = writeln!(md, "\n{line}");
+        }
+        if let Some(line) = huge_pages_line(s) {
             let _ = writeln!(md, "\n{line}");
         }
         if let Some(line) = measured_at_line(s) {
@@ -522,6 +564,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
         }
     }
     if let Some(line) = adds_up_line(s) {
+        let _ = writeln!(out, "  {line}");
+    }
+    if let Some(line) = huge_pages_line(s) {
         let _ = writeln!(out, "  {line}");
     }
     if let Some(line) = measured_at_line(s) {
@@ -727,6 +772,26 @@ mod tests {
         s.time_per_task = None;
         assert!(per_task_table(&s).is_empty());
         assert!(!markdown(&s, &machine("h", 2)).contains("## Per task"));
+    }
+
+    #[test]
+    fn huge_pages_are_a_row_of_rss_and_a_line_that_says_where_they_land() {
+        let mut s = summary("threads hold --n 1000", true);
+        assert!(huge_pages_line(&s).is_none(), "no huge pages, no line");
+        s.runtime = Some("threads".into());
+        let m = s.memory_per_task.as_mut().unwrap();
+        m.huge_pages_kb = Some(4.096);
+        let line = huge_pages_line(&s).unwrap();
+        assert!(
+            line.contains("4.1 KiB per task of RSS (51 %, 2 huge pages of 2 MiB)")
+                && line.contains("thread stacks"),
+            "{line}"
+        );
+        assert!(per_task_table(&s)
+            .markdown()
+            .contains("| of which transparent huge pages | 4.1 KiB |"));
+        s.runtime = Some("goroutines".into());
+        assert!(!huge_pages_line(&s).unwrap().contains("stacks"));
     }
 
     #[test]

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# kernel-suite.sh OUT: the suite test-kernels.sh runs inside each virtual machine, as root, on the
+# host's userspace (this checkout, its built binaries). Memory and counts only, at sizes QEMU's
+# emulation (TCG) carries in minutes: times measured here mean nothing.
+#
+# Writes OUT/results.tsv, one line a check: NAME <tab> pass|fail|info <tab> what it found; each
+# check's output in OUT/<name>.log and the runs' directories in OUT/runs/. A check that fails does
+# not stop the others. SPAWNSCOPE_KERNEL_CHECKS (space-separated names) runs only those.
+set -uo pipefail
+
+if [ $# -ne 1 ]; then
+  echo "usage: $0 OUT" >&2
+  exit 2
+fi
+out=$1
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+spawnscope="$repo/target/release/spawnscope"
+mkdir -p "$out/runs"
+results="$out/results.tsv"
+: >"$results"
+
+record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$results"; }
+
+wanted() { [ -z "${SPAWNSCOPE_KERNEL_CHECKS:-}" ] || [[ " $SPAWNSCOPE_KERNEL_CHECKS " == *" $1 "* ]]; }
+
+# kb FILE KEY: KEY's value in a "Key: value kB" file.
+kb() { awk -v k="$2:" '$1 == k { print $2; exit }' "$1"; }
+
+# The machine at rest, before anything ran: MemTotal against the zones' managed pages and MemFree
+# against vmstat's free pages (the host differs in both while deferred page init is under way).
+at_rest() {
+  local managed free_pages total free
+  managed=$(awk '$1 == "managed" { s += $2 } END { print s * 4 }' /proc/zoneinfo)
+  free_pages=$(awk '$1 == "nr_free_pages" { print $2 * 4 }' /proc/vmstat)
+  total=$(kb /proc/meminfo MemTotal)
+  free=$(kb /proc/meminfo MemFree)
+  {
+    echo "MemTotal $total kB; zoneinfo managed × 4 KiB $managed kB; difference $((total - managed)) kB"
+    echo "MemFree $free kB; vmstat nr_free_pages × 4 KiB $free_pages kB; difference $((free - free_pages)) kB"
+    grep -E '^(MemTotal|MemFree|MemAvailable)' /proc/meminfo
+    grep -E '^(Node|  pages free|        managed|        present|        spanned)' /proc/zoneinfo
+  } >"$out/at-rest.txt"
+  record memtotal-vs-managed info "MemTotal $total kB, managed $managed kB, $((total - managed)) kB apart"
+  record memfree-vs-nr_free_pages info "MemFree $free kB, nr_free_pages $free_pages kB, $((free - free_pages)) kB apart"
+}
+
+# The kernel's own settings that move the figures.
+about() {
+  local thp cgroup
+  thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+  cgroup=$([ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] && echo v2 || echo v1)
+  {
+    echo "kernel $(uname -r)"
+    echo "cgroup $cgroup"
+    echo "thp ${thp:-none}"
+    echo "cpu $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+  } >"$out/machine.txt"
+}
+
+check_check() {
+  if "$spawnscope" check >"$out/check.log" 2>&1; then
+    record check pass "$(grep -c 'WARN' "$out/check.log") warnings"
+  else
+    record check fail "exit $? (see check.log)"
+  fi
+}
+
+# run_check NAME ARGS...: `spawnscope run ARGS --out OUT/runs`; passes when it completed, its
+# memory adds up (±5 % of the MemAvailable drop) and every sysctl was restored.
+run_check() {
+  local name=$1 rc dir summary
+  shift
+  wanted "$name" || return 0
+  local before
+  before=$(find "$out/runs" -mindepth 1 -maxdepth 1 -type d | sort)
+  "$spawnscope" run "$@" --out "$out/runs" >"$out/$name.log" 2>&1
+  rc=$?
+  dir=$(comm -13 <(echo "$before") <(find "$out/runs" -mindepth 1 -maxdepth 1 -type d | sort) | tail -1)
+  summary="$dir/summary.json"
+  if [ -z "$dir" ] || [ ! -f "$summary" ]; then
+    record "$name" fail "exit $rc, no summary.json (see $name.log)"
+    return 0
+  fi
+  local verdict detail
+  detail=$(jq -r '.memory_per_task as $m
+      | "\(if $m.difference_percent == null then "n/a" else ($m.difference_percent * 10 | round / 10 | tostring) + " %" end)"
+        + " (rss \($m.rss_kb * 100 | round / 100), stack \($m.kernel_stack_kb * 100 | round / 100),"
+        + " pt \($m.page_tables_kb * 100 | round / 100), slab \($m.slab_kb * 100 | round / 100),"
+        + " drop \($m.mem_available_drop_kb * 100 | round / 100) KiB"
+        + (if $m.huge_pages_kb then ", THP \($m.huge_pages_kb * 100 | round / 100)" else "" end)
+        + "); sysctls restored: \(.sysctls_restored)"' "$summary" 2>/dev/null)
+  verdict=$(jq -r 'if .memory_per_task.adds_up and .sysctls_restored then "pass" else "fail" end' "$summary" 2>/dev/null)
+  [ "$rc" -eq 0 ] || { verdict=fail; detail="exit $rc; $detail"; }
+  record "$name" "${verdict:-fail}" "${detail:-summary.json unreadable}"
+}
+
+about
+wanted at-rest && at_rest
+wanted check && check_check
+run_check threads-hold-2000 --runtime threads --workload hold --n 2000
+run_check threads-hold-10000 --runtime threads --workload hold --n 10000
+run_check threads-sleep-2000 --runtime threads --workload sleep --n 2000
+run_check goroutines-hold-100000 --runtime goroutines --workload hold --n 100000
+run_check tokio-hold-100000 --runtime tokio --workload hold --n 100000
+echo "suite done: $(wc -l <"$results") checks" >&2

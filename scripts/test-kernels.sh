@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The kernel matrix: this checkout's userspace booted under other kernels, each in a virtual
+# machine (virtme-ng), the suite scripts/lib/kernel-suite.sh run inside each.
+#
+#   sudo ./scripts/test-kernels.sh               the newest Debian 6.1 and 6.12 kernels (cgroup v2)
+#   sudo ./scripts/test-kernels.sh 6.12 …        KERNEL: a series (6.1, 6.12: its newest package
+#                                                here) or a release (6.1.0-56-amd64,
+#                                                6.12.117+deb12-amd64)
+#
+# Each kernel's package (linux-image-RELEASE-unsigned) is downloaded once into
+# $SPAWNSCOPE_KERNEL_CACHE [~/.cache/spawnscope/kernels]; its modules go into /lib/modules for the
+# VM's boot and are removed on every exit path. The VM uses KVM when KVM can boot the kernel, else
+# QEMU's emulation (TCG, said in the output: its times mean nothing, its memory and counts do),
+# $SPAWNSCOPE_VM_CPUS [2] CPUs and $SPAWNSCOPE_VM_MEMORY [6G], and is stopped after
+# $SPAWNSCOPE_VM_TIMEOUT [3600] seconds. SPAWNSCOPE_KERNEL_CHECKS="check threads-hold-2000 …" runs
+# only those checks (names in kernel-suite.sh).
+#
+# Results: results/kernels-<UTC time>/<release>/ (results.tsv, each check's log, the runs); a
+# table kernel × check × result at the end. Exit 0 when every check passed on every kernel, 1
+# when one failed (or a VM gave no results), 2 on bad arguments.
+set -euo pipefail
+# shellcheck source=scripts/lib/common.sh
+. "$(dirname "$0")/lib/common.sh"
+cd "$REPO_ROOT"
+
+usage="usage: ${0##*/} [KERNEL...] (KERNEL: a series such as 6.1 or 6.12, or a release such as 6.1.0-56-amd64)"
+for arg in "$@"; do
+  case $arg in
+    -h | --help) echo "$usage"; exit 0 ;;
+  esac
+  [[ "$arg" =~ ^[0-9]+\.[0-9]+(\.[0-9]+(-[0-9]+|\+deb[0-9]+)-[a-z0-9]+)?$ ]] ||
+    { echo "${0##*/}: '$arg' is neither a kernel series (6.12) nor a Debian kernel release (6.12.117+deb12-amd64); $usage" >&2; exit 2; }
+done
+cpus=${SPAWNSCOPE_VM_CPUS:-2}
+memory=${SPAWNSCOPE_VM_MEMORY:-6G}
+vm_timeout=${SPAWNSCOPE_VM_TIMEOUT:-3600}
+is_count "$cpus" || { echo "${0##*/}: SPAWNSCOPE_VM_CPUS must be a whole number, not '$cpus'; $usage" >&2; exit 2; }
+is_count "$vm_timeout" || { echo "${0##*/}: SPAWNSCOPE_VM_TIMEOUT must be seconds, not '$vm_timeout'; $usage" >&2; exit 2; }
+[[ "$memory" =~ ^[1-9][0-9]*[MG]$ ]] || { echo "${0##*/}: SPAWNSCOPE_VM_MEMORY must be like 6G or 4096M, not '$memory'; $usage" >&2; exit 2; }
+kernels=("$@")
+[ ${#kernels[@]} -gt 0 ] || kernels=(6.1 6.12)
+
+is_root || die "run as root: the kernels' modules go into /lib/modules for the VM's boot"
+cache=${SPAWNSCOPE_KERNEL_CACHE:-${HOME:-/root}/.cache/spawnscope/kernels}
+mkdir -p "$cache"
+
+# What this script put in /lib/modules, taken out again on every exit path.
+installed_modules=()
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+  local dir
+  for dir in "${installed_modules[@]}"; do
+    say "removing $dir"
+    if [ "$dir" = /lib/modules ]; then rmdir /lib/modules || true; else rm -rf "$dir"; fi
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+need_packages qemu-system-x86 busybox-static kmod jq || die "the VM needs the packages above"
+if ! command -v vng >/dev/null 2>&1; then
+  command -v pip3 >/dev/null 2>&1 || need_packages python3-pip || die "pip is missing (python3-pip)"
+  say "installing virtme-ng (pip3 install virtme-ng)"
+  pip3 install --quiet virtme-ng >&2 || pip3 install --quiet --break-system-packages virtme-ng >&2 ||
+    die "could not install virtme-ng with pip"
+  hash -r
+  command -v vng >/dev/null 2>&1 || die "virtme-ng is installed but vng is not on PATH"
+fi
+need_packages "${BUILD_PACKAGES[@]}" || warn "the build may fail: see the packages above"
+build_all
+
+# package_of KERNEL: the linux-image-…-unsigned package of a series (its newest) or a release.
+package_of() {
+  local series=$1
+  if [[ "$series" =~ ^[0-9]+\.[0-9]+$ ]]; then
+    apt-cache search --names-only "^linux-image-${series//./\\.}\\.[0-9]+(-[0-9]+|\\+deb[0-9]+)-amd64-unsigned\$" |
+      awk '{ print $1 }' | sort -V | tail -1
+  else
+    apt-cache show "linux-image-$series-unsigned" >/dev/null 2>&1 && echo "linux-image-$series-unsigned"
+  fi
+  return 0
+}
+
+# unpacked PACKAGE: its files under the cache (downloaded and unpacked once); prints the folder.
+unpacked() {
+  local pkg=$1 deb dir="$cache/${1#linux-image-}"
+  dir=${dir%-unsigned}
+  if [ ! -d "$dir/boot" ]; then
+    deb=$(find "$cache" -maxdepth 1 -name "${pkg}_*.deb" | sort -V | tail -1)
+    if [ -z "$deb" ]; then
+      say "downloading $pkg into $cache"
+      (cd "$cache" && apt-get download -o APT::Sandbox::User=root "$pkg" >&2) || return 1
+      deb=$(find "$cache" -maxdepth 1 -name "${pkg}_*.deb" | sort -V | tail -1)
+    fi
+    rm -rf "$dir.tmp" && dpkg-deb -x "$deb" "$dir.tmp" && mv "$dir.tmp" "$dir" || return 1
+  fi
+  echo "$dir"
+}
+
+# with_modules RELEASE DIR: the release's modules in /lib/modules (unless already there).
+with_modules() {
+  local release=$1 dir=$2
+  [ -d "/lib/modules/$release" ] && return 0
+  [ -d "$dir/lib/modules/$release" ] || { warn "$release: no lib/modules/$release in its package"; return 1; }
+  say "installing the modules of $release in /lib/modules (removed at exit)"
+  # A host without modules of its own may have no /lib/modules: made here, removed at exit.
+  if [ ! -d /lib/modules ]; then
+    mkdir /lib/modules
+    installed_modules+=(/lib/modules)
+  fi
+  installed_modules=("/lib/modules/$release" "${installed_modules[@]}")
+  cp -a "$dir/lib/modules/$release" "/lib/modules/$release" && depmod -a "$release"
+}
+
+# accel VMLINUZ: kvm when KVM boots this kernel (a trial boot), else tcg.
+accel() {
+  if [ -n "${SPAWNSCOPE_VM_ACCEL:-}" ]; then echo "$SPAWNSCOPE_VM_ACCEL"; return 0; fi
+  if [ -w /dev/kvm ] && timeout 60 vng --run "$1" --cpus 1 --memory 1G -- true >/dev/null 2>&1 </dev/null; then
+    echo kvm
+  else
+    echo tcg
+  fi
+}
+
+out="$REPO_ROOT/results/kernels-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$out"
+table="$out/table.tsv"
+: >"$table"
+failed=0
+for kernel in "${kernels[@]}"; do
+  pkg=$(package_of "$kernel")
+  if [ -z "$pkg" ]; then
+    warn "no Debian kernel package for $kernel (apt-cache search linux-image-$kernel)"
+    printf '%s\t-\tpackage\tfail\tno linux-image-…-unsigned package found\n' "$kernel" >>"$table"
+    failed=1
+    continue
+  fi
+  release=${pkg#linux-image-}
+  release=${release%-unsigned}
+  dir=$(unpacked "$pkg") || { printf '%s\t-\tpackage\tfail\tdownload or unpack failed\n' "$release" >>"$table"; failed=1; continue; }
+  with_modules "$release" "$dir" || { printf '%s\t-\tmodules\tfail\tcould not install its modules\n' "$release" >>"$table"; failed=1; continue; }
+  vmlinuz="$dir/boot/vmlinuz-$release"
+  how=$(accel "$vmlinuz")
+  kvm_flag=()
+  if [ "$how" = tcg ]; then
+    kvm_flag=(--disable-kvm)
+    say "$release ($pkg $(dpkg-deb -f "$(find "$cache" -maxdepth 1 -name "${pkg}_*.deb" | sort -V | tail -1)" Version 2>/dev/null)): QEMU emulation (TCG), KVM cannot boot it here: times mean nothing, memory and counts do"
+  else
+    say "$release ($pkg): KVM"
+  fi
+  kout="$out/$release"
+  mkdir -p "$kout"
+  echo "$how" >"$kout/accel.txt"
+  timeout "$vm_timeout" vng --run "$vmlinuz" "${kvm_flag[@]}" --cpus "$cpus" --memory "$memory" \
+    --rwdir "$kout" -- "SPAWNSCOPE_KERNEL_CHECKS='${SPAWNSCOPE_KERNEL_CHECKS:-}' $REPO_ROOT/scripts/lib/kernel-suite.sh $kout" \
+    </dev/null >"$kout/vm.log" 2>&1 || echo "$?" >"$kout/vm-exit.txt"
+  cgroup=$(awk '$1 == "cgroup" { print $2 }' "$kout/machine.txt" 2>/dev/null)
+  if [ ! -s "$kout/results.tsv" ]; then
+    printf '%s\t%s\tvm\tfail\tno results (vm.log; exit %s)\n' "$release" "${cgroup:--}" "$(cat "$kout/vm-exit.txt" 2>/dev/null || echo 0)" >>"$table"
+    failed=1
+    continue
+  fi
+  awk -F'\t' -v k="$release" -v c="${cgroup:--}" '{ print k "\t" c "\t" $0 }' "$kout/results.tsv" >>"$table"
+  grep -q $'\tfail\t' "$kout/results.tsv" && failed=1
+done
+give_to_invoker "$REPO_ROOT/results"
+
+echo
+echo "| kernel | cgroup | check | result | found |"
+echo "|---|---|---|---|---|"
+awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$table"
+echo
+echo "results: ${out#"$REPO_ROOT"/}/"
+exit "$failed"
