@@ -169,6 +169,12 @@ pub struct Summary {
     /// What else the machine did per phase (runs recorded with sentinels.json).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sentinels: Option<SentinelFigures>,
+    /// OS threads only: how many gave their stack back themselves as they returned (glibc's
+    /// madvise in the thread's own exit path, counted by the collector after release) before
+    /// the process exited and took the rest: a race, and the system time after release follows
+    /// it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks_freed_by_threads: Option<u64>,
     /// Where the system time goes, exactly: the kernel's waits (runs whose collector counted
     /// them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -444,6 +450,21 @@ fn per_task(
         .difference_percent
         .is_some_and(|d| d.abs() <= ADDS_UP_PERCENT);
     Some(m)
+}
+
+/// A collector metric summed over the phases after release (`join` and `exit`): `names` are the
+/// run's phases as `phase_names` gives them, `startup` first (the collector's
+/// `before_first_phase`), then one per entry of its `per_phase`.
+fn calls_after_release(c: &CollectorReport, names: &[String], metric: &str) -> Option<u64> {
+    let m = c.metrics.iter().find(|m| m.name == metric)?;
+    let after: Vec<u64> = names
+        .iter()
+        .skip(1)
+        .zip(&m.per_phase)
+        .filter(|(name, _)| matches!(name.as_str(), "join" | "exit"))
+        .map(|(_, v)| *v)
+        .collect();
+    (!after.is_empty()).then(|| after.iter().sum())
 }
 
 /// What the parts are checked against: the MemAvailable drop, plus the slab room the run used
@@ -754,6 +775,10 @@ pub fn summarize(
     s.phases = phase_costs(run, memory);
     s.probes = collector.map(|c| probe_summary(c, memory, run, result, s.tasks));
     s.waits = collector.and_then(|c| waits(c, &phase_names(memory), s.sys_s, s.tasks));
+    if s.runtime.as_deref() == Some("threads") {
+        s.stacks_freed_by_threads =
+            collector.and_then(|c| calls_after_release(c, &phase_names(memory), "madvise_calls"));
+    }
     if let Some(why) = collector.and_then(|c| c.program_costs_note.as_ref()) {
         s.left_out.push(why.clone());
     }
@@ -954,6 +979,25 @@ mod tests {
         base.tasks_on_host = Some(100);
         peak.tasks_on_host = Some(400);
         (base, peak)
+    }
+
+    #[test]
+    fn stacks_freed_after_release_are_the_join_and_exit_phases_calls() {
+        use crate::analyse::test_support::{collector_report, metric};
+        let names: Vec<String> = ["startup", "spawn", "steady", "join", "exit"]
+            .map(String::from)
+            .to_vec();
+        // 2 before the first phase, 5 while steady, 1,900 in join and 21 in exit.
+        let c = collector_report(vec![metric("madvise_calls", 2, &[0, 5, 1_900, 21])]);
+        assert_eq!(
+            calls_after_release(&c, &names, "madvise_calls"),
+            Some(1_921)
+        );
+        assert_eq!(calls_after_release(&c, &names, "munmap_calls"), None);
+        // A run without those phases (a command) has no figure.
+        let c = collector_report(vec![metric("madvise_calls", 2, &[7])]);
+        let run_only = ["startup", "run"].map(String::from).to_vec();
+        assert_eq!(calls_after_release(&c, &run_only, "madvise_calls"), None);
     }
 
     /// The first big run after boot on a kernel that initializes memory lazily (figures of the

@@ -234,6 +234,28 @@ fn huge_pages_line(s: &Summary) -> Option<String> {
     ))
 }
 
+/// Which way the threads ended: each that returns before the process exits frees its stack
+/// (glibc's madvise, with a TLB shootdown on every other CPU the process ran on); the rest end
+/// with the process. Which way is a race, so the line names the mode a run's exit time carries.
+fn exit_path_line(s: &Summary) -> Option<String> {
+    let freed = s.stacks_freed_by_threads?;
+    let tasks = s.spawned.or(s.tasks).filter(|&t| t > 0)?;
+    let share = freed as f64 / tasks as f64;
+    let mode = if share >= 0.9 {
+        "nearly every thread returned before the process exited and freed its own stack"
+    } else if share <= 0.1 {
+        "most threads ended with the process, their stacks unmapped with it"
+    } else {
+        "threads and the process's exit raced"
+    };
+    Some(format!(
+        "Exit path: {mode} ({} madvise calls after release for {} threads, {:.0} %; glibc frees a returning thread's stack itself). Which way each goes is a race with the process's exit: the system time after release follows it.",
+        count(freed),
+        count(tasks),
+        share * 100.0
+    ))
+}
+
 /// When memory was measured and how the tasks alive then were counted (runs that recorded it).
 fn measured_at_line(s: &Summary) -> Option<String> {
     let m = s.peak_moment.as_ref()?;
@@ -391,6 +413,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
             let _ = writeln!(md, "\n{line}");
         }
         if let Some(line) = measured_at_line(s) {
+            let _ = writeln!(md, "\n{line}");
+        }
+        if let Some(line) = exit_path_line(s) {
             let _ = writeln!(md, "\n{line}");
         }
     }
@@ -570,6 +595,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
         let _ = writeln!(out, "  {line}");
     }
     if let Some(line) = measured_at_line(s) {
+        let _ = writeln!(out, "  {line}");
+    }
+    if let Some(line) = exit_path_line(s) {
         let _ = writeln!(out, "  {line}");
     }
     if let Some(f) = &s.serve {
