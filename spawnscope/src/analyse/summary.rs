@@ -16,8 +16,8 @@ use crate::analyse::sentinels::SentinelFigures;
 use crate::analyse::verdict::Verdict;
 use crate::analyse::waits::{waits, Waits};
 use crate::record::{
-    CgroupStats, CgroupVersion, MemoryRecord, PeakChoice, PeakMoment, RunRecord, Snapshot, StopAt,
-    StoppedBy, SysctlRecord, Target, WorkloadStop,
+    CgroupStats, CgroupVersion, MemoryRecord, PeakChoice, PeakMoment, RunRecord, Snapshot, Stage,
+    StopAt, StoppedBy, SysctlRecord, Target, WorkloadStop,
 };
 use crate::runtime::command::COMMAND_WORKLOAD;
 use crate::runtime::result_event;
@@ -175,6 +175,9 @@ pub struct Summary {
     /// it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stacks_freed_by_threads: Option<u64>,
+    /// Where the conductor's own wall time went (run.json's stages), for runs that kept them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<Stage>,
     /// Where the system time goes, exactly: the kernel's waits (runs whose collector counted
     /// them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -647,6 +650,7 @@ pub fn summarize(
     let mut s = Summary {
         label: run.target.label(),
         left_out: run.left_out.clone(),
+        stages: run.stages.clone(),
         ..Summary::default()
     };
     match &run.target {

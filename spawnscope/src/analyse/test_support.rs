@@ -68,6 +68,7 @@ pub fn run_record() -> RunRecord {
         cpus: None,
         open_files_limit: None,
         left_out: vec![],
+        stages: vec![],
     }
 }
 

@@ -29,7 +29,7 @@ use crate::measure::{perf, preflight};
 use crate::record::process::signal_name;
 use crate::record::{
     self, AliveCount, Calibration, Estimate, Exit, MemoryRecord, PeakChoice, PeakMoment,
-    ResultsDir, RunRecord, Rusage, Snapshot, StoppedBy, SysctlRecord, Target,
+    ResultsDir, RunRecord, Rusage, Snapshot, Stage, StoppedBy, SysctlRecord, Target,
 };
 use crate::runtime::{Invocation, Runtime, TaskKind, WorkloadKind};
 
@@ -119,6 +119,7 @@ fn read_managed(store: &SysctlStore) -> BTreeMap<String, u64> {
 }
 
 pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunError> {
+    let mut clock = StageClock::start();
     let root = is_root();
     let store = SysctlStore::system();
     let mut left_out: Vec<String> = Vec::new();
@@ -284,6 +285,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         perf::plan(&opts.target, rate, o)
     });
 
+    clock.end("preflight");
     // From here on the machine changes: every path below puts it back.
     let started = chrono::Utc::now();
     let root_existed = opts.out_root.exists();
@@ -378,7 +380,9 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         perf,
         pids_limit.as_ref().map(|l| l.max),
         cpus.as_deref(),
+        clock,
     );
+    let restore_from = Instant::now();
 
     // Put the machine back before looking at any figure.
     let cgroup_final = cgroup.as_ref().map(RunCgroup::stats);
@@ -397,6 +401,10 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     dir.write_json(record::SYSCTL, &sysctl_record)?;
 
     let mut measured = result?;
+    measured.stages.push(Stage {
+        name: "restore".into(),
+        ns: restore_from.elapsed().as_nanos() as u64,
+    });
     measured.memory.cgroup_final = cgroup_final.clone();
     let oom_killed = cgroup_final.as_ref().is_some_and(|c| c.oom_kills > 0);
     let interrupted_by = interrupts.received();
@@ -424,6 +432,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         cpus: opts.cpus.clone(),
         open_files_limit: measured.open_files_limit,
         left_out,
+        stages: measured.stages,
     };
     dir.write_json(record::MEMORY, &measured.memory)?;
     dir.write_json(record::RUN, &record)?;
@@ -585,6 +594,31 @@ fn command_moment(
     }
 }
 
+/// The stages of a run, timed one after the other (`RunRecord::stages`).
+struct StageClock {
+    since: Instant,
+    stages: Vec<Stage>,
+}
+
+impl StageClock {
+    fn start() -> Self {
+        StageClock {
+            since: Instant::now(),
+            stages: Vec::new(),
+        }
+    }
+
+    /// Ends the stage that ran since the last one ended.
+    fn end(&mut self, name: &str) {
+        let now = Instant::now();
+        self.stages.push(Stage {
+            name: name.into(),
+            ns: now.duration_since(self.since).as_nanos() as u64,
+        });
+        self.since = now;
+    }
+}
+
 /// What `measure` brings back.
 struct Measured {
     pid: Option<u32>,
@@ -598,6 +632,7 @@ struct Measured {
     stopped_by: Option<StoppedBy>,
     open_files_limit: Option<u64>,
     left_out: Vec<String>,
+    stages: Vec<Stage>,
 }
 
 /// Starts the workload, follows it, reaps it. The caller restores the machine whatever happens.
@@ -615,6 +650,7 @@ fn measure(
     perf: Option<(&record::perf::PerfPlan, Option<String>)>,
     pids_limit: Option<u64>,
     cpus: Option<&[usize]>,
+    mut clock: StageClock,
 ) -> Result<Measured> {
     let workload = match &opts.target {
         Target::Workload(inv) => Some(inv.workload),
@@ -744,7 +780,9 @@ fn measure(
     // What ran just before (the calibration runs, a previous run of a sweep) is still being
     // freed for a while (RCU callbacks, lazy teardown): MemAvailable would rise under the run and
     // hide megabytes of it, which matters where few tasks are alive at the moment measured.
+    clock.end("setup");
     settle();
+    clock.end("settle_before");
     let bar = progress_bar(target_tasks);
     bar.set_prefix("start");
     // The sentinels' first mark: just before the release, with the workload held at its gate.
@@ -865,8 +903,10 @@ fn measure(
         followed.runtime_version.as_deref(),
     ));
     dir.write_json(record::MACHINE, &machine)?;
+    clock.end("workload");
     settle();
     memory.after = Some(snapshot(None, cgroup, false));
+    clock.end("settle_after");
     memory.timeline = timeline;
     memory.phases = followed.phases;
     memory.stops = followed.stops;
@@ -909,6 +949,7 @@ fn measure(
         stopped_by,
         open_files_limit,
         left_out,
+        stages: clock.stages,
     })
 }
 

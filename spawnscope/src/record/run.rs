@@ -113,6 +113,20 @@ pub struct RunRecord {
     pub open_files_limit: Option<u64>,
     /// What this run could not measure, and why.
     pub left_out: Vec<String>,
+    /// Where the conductor's wall time went, in order, up to run.json being written (the
+    /// analysis after it is not in it). Empty in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<Stage>,
+}
+
+/// One stage of a run as the conductor lived it: `preflight` (calibration), `setup` (sysctls,
+/// cgroup, launch, probes, perf), `settle_before` (waiting for free memory to hold still),
+/// `workload` (release to reap, and the machine's fingerprint), `settle_after` (with the last
+/// snapshot), `restore` (cgroup removed, sysctls put back).
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Stage {
+    pub name: String,
+    pub ns: u64,
 }
 
 /// The run cgroup's pids.max and where it came from.

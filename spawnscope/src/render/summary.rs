@@ -234,6 +234,26 @@ fn huge_pages_line(s: &Summary) -> Option<String> {
     ))
 }
 
+/// Where the conductor's own time went: what a run costs besides the workload (calibration,
+/// probes, waiting for free memory to hold still), to see what a sweep or the main job waits on.
+fn stages_line(s: &Summary) -> Option<String> {
+    if s.stages.is_empty() {
+        return None;
+    }
+    let secs = |ns: u64| format!("{:.1} s", ns as f64 / 1e9);
+    let total: u64 = s.stages.iter().map(|st| st.ns).sum();
+    let parts: Vec<String> = s
+        .stages
+        .iter()
+        .map(|st| format!("{} {}", st.name.replace('_', " "), secs(st.ns)))
+        .collect();
+    Some(format!(
+        "The run took {} until its records were written: {}.",
+        secs(total),
+        parts.join(", ")
+    ))
+}
+
 /// Which way the threads ended: each that returns before the process exits frees its stack
 /// (glibc's madvise, with a TLB shootdown on every other CPU the process ran on); the rest end
 /// with the process. Which way is a race, so the line names the mode a run's exit time carries.
@@ -419,6 +439,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
             let _ = writeln!(md, "\n{line}");
         }
     }
+    if let Some(line) = stages_line(s) {
+        let _ = writeln!(md, "\n{line}");
+    }
     if let Some(f) = &s.serve {
         serving::markdown(&mut md, f);
     }
@@ -598,6 +621,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
         let _ = writeln!(out, "  {line}");
     }
     if let Some(line) = exit_path_line(s) {
+        let _ = writeln!(out, "  {line}");
+    }
+    if let Some(line) = stages_line(s) {
         let _ = writeln!(out, "  {line}");
     }
     if let Some(f) = &s.serve {
@@ -820,6 +846,39 @@ mod tests {
             .contains("| of which transparent huge pages | 4.1 KiB |"));
         s.runtime = Some("goroutines".into());
         assert!(!huge_pages_line(&s).unwrap().contains("stacks"));
+    }
+
+    #[test]
+    fn the_conductors_stages_and_the_exit_path_are_said_in_one_line_each() {
+        let mut s = summary("threads hold --n 100000", true);
+        assert_eq!(stages_line(&s), None, "older records kept no stages");
+        s.stages = [
+            ("preflight", 900),
+            ("settle_before", 6_200),
+            ("workload", 13_000),
+        ]
+        .map(|(name, ms)| crate::record::Stage {
+            name: name.into(),
+            ns: ms * 1_000_000,
+        })
+        .to_vec();
+        assert_eq!(
+            stages_line(&s).unwrap(),
+            "The run took 20.1 s until its records were written: preflight 0.9 s, settle before 6.2 s, workload 13.0 s."
+        );
+        s.spawned = Some(100_000);
+        s.stacks_freed_by_threads = Some(99_990);
+        assert!(exit_path_line(&s)
+            .unwrap()
+            .starts_with("Exit path: nearly every thread returned"));
+        s.stacks_freed_by_threads = Some(1_921);
+        assert!(exit_path_line(&s)
+            .unwrap()
+            .contains("most threads ended with the process"));
+        s.stacks_freed_by_threads = Some(26_000);
+        assert!(exit_path_line(&s)
+            .unwrap()
+            .contains("raced (26,000 madvise calls"));
     }
 
     #[test]
