@@ -198,22 +198,28 @@ fn three_runtimes_stand_side_by_side_in_every_export() {
     );
 }
 
-#[test]
-fn known_noise_gives_the_r2_and_standard_error_it_implies() {
-    let tmp = tempfile::tempdir().unwrap();
-    let noise = 2_000.0; // µs of system time, + on one repeat and - on the other
+/// Synthetic goroutine runs, two repeats at each of `ns` whose system time is `noise` µs above
+/// and below the true line, reported into `root`/out: its compare.json.
+fn noisy_goroutines(root: &Path, ns: &[u64], noise: f64) -> serde_json::Value {
     let mut dirs = Vec::new();
-    for &n in &NS {
+    for &n in ns {
         for (r, sign) in [1.0, -1.0].iter().enumerate() {
             let mut o = Options::new(GOROUTINES, n);
             o.sys_noise_us = sign * noise;
-            dirs.push(synthetic::write_run(tmp.path(), &format!("g-{n}-{r}"), &o));
+            dirs.push(synthetic::write_run(root, &format!("g-{n}-{r}"), &o));
         }
     }
-    let out = tmp.path().join("out");
+    let out = root.join("out");
     let refs: Vec<&Path> = dirs.iter().map(|d| d.as_path()).collect();
     report(&refs, &out);
-    let compare = read_json(out.join("compare.json"));
+    read_json(out.join("compare.json"))
+}
+
+#[test]
+fn known_noise_gives_the_r2_and_standard_error_it_implies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let noise = 2_000.0;
+    let compare = noisy_goroutines(tmp.path(), &NS, noise);
     let f = fit(&compare, "goroutines", "sys_us");
     // The noise averages out at each N: the line is the true one.
     assert!(
@@ -260,20 +266,9 @@ fn known_noise_gives_the_r2_and_standard_error_it_implies() {
 #[test]
 fn a_slope_below_what_these_n_resolve_is_said_so_with_the_n_that_would() {
     let tmp = tempfile::tempdir().unwrap();
-    let ns = [1_000u64, 2_000];
-    let noise = 1_500.0; // µs of system time, + on one repeat and - on the other
-    let mut dirs = Vec::new();
-    for &n in &ns {
-        for (r, sign) in [1.0, -1.0].iter().enumerate() {
-            let mut o = Options::new(GOROUTINES, n);
-            o.sys_noise_us = sign * noise;
-            dirs.push(synthetic::write_run(tmp.path(), &format!("g-{n}-{r}"), &o));
-        }
-    }
+    let noise = 1_500.0;
+    let compare = noisy_goroutines(tmp.path(), &[1_000, 2_000], noise);
     let out = tmp.path().join("out");
-    let refs: Vec<&Path> = dirs.iter().map(|d| d.as_path()).collect();
-    report(&refs, &out);
-    let compare = read_json(out.join("compare.json"));
     let sys = fit(&compare, "goroutines", "sys_us");
     let (slope, se) = (
         sys["slope"].as_f64().unwrap(),
