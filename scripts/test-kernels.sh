@@ -6,41 +6,59 @@
 #   sudo ./scripts/test-kernels.sh 6.12 …        KERNEL: a series (6.1, 6.12: its newest package
 #                                                here) or a release (6.1.0-56-amd64,
 #                                                6.12.117+deb12-amd64)
+#   sudo ./scripts/test-kernels.sh --suite ci 6.12
+#                                                SUITE: full [default] or ci, CI's smaller one
+#                                                (threads hold and sleep 2,000, goroutines and
+#                                                tokio hold 100,000, the leash; what test.sh runs)
 #
 # Each kernel's package (linux-image-RELEASE-unsigned) is downloaded once into
 # $SPAWNSCOPE_KERNEL_CACHE [~/.cache/spawnscope/kernels]; its modules go into /lib/modules for the
 # VM's boot and are removed on every exit path. The VM uses KVM when KVM can boot the kernel, else
 # QEMU's emulation (TCG, said in the output: its times mean nothing, its memory and counts do),
 # $SPAWNSCOPE_VM_CPUS [2] CPUs and $SPAWNSCOPE_VM_MEMORY [6G], and is stopped after
-# $SPAWNSCOPE_VM_TIMEOUT [3600] seconds. SPAWNSCOPE_KERNEL_CHECKS="check threads-hold-2000 …" runs
-# only those checks (names in kernel-suite.sh).
+# $SPAWNSCOPE_VM_TIMEOUT [3600; 1200 for the ci suite] seconds. SPAWNSCOPE_KERNEL_SUITE sets the
+# suite as --suite does; SPAWNSCOPE_KERNEL_CHECKS="check threads-hold-2000 …" runs only those
+# checks (names in kernel-suite.sh).
 #
 # Results: results/kernels-<UTC time>/<release>/ (results.tsv, each check's log, the runs); a
 # table kernel × check × result at the end. Exit 0 when every check passed on every kernel, 1
-# when one failed (or a VM gave no results), 2 on bad arguments.
+# when one failed (or a VM gave no results), 2 on bad arguments, 77 when this host cannot run a
+# VM at all (not root, no apt-get, no QEMU to be had: the one line "skipped: why" says which).
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
 
-usage="usage: ${0##*/} [KERNEL...] (KERNEL: a series such as 6.1 or 6.12, or a release such as 6.1.0-56-amd64)"
-for arg in "$@"; do
-  case $arg in
+usage="usage: ${0##*/} [--suite full|ci] [KERNEL...] (KERNEL: a series such as 6.1 or 6.12, or a release such as 6.1.0-56-amd64)"
+suite=${SPAWNSCOPE_KERNEL_SUITE:-full}
+kernels=()
+while [ $# -gt 0 ]; do
+  case $1 in
     -h | --help) echo "$usage"; exit 0 ;;
+    --suite) [ $# -ge 2 ] || { echo "${0##*/}: --suite needs a value (full or ci); $usage" >&2; exit 2; }
+      suite=$2; shift 2; continue ;;
+    --suite=*) suite=${1#--suite=}; shift; continue ;;
+    -*) echo "${0##*/}: unknown option '$1'; $usage" >&2; exit 2 ;;
   esac
-  [[ "$arg" =~ ^[0-9]+\.[0-9]+(\.[0-9]+(-[0-9]+|\+deb[0-9]+)-[a-z0-9]+)?$ ]] ||
-    { echo "${0##*/}: '$arg' is neither a kernel series (6.12) nor a Debian kernel release (6.12.117+deb12-amd64); $usage" >&2; exit 2; }
+  [[ "$1" =~ ^[0-9]+\.[0-9]+(\.[0-9]+(-[0-9]+|\+deb[0-9]+)-[a-z0-9]+)?$ ]] ||
+    { echo "${0##*/}: '$1' is neither a kernel series (6.12) nor a Debian kernel release (6.12.117+deb12-amd64); $usage" >&2; exit 2; }
+  kernels+=("$1")
+  shift
 done
+[[ "$suite" =~ ^(full|ci)$ ]] || { echo "${0##*/}: the suite is full or ci, not '$suite'; $usage" >&2; exit 2; }
 cpus=${SPAWNSCOPE_VM_CPUS:-2}
 memory=${SPAWNSCOPE_VM_MEMORY:-6G}
-vm_timeout=${SPAWNSCOPE_VM_TIMEOUT:-3600}
+vm_timeout=${SPAWNSCOPE_VM_TIMEOUT:-$([ "$suite" = ci ] && echo 1200 || echo 3600)}
 is_count "$cpus" || { echo "${0##*/}: SPAWNSCOPE_VM_CPUS must be a whole number, not '$cpus'; $usage" >&2; exit 2; }
 is_count "$vm_timeout" || { echo "${0##*/}: SPAWNSCOPE_VM_TIMEOUT must be seconds, not '$vm_timeout'; $usage" >&2; exit 2; }
 [[ "$memory" =~ ^[1-9][0-9]*[MG]$ ]] || { echo "${0##*/}: SPAWNSCOPE_VM_MEMORY must be like 6G or 4096M, not '$memory'; $usage" >&2; exit 2; }
-kernels=("$@")
 [ ${#kernels[@]} -gt 0 ] || kernels=(6.1 6.12)
 
-is_root || die "run as root: the kernels' modules go into /lib/modules for the VM's boot"
+# skip WHY: this host cannot run a VM at all; said in one line, exit 77 (test.sh counts it as
+# skipped, never as passed).
+skip() { echo "skipped: $*" >&2; exit 77; }
+is_root || skip "not root: the kernels' modules go into /lib/modules for the VM's boot"
+command -v apt-get >/dev/null 2>&1 || skip "no apt-get: the kernels are Debian's packages and QEMU comes from apt"
 cache=${SPAWNSCOPE_KERNEL_CACHE:-${HOME:-/root}/.cache/spawnscope/kernels}
 mkdir -p "$cache"
 
@@ -58,7 +76,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-need_packages qemu-system-x86 busybox-static kmod jq || die "the VM needs the packages above"
+need_packages qemu-system-x86 busybox-static kmod jq || true
+command -v qemu-system-x86_64 >/dev/null 2>&1 || skip "no QEMU (qemu-system-x86_64): the package qemu-system-x86 could not be installed"
+need_packages busybox-static kmod jq || die "the VM needs the packages above"
 if ! command -v vng >/dev/null 2>&1; then
   command -v pip3 >/dev/null 2>&1 || need_packages python3-pip || die "pip is missing (python3-pip)"
   say "installing virtme-ng (pip3 install virtme-ng)"
@@ -116,7 +136,7 @@ with_modules() {
 # accel VMLINUZ: kvm when KVM boots this kernel (a trial boot), else tcg.
 accel() {
   if [ -n "${SPAWNSCOPE_VM_ACCEL:-}" ]; then echo "$SPAWNSCOPE_VM_ACCEL"; return 0; fi
-  if [ -w /dev/kvm ] && timeout 60 vng --run "$1" --cpus 1 --memory 1G -- true >/dev/null 2>&1 </dev/null; then
+  if [ -w /dev/kvm ] && timeout 30 vng --run "$1" --cpus 1 --memory 1G -- true >/dev/null 2>&1 </dev/null; then
     echo kvm
   else
     echo tcg
@@ -149,11 +169,12 @@ for kernel in "${kernels[@]}"; do
   else
     say "$release ($pkg): KVM"
   fi
+  say "$release: the $suite suite (its time limit ${vm_timeout}s)"
   kout="$out/$release"
   mkdir -p "$kout"
   echo "$how" >"$kout/accel.txt"
   timeout "$vm_timeout" vng --run "$vmlinuz" "${kvm_flag[@]}" --cpus "$cpus" --memory "$memory" \
-    --rwdir "$kout" -- "SPAWNSCOPE_KERNEL_CHECKS='${SPAWNSCOPE_KERNEL_CHECKS:-}' $REPO_ROOT/scripts/lib/kernel-suite.sh $kout" \
+    --rwdir "$kout" -- "SPAWNSCOPE_KERNEL_SUITE=$suite SPAWNSCOPE_KERNEL_CHECKS='${SPAWNSCOPE_KERNEL_CHECKS:-}' $REPO_ROOT/scripts/lib/kernel-suite.sh $kout" \
     </dev/null >"$kout/vm.log" 2>&1 || echo "$?" >"$kout/vm-exit.txt"
   cgroup=$(awk '$1 == "cgroup" { print $2 }' "$kout/machine.txt" 2>/dev/null)
   if [ ! -s "$kout/results.tsv" ]; then

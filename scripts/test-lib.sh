@@ -192,5 +192,14 @@ expect linux-tools-6.8.0-45-generic on_distro ubuntu pick_package 'linux-perf|li
 expect '' on_distro other pick_package 'linux-perf|linux-tools-6.8.0-45-generic'
 INSTALLED=linux-tools-6.8.0-45-generic expect linux-tools-6.8.0-45-generic on_distro debian pick_package 'linux-perf|linux-tools-6.8.0-45-generic'
 
+# test-kernels.sh refuses bad arguments before it installs, downloads or boots anything.
+kernels="$(dirname "$0")/test-kernels.sh"
+refuses 2 "test-kernels.sh: the suite is full or ci, not 'big'; usage: test-kernels.sh \[--suite full\|ci\]" "$kernels" --suite big
+refuses 2 '--suite needs a value \(full or ci\)' "$kernels" --suite
+refuses 2 "unknown option '--fast'" "$kernels" --fast 6.12
+refuses 2 "'6.x' is neither a kernel series" "$kernels" --suite=ci 6.x
+refuses 2 "the suite is full or ci, not 'tiny'" env SPAWNSCOPE_KERNEL_SUITE=tiny "$kernels" 6.12
+refuses 2 "SPAWNSCOPE_VM_MEMORY must be like 6G" env SPAWNSCOPE_VM_MEMORY=lots "$kernels" --suite ci 6.12
+
 echo "test-lib: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

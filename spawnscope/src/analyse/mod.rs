@@ -6,6 +6,7 @@
 pub mod attribution;
 pub mod compare;
 pub mod headline;
+pub mod kernel_gaps;
 pub mod phases;
 pub mod probes;
 pub mod regression;

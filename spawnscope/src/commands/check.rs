@@ -4,12 +4,14 @@ use std::fmt;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
+use crate::analyse::kernel_gaps::known_gaps;
 use crate::cli::CheckArgs;
+use crate::host::machine::transparent_hugepages;
 use crate::host::privileges::is_root;
 use crate::host::sysctl::{self, SysctlStore};
 use crate::host::{cgroup, procfs, tracefs};
 use crate::measure::preflight::default_budget;
-use crate::record::Entry;
+use crate::record::{CgroupVersion, Entry};
 use crate::runtime::Runtime;
 use crate::units::{bytes, count};
 
@@ -87,6 +89,11 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
     });
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     out.push(line(Status::Ok, "kernel", kernel.trim(), None));
+    // What the kernel matrix found to differ on this kernel, and what it means for the figures.
+    let cgroup_v2 = cgroup::find("memory").is_some_and(|h| h.version == CgroupVersion::V2);
+    for gap in known_gaps(kernel.trim(), cgroup_v2, &transparent_hugepages()) {
+        out.push(line(Status::Warn, "known gap", gap, None));
+    }
     out.push(if Path::new("/sys/kernel/btf/vmlinux").exists() {
         line(
             Status::Ok,

@@ -88,7 +88,8 @@ fn virtualization() -> String {
     }
 }
 
-fn transparent_hugepages() -> String {
+/// The THP mode in force: always, madvise or never.
+pub fn transparent_hugepages() -> String {
     let text = first_line("/sys/kernel/mm/transparent_hugepage/enabled");
     text.split_whitespace()
         .find_map(|w| w.strip_prefix('[')?.strip_suffix(']').map(str::to_string))

@@ -104,6 +104,12 @@ fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
         if let Some(stacks) = m.stacks_awaiting_free_kb {
             rows.push(("− exited threads' stacks not yet freed", kb(stacks)));
         }
+        if let Some(split) = m.huge_pages_awaiting_split_kb {
+            rows.push((
+                "− exited threads' huge pages awaiting their split",
+                kb(split),
+            ));
+        }
         if let Some(charged) = m.cgroup_kb {
             rows.push(("charged to the run's cgroup", kb(charged)));
         }
@@ -156,7 +162,9 @@ fn adds_up_line(s: &Summary) -> Option<String> {
             kb(m.mem_available_drop_kb)
         ));
     }
-    let corrections = m.slab_room_used_kb.is_some() || m.stacks_awaiting_free_kb.is_some();
+    let corrections = m.slab_room_used_kb.is_some()
+        || m.stacks_awaiting_free_kb.is_some()
+        || m.huge_pages_awaiting_split_kb.is_some();
     let mut line = format!(
         "Memory {}: parts {} vs MemAvailable drop {} per task ({}; kernel parts from {}).",
         if m.adds_up {
@@ -167,8 +175,13 @@ fn adds_up_line(s: &Summary) -> Option<String> {
         kb(m.total_kb),
         if corrections {
             format!(
-                "{}, with the slab room used and less the stacks not yet freed",
-                kb(m.drop_compared_kb())
+                "{}, with the slab room used and less the stacks not yet freed{}",
+                kb(m.drop_compared_kb()),
+                if m.huge_pages_awaiting_split_kb.is_some() {
+                    " and the huge pages awaiting their split"
+                } else {
+                    ""
+                }
             )
         } else {
             kb(m.mem_available_drop_kb)
