@@ -462,7 +462,7 @@ pub fn async_2024_table(runs: &[RunPoint], plan: &Plan) -> Reproduce {
                 .and_then(|v| v.split("JVM memory flags: ").nth(1))
                 .unwrap_or("not recorded");
             caveats.push(format!(
-                "{}: a JVM's memory is mostly heap its collector sized ({flags}, as this host's ergonomics choose them; each run's own are the first line of its command.stdout, -XX:+PrintCommandLineFlags). Max RSS and memory / N at one N say what the collector chose to keep, not what N tasks need: what the tasks themselves cost is the slope over N.",
+                "{}: a JVM's memory is mostly heap its collector sized ({flags}; what each run used is the first line of its command.stdout, -XX:+PrintCommandLineFlags). Max RSS and memory / N at one N say what the collector chose to keep, not what N tasks need: what the tasks themselves cost is the slope over N.",
                 e.label
             ));
         }
@@ -826,7 +826,7 @@ mod tests {
         );
         assert!(
             rep.caveats.iter().any(|c| c.starts_with(
-                "java-virtual-threads: a JVM's memory is mostly heap its collector sized (-XX:MaxHeapSize=6g -XX:+UseG1GC, "
+                "java-virtual-threads: a JVM's memory is mostly heap its collector sized (-XX:MaxHeapSize=6g -XX:+UseG1GC; "
             )),
             "{:?}",
             rep.caveats

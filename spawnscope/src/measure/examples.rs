@@ -318,27 +318,35 @@ pub fn jvm_memory_flags(printed: &str) -> Option<String> {
     (!kept.is_empty()).then(|| kept.join(" "))
 }
 
-/// What the example's JVM says of itself: its version line, where it was found, and the heap and
-/// collector its ergonomics choose on this machine (the runs print theirs: a cgroup memory limit
-/// changes them).
-fn jvm_version(jdk: &jdk::Jdk) -> String {
-    let java = jdk.java();
-    let version =
-        version_of(&java, &["-version"]).unwrap_or_else(|| format!("JDK {} (javac)", jdk.version));
+/// The heap and collector this host's JVM chooses by itself (its ergonomics, outside any cgroup:
+/// `java -XX:+PrintCommandLineFlags -version`). Passed explicitly to every run, so that each N
+/// runs with the same heap whatever memory limit its cgroup has (a JVM sizes its heap from that
+/// limit when there is one).
+fn jvm_ergonomics(jdk: &jdk::Jdk) -> Option<String> {
+    let out = Command::new(jdk.java())
+        .args([JVM_PRINT_FLAGS, "-version"])
+        .output()
+        .ok()?;
+    jvm_memory_flags(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// What the example's JVM says of itself: its version line, where it was found, and the memory
+/// flags it runs with.
+fn jvm_version(jdk: &jdk::Jdk, flags: Option<&str>) -> String {
+    let version = version_of(&jdk.java(), &["-version"])
+        .unwrap_or_else(|| format!("JDK {} (javac)", jdk.version));
     let found = match jdk.source {
         jdk::Source::JavaHome => "JAVA_HOME",
         jdk::Source::Path => "PATH",
         jdk::Source::JvmDir => "the highest installed",
     };
-    let flags = Command::new(&java)
-        .args([JVM_PRINT_FLAGS, "-version"])
-        .output()
-        .ok()
-        .and_then(|o| jvm_memory_flags(&String::from_utf8_lossy(&o.stdout)));
     format!(
         "{version}, {} ({found}); JVM memory flags: {}",
         jdk.home.display(),
-        flags.as_deref().unwrap_or("not printed")
+        flags.map_or_else(
+            || "the JVM's own (not printed)".to_string(),
+            |f| format!("{f} (this host's ergonomics, passed to every run)")
+        )
     )
 }
 
@@ -455,15 +463,22 @@ fn prepare_one(
                 .ok_or("spawnscope's own directory is unknown")?
                 .join("java");
             javac(&jdk, &file, &out)?;
-            let words = vec![
-                jdk.java().display().to_string(),
+            let flags = jvm_ergonomics(&jdk);
+            let mut words = vec![jdk.java().display().to_string()];
+            words.extend(
+                flags
+                    .iter()
+                    .flat_map(|f| f.split_whitespace())
+                    .map(str::to_string),
+            );
+            words.extend([
                 JVM_PRINT_FLAGS.into(),
                 "-cp".into(),
                 out.display().to_string(),
                 class.to_string(),
                 N_MARK.into(),
-            ];
-            (words, Some(jvm_version(&jdk)))
+            ]);
+            (words, Some(jvm_version(&jdk, flags.as_deref())))
         }
         How::Dotnet { dir, binary: name } => {
             let dotnet = tools.find("dotnet").ok_or_else(|| {
@@ -687,6 +702,9 @@ mod tests {
             command.argv(1_000),
             [
                 java.as_str(),
+                "-XX:InitialHeapSize=394945472",
+                "-XX:MaxHeapSize=6319127552",
+                "-XX:+UseG1GC",
                 "-XX:+PrintCommandLineFlags",
                 "-cp",
                 &classes,
@@ -702,7 +720,7 @@ mod tests {
             command.version.as_deref(),
             Some(
                 format!(
-                    "openjdk version \"25.0.3\" 2026-04-21 LTS, {} (the highest installed); JVM memory flags: -XX:InitialHeapSize=394945472 -XX:MaxHeapSize=6319127552 -XX:+UseG1GC",
+                    "openjdk version \"25.0.3\" 2026-04-21 LTS, {} (the highest installed); JVM memory flags: -XX:InitialHeapSize=394945472 -XX:MaxHeapSize=6319127552 -XX:+UseG1GC (this host's ergonomics, passed to every run)",
                     home.display()
                 )
                 .as_str()
@@ -720,7 +738,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(platform.task_kind, TaskKind::Thread);
-        assert_eq!(platform.argv(5)[4], "PlatformThreads");
+        assert_eq!(platform.argv(5)[7], "PlatformThreads");
         assert!(is_jvm("java-platform-threads") && !is_jvm("go-sleepers"));
     }
 
