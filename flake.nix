@@ -30,12 +30,12 @@
       # One version for every package: the Cargo workspace's.
       version = (builtins.fromTOML (builtins.readFile ./Cargo.toml)).workspace.package.version;
 
-      # Sources copied by content, so a change to the docs or the scripts rebuilds nothing.
+      # Sources copied by content, so a change to the docs or the scripts rebuilds nothing. Of
+      # examples/, only rust-sleepers: a member of the Cargo workspace.
       root = toString ./.;
       notRust = [
         ".ci"
         ".git"
-        "examples"
         "flake.lock"
         "flake.nix"
         "goroutines-go"
@@ -50,8 +50,10 @@
         src = ./.;
         filter =
           path: _type:
-          dirOf path != root
-          || !(builtins.elem (baseNameOf path) notRust || lib.hasPrefix "result" (baseNameOf path));
+          if dirOf path == root then
+            !(builtins.elem (baseNameOf path) notRust || lib.hasPrefix "result" (baseNameOf path))
+          else
+            dirOf path != root + "/examples" || baseNameOf path == "rust-sleepers";
       };
       goSrc = lib.cleanSourceWith {
         name = "goroutines-go-source";

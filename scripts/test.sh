@@ -88,6 +88,24 @@ step "hold 2000 tokio tasks" hold_smoke "$BIN_DIR/tokio-tasks"
 # the whole matrix is ./scripts/test-kernels.sh). Exit 77 from it: no VM possible here, said why.
 step "kernel 6.12, cgroup v2, in a VM (memory modes, the leash)" ./scripts/test-kernels.sh --suite ci 6.12
 
+# sleepers_smoke: the 2024 article's Rust programs (cargo examples) at 1,000 tasks, together: each
+# must exit 0 after its tasks' 10 s sleep. (The Java ones run in cargo test where a JDK 21+ is.)
+sleepers_smoke() {
+  local dir=$REPO_ROOT/target/release/examples name pid pids=() start took rc=0
+  start=$(date +%s)
+  for name in tokio-sleepers async-std-sleepers join-all-sleepers; do
+    "$dir/$name" 1000 </dev/null &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || rc=1
+  done
+  took=$(($(date +%s) - start))
+  echo "3 programs × 1,000 tasks sleeping 10 s: ${took} s, exit ${rc}"
+  [ "$rc" -eq 0 ] && [ "$took" -ge 10 ]
+}
+step "the 2024 article's Rust programs at 1,000 tasks" sleepers_smoke
+
 echo
 if [ "$failed" -gt 0 ]; then
   printf 'failed: %s\n' "${failed_steps[@]}"

@@ -6,10 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyse::regression::spread;
+use crate::analyse::regression::{fit, spread};
 use crate::analyse::run_point::RunPoint;
 use crate::analyse::summary::MemoryPerTask;
-use crate::measure::examples::{ASYNC_2024_NS, EXAMPLES, TASK_SLEEP};
+use crate::measure::examples::{is_jvm, ASYNC_2024_NS, EXAMPLES, TASK_SLEEP};
 use crate::record::Plan;
 use crate::units::{bytes, count};
 
@@ -272,54 +272,66 @@ pub fn reproduce_table(runs: &[RunPoint]) -> Reproduce {
 // ---------------------------------------------------------------------------------------------
 // async-runtimes-benchmarks 2024 ("Take 2")
 
-/// One runtime's row of the 2024 article's table: megabytes at each of `ASYNC_2024_NS`.
+/// What the 2024 article published for a row.
+pub enum Figures {
+    /// Megabytes at each of `ASYNC_2024_NS`.
+    Mb([f64; 4]),
+    /// None here, and why.
+    None(&'static str),
+}
+
+/// One runtime's row of the 2024 article's table.
 pub struct PublishedMb {
     /// As the article names it; examples of ours name the row they reproduce
     /// (measure/examples.rs, `Example::article`).
     pub runtime: &'static str,
-    pub mb: [f64; 4],
-    /// Why no program here reproduces it.
-    pub not_run: Option<&'static str>,
+    pub mb: Figures,
 }
 
 pub const ASYNC_2024_SOURCE: &str = "hez2010, async-runtimes-benchmarks-2024, RESULT.md (\"Take 2\", 2024): memory in MB of N tasks each sleeping 10 s, one run each, i7-13700K, Debian 12; how memory was read is not stated";
 
-/// The article's table (shared/anchors.md), in its order.
-pub const ASYNC_2024_TABLE: [PublishedMb; 7] = [
+/// The article's table (shared/anchors.md), in its order, with the rows of ours it has no
+/// figures for beside the runtime they belong to.
+pub const ASYNC_2024_TABLE: [PublishedMb; 9] = [
     PublishedMb {
         runtime: "Rust tokio",
-        mb: [4.72, 9.04, 46.2, 439.1],
-        not_run: None,
+        mb: Figures::Mb([4.72, 9.04, 46.2, 439.1]),
+    },
+    PublishedMb {
+        runtime: "Rust async-std",
+        mb: Figures::None(
+            "the article ran async-std too; its figures are not carried here (shared/anchors.md has none)",
+        ),
     },
     PublishedMb {
         runtime: "Rust futures (join_all)",
-        mb: [3.04, 4.78, 22.8, 207.4],
-        not_run: Some("examples/ has tokio's spawn per task, not futures' join_all"),
+        mb: Figures::Mb([3.04, 4.78, 22.8, 207.4]),
     },
     PublishedMb {
         runtime: "C# NativeAOT",
-        mb: [3.59, 7.56, 30.0, 196.6],
-        not_run: Some(".NET is not installable here"),
+        mb: Figures::Mb([3.59, 7.56, 30.0, 196.6]),
     },
     PublishedMb {
         runtime: "Go",
-        mb: [3.55, 34.3, 262.7, 2585.6],
-        not_run: None,
+        mb: Figures::Mb([3.55, 34.3, 262.7, 2585.6]),
     },
     PublishedMb {
         runtime: "Java virtual threads (OpenJDK 23)",
-        mb: [46.9, 108.4, 197.0, 1095.2],
-        not_run: Some("Java 21+ is not installable here"),
+        mb: Figures::Mb([46.9, 108.4, 197.0, 1095.2]),
+    },
+    PublishedMb {
+        runtime: "Java platform threads",
+        mb: Figures::None(
+            "not in the article: ours, the JVM's other kind of thread (one OS thread each) beside its virtual threads",
+        ),
     },
     PublishedMb {
         runtime: "Node 23",
-        mb: [41.9, 64.8, 125.1, 563.9],
-        not_run: None,
+        mb: Figures::Mb([41.9, 64.8, 125.1, 563.9]),
     },
     PublishedMb {
         runtime: "Python 3.13",
-        mb: [19.5, 33.3, 146.5, 1275.7],
-        not_run: None,
+        mb: Figures::Mb([19.5, 33.3, 146.5, 1275.7]),
     },
 ];
 
@@ -369,12 +381,21 @@ pub fn async_2024_table(runs: &[RunPoint], plan: &Plan) -> Reproduce {
             Some(e) => format!("{} ({})", published.runtime, e.label),
             None => published.runtime.to_string(),
         };
+        if let Figures::None(why) = published.mb {
+            caveats.push(format!(
+                "{}: no published figures: {why}",
+                published.runtime
+            ));
+        }
         for (k, &n) in ASYNC_2024_NS.iter().enumerate() {
-            let mut values = vec![count(n), format!("{:.1}", published.mb[k])];
-            let not_here = match (published.not_run, skipped, example) {
-                (Some(why), ..) => Some(format!("not run here: {why}")),
-                (_, Some(s), _) => Some(format!("skipped here: {}", s.why)),
-                (_, _, None) => Some("not run here".into()),
+            let article = match published.mb {
+                Figures::Mb(mb) => format!("{:.1}", mb[k]),
+                Figures::None(_) => "—".into(),
+            };
+            let mut values = vec![count(n), article];
+            let not_here = match (skipped, example) {
+                (Some(s), _) => Some(format!("skipped here: {}", s.why)),
+                (_, None) => Some("not run here".into()),
                 _ => None,
             };
             if let Some(text) = not_here {
@@ -430,6 +451,22 @@ pub fn async_2024_table(runs: &[RunPoint], plan: &Plan) -> Reproduce {
     for s in &plan.skipped {
         caveats.push(format!("{} skipped: {}", s.label, s.why));
     }
+    for e in &EXAMPLES {
+        caveats.extend(slope_over_n(runs, e.label));
+        if is_jvm(e.label) && runs.iter().any(|r| r.runtime.as_deref() == Some(e.label)) {
+            let flags = plan
+                .commands
+                .iter()
+                .find(|c| c.label == e.label)
+                .and_then(|c| c.version.as_deref())
+                .and_then(|v| v.split("JVM memory flags: ").nth(1))
+                .unwrap_or("not recorded");
+            caveats.push(format!(
+                "{}: a JVM's memory is mostly heap its collector sized ({flags}; what each run used is the first line of its command.stdout, -XX:+PrintCommandLineFlags). Max RSS and memory / N at one N say what the collector chose to keep, not what N tasks need: what the tasks themselves cost is the slope over N.",
+                e.label
+            ));
+        }
+    }
     Reproduce {
         title: "async-runtimes-benchmarks 2024".into(),
         source: ASYNC_2024_SOURCE.into(),
@@ -437,6 +474,46 @@ pub fn async_2024_table(runs: &[RunPoint], plan: &Plan) -> Reproduce {
         rows,
         caveats,
     }
+}
+
+/// What one more task costs a program: the slope over N of its memory in all (RSS + kernel, at
+/// the moment measured, against the tasks alive then) and of its max RSS (against N), fitted
+/// over every measured run (as compare-fits.csv fits `memory_total_kb`). None with fewer than
+/// two N.
+fn slope_over_n(runs: &[RunPoint], label: &str) -> Option<String> {
+    let mine: Vec<&RunPoint> = runs
+        .iter()
+        .filter(|r| r.measured && r.runtime.as_deref() == Some(label))
+        .collect();
+    let total: Vec<(f64, f64)> = mine
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r.alive_at_peak? as f64,
+                r.memory_total(|m| Some(m.total_kb))?,
+            ))
+        })
+        .collect();
+    let rss: Vec<(f64, f64)> = mine
+        .iter()
+        .filter_map(|r| Some((r.n? as f64, r.maxrss_kb as f64)))
+        .collect();
+    let line = fit(&total)?;
+    let ns: Vec<f64> = total.iter().map(|p| p.0).collect();
+    let (lo, hi) = ns
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let kib = |v: f64| bytes(v * 1024.0);
+    Some(format!(
+        "{label}: what a task itself costs, the slope over N ({} to {} tasks, {} runs): {} in all (RSS + kernel; fixed part {}, r² {:.3}){}",
+        count(lo as u64),
+        count(hi as u64),
+        line.points,
+        kib(line.slope),
+        kib(line.intercept),
+        line.r2,
+        fit(&rss).map_or(String::new(), |l| format!(", {} of max RSS", kib(l.slope)))
+    ))
 }
 
 /// "all 10,000 (at 1.2 s)", or why that is not shown; repeats that disagree are counted.
@@ -585,7 +662,15 @@ mod tests {
     fn every_example_reproduces_a_published_row() {
         for ex in &EXAMPLES {
             let row = ASYNC_2024_TABLE.iter().find(|p| p.runtime == ex.article);
-            assert!(row.is_some_and(|p| p.not_run.is_none()), "{}", ex.label);
+            assert!(row.is_some(), "{}", ex.label);
+        }
+        // …and every row of the table has a program of ours: none is left "not run here".
+        for p in &ASYNC_2024_TABLE {
+            assert!(
+                EXAMPLES.iter().any(|e| e.article == p.runtime),
+                "{}",
+                p.runtime
+            );
         }
     }
 
@@ -626,7 +711,7 @@ mod tests {
         };
         let rep = async_2024_table(&runs, &plan);
         assert_eq!(rep.title, "async-runtimes-benchmarks 2024");
-        assert_eq!(rep.rows.len(), 7 * 4, "every published runtime at every N");
+        assert_eq!(rep.rows.len(), 9 * 4, "every runtime at every N");
         for p in &ASYNC_2024_TABLE {
             assert_eq!(
                 rep.rows
@@ -642,17 +727,19 @@ mod tests {
         // The published megabytes, as the article has them.
         assert_eq!(row(&rep, "Go (go-sleepers)", "1,000,000")[1], "2585.6");
         assert_eq!(row(&rep, "Rust tokio", "1")[1], "4.7");
-        // Runtimes this host cannot run keep their figures, marked.
-        for (runtime, why) in [
-            ("Java virtual threads", "Java 21+"),
-            ("C# NativeAOT", ".NET"),
-            ("Rust futures", "join_all"),
-        ] {
+        // Rows the article has no figures for say so, once, in the caveats.
+        assert_eq!(row(&rep, "Java platform threads", "1,000,000")[1], "—");
+        assert_eq!(row(&rep, "Rust async-std", "1")[1], "—");
+        assert!(rep
+            .caveats
+            .iter()
+            .any(|c| c
+                .starts_with("Java platform threads: no published figures: not in the article")));
+        // Programs that neither ran nor were skipped say they did not run, never why not in a
+        // sentence written in advance.
+        for runtime in ["Java virtual threads", "C# NativeAOT", "Rust futures"] {
             let r = row(&rep, runtime, "100,000");
-            assert!(
-                r[2].starts_with("not run here: ") && r[2].contains(why),
-                "{r:?}"
-            );
+            assert_eq!(r[2], "not run: did not run", "{r:?}");
             assert_eq!(r[3], "—");
         }
         // A runtime missing here: skipped, with why, in its rows and the caveats.
@@ -698,5 +785,107 @@ mod tests {
             .caveats
             .iter()
             .any(|c| c == "go-sleepers here: /x/go-sleepers {n} (go1.26.8)"));
+        // What a task itself costs: the slope over N (3.0 KiB a task in all at both N here).
+        assert!(
+            rep.caveats.iter().any(|c| c
+                == "go-sleepers: what a task itself costs, the slope over N (10,000 to 100,000 tasks, 2 runs): 3.0 KiB in all (RSS + kernel; fixed part 0 B, r² 1.000), 0 B of max RSS"),
+            "{:?}",
+            rep.caveats
+        );
+        // python ran at one N: no slope.
+        assert!(!rep
+            .caveats
+            .iter()
+            .any(|c| c.starts_with("python-sleepers: what a task")));
+    }
+
+    #[test]
+    fn a_jvm_row_names_its_heap_and_collector_and_its_slope() {
+        let mut small = point("java-virtual-threads", 10_000, 12.0, 5.0);
+        small.memory_per_task.as_mut().unwrap().total_kb = 5.0; // 50,000 kB in all
+        let mut large = point("java-virtual-threads", 100_000, 13.0, 5.0);
+        large.memory_per_task.as_mut().unwrap().total_kb = 1.4; // 140,000 kB in all
+        large.maxrss_kb = 35_840 + 90_000;
+        let plan = Plan {
+            commands: vec![PlannedCommand {
+                label: "java-virtual-threads".into(),
+                command: vec!["/jdk/bin/java".into(), "-XX:+PrintCommandLineFlags".into()],
+                version: Some(
+                    "openjdk version \"25.0.3\", /jdk (JAVA_HOME); JVM memory flags: -XX:MaxHeapSize=6g -XX:+UseG1GC"
+                        .into(),
+                ),
+            }],
+            ..Plan::default()
+        };
+        let rep = async_2024_table(&[small, large], &plan);
+        assert!(
+            rep.caveats.iter().any(|c| c
+                == "java-virtual-threads: what a task itself costs, the slope over N (10,000 to 100,000 tasks, 2 runs): 1.0 KiB in all (RSS + kernel; fixed part 39.1 MiB, r² 1.000), 1.0 KiB of max RSS"),
+            "{:?}",
+            rep.caveats
+        );
+        assert!(
+            rep.caveats.iter().any(|c| c.starts_with(
+                "java-virtual-threads: a JVM's memory is mostly heap its collector sized (-XX:MaxHeapSize=6g -XX:+UseG1GC; "
+            )),
+            "{:?}",
+            rep.caveats
+        );
+        // Not a JVM: no such caveat.
+        let rep = async_2024_table(&[point("go-sleepers", 10_000, 12.0, 5.0)], &Plan::default());
+        assert!(!rep.caveats.iter().any(|c| c.contains("a JVM's memory")));
+    }
+
+    /// A host without the runtime's toolchain: the reason is found at run time, and it is what
+    /// the row says.
+    #[test]
+    fn a_missing_toolchain_is_named_in_its_row_as_found_at_run_time() {
+        use crate::measure::examples::{prepare_with, Toolchains};
+        let tmp = tempfile::tempdir().unwrap();
+        let j17 = tmp.path().join("jvm/java-17-openjdk-amd64");
+        std::fs::create_dir_all(j17.join("bin")).unwrap();
+        std::fs::write(j17.join("bin/javac"), "#!/bin/sh\necho 'javac 17.0.15'\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            j17.join("bin/javac"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let (bin, jvm) = (tmp.path().join("bin"), tmp.path().join("jvm"));
+        let tools = Toolchains::from_vars(|name| match name {
+            "PATH" => Some(bin.clone().into_os_string()),
+            "SPAWNSCOPE_JVM_DIR" => Some(jvm.clone().into_os_string()),
+            _ => None,
+        });
+        let (commands, skipped) = prepare_with(None, None, &tools);
+        assert!(commands.is_empty());
+        let plan = Plan {
+            skipped,
+            ..Plan::default()
+        };
+        let rep = async_2024_table(&[], &plan);
+        for runtime in ["Java virtual threads", "Java platform threads"] {
+            let r = row(&rep, runtime, "10,000");
+            assert_eq!(
+                r[2],
+                format!(
+                    "skipped here: no JDK 21+ found, only {} (javac 17.0.15): {}",
+                    j17.display(),
+                    crate::host::jdk::install_hint(21)
+                ),
+                "{runtime}"
+            );
+        }
+        let csharp = row(&rep, "C# NativeAOT", "1,000,000");
+        assert!(
+            csharp[2].starts_with(
+                "skipped here: no dotnet SDK on PATH (dotnet is not on PATH; install one: "
+            ),
+            "{csharp:?}"
+        );
+        assert!(!rep
+            .rows
+            .iter()
+            .any(|(_, v)| v.iter().any(|c| c.contains("not installable"))));
     }
 }

@@ -1,13 +1,16 @@
 //! The sleeping-task programs of the repository's examples/, as async-runtimes-benchmarks-2024
 //! ("Take 2", hez2010) published them: which of them this host can run, the command that runs
 //! each at N, and why one is skipped. Every program starts N tasks that each sleep `TASK_SLEEP`
-//! and awaits them all.
+//! and awaits them all. Whether a runtime can run is found when the reproduction starts (its
+//! interpreter, compiler or SDK, and its version); one that cannot says what was missing, the
+//! version found and what would install it.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::host::binary;
+use crate::host::{binary, jdk};
 use crate::record::{self, Skipped};
 use crate::runtime::command::{SweptCommand, N_MARK};
 use crate::runtime::TaskKind;
@@ -41,6 +44,52 @@ enum How {
         binary: &'static str,
         build: &'static str,
     },
+    /// A Java program, examples/<source>, compiled by the `javac` of a JDK of at least
+    /// `JAVA_AT_LEAST` found at run time (host/jdk.rs) into examples/java/ beside spawnscope,
+    /// and run by that JDK's `java -cp DIR <class> N`, printing the flags its JVM chose.
+    Java {
+        source: &'static str,
+        class: &'static str,
+    },
+    /// A C# project in examples/<dir>, published NativeAOT (as the article ran it) by the
+    /// `dotnet` SDK on PATH into examples/<dir>/ beside spawnscope.
+    Dotnet {
+        dir: &'static str,
+        binary: &'static str,
+    },
+}
+
+/// The oldest JDK with virtual threads (`Thread.startVirtualThread`, JEP 444).
+pub const JAVA_AT_LEAST: u32 = 21;
+
+/// What would install a dotnet SDK.
+const DOTNET_HINT: &str = "install one: apt-get install dotnet-sdk-9.0 after adding packages.microsoft.com's repository (learn.microsoft.com/dotnet/core/install/linux-debian), or dotnet-install.sh; NativeAOT also needs clang and zlib1g-dev";
+
+/// Where toolchains are looked for: this process's environment, or a test's.
+pub struct Toolchains {
+    /// PATH, for `dotnet`.
+    pub path: Option<OsString>,
+    pub jdks: jdk::Search,
+}
+
+impl Toolchains {
+    pub fn from_env() -> Self {
+        Self::from_vars(|name| std::env::var_os(name))
+    }
+
+    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Self {
+        Toolchains {
+            path: var("PATH"),
+            jdks: jdk::Search::from_vars(var),
+        }
+    }
+
+    /// A program on this PATH, as a shell would find it.
+    fn find(&self, name: &str) -> Option<PathBuf> {
+        std::env::split_paths(self.path.as_deref().unwrap_or(OsStr::new("")))
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    }
 }
 
 /// One of the article's programs.
@@ -49,30 +98,81 @@ pub struct Example {
     pub label: &'static str,
     /// The row of the article's table it reproduces (analyse/reproduce.rs, `ASYNC_2024_TABLE`).
     pub article: &'static str,
+    /// What N counts: tasks of a user-space runtime, or OS threads (counted from outside, and
+    /// the kernel limits raised for them).
+    pub task_kind: TaskKind,
     how: How,
 }
 
 /// The programs, in the order the article's table lists their runtimes.
-pub const EXAMPLES: [Example; 4] = [
+pub const EXAMPLES: [Example; 9] = [
     Example {
         label: "tokio-sleepers",
         article: "Rust tokio",
+        task_kind: TaskKind::Task,
         how: How::Cargo {
             binary: "tokio-sleepers",
             build: "cargo build --release -p tokio-tasks --example tokio-sleepers",
         },
     },
     Example {
+        label: "async-std-sleepers",
+        article: "Rust async-std",
+        task_kind: TaskKind::Task,
+        how: How::Cargo {
+            binary: "async-std-sleepers",
+            build: "cargo build --release -p rust-sleepers --examples",
+        },
+    },
+    Example {
+        label: "join-all-sleepers",
+        article: "Rust futures (join_all)",
+        task_kind: TaskKind::Task,
+        how: How::Cargo {
+            binary: "join-all-sleepers",
+            build: "cargo build --release -p rust-sleepers --examples",
+        },
+    },
+    Example {
+        label: "csharp-sleepers",
+        article: "C# NativeAOT",
+        task_kind: TaskKind::Task,
+        how: How::Dotnet {
+            dir: "csharp",
+            binary: "csharp-sleepers",
+        },
+    },
+    Example {
         label: "go-sleepers",
         article: "Go",
+        task_kind: TaskKind::Task,
         how: How::Go {
             dir: "go",
             binary: "go-sleepers",
         },
     },
     Example {
+        label: "java-virtual-threads",
+        article: "Java virtual threads (OpenJDK 23)",
+        task_kind: TaskKind::Task,
+        how: How::Java {
+            source: "java/VirtualThreads.java",
+            class: "VirtualThreads",
+        },
+    },
+    Example {
+        label: "java-platform-threads",
+        article: "Java platform threads",
+        task_kind: TaskKind::Thread,
+        how: How::Java {
+            source: "java/PlatformThreads.java",
+            class: "PlatformThreads",
+        },
+    },
+    Example {
         label: "node-sleepers",
         article: "Node 23",
+        task_kind: TaskKind::Task,
         how: How::Script {
             interpreter: "node",
             script: "node/sleepers.js",
@@ -82,6 +182,7 @@ pub const EXAMPLES: [Example; 4] = [
     Example {
         label: "python-sleepers",
         article: "Python 3.13",
+        task_kind: TaskKind::Task,
         how: How::Script {
             interpreter: "python3",
             script: "python/sleepers.py",
@@ -89,6 +190,13 @@ pub const EXAMPLES: [Example; 4] = [
         },
     },
 ];
+
+/// Whether an example's runs are a JVM's (its memory is mostly heap its GC sized).
+pub fn is_jvm(label: &str) -> bool {
+    EXAMPLES
+        .iter()
+        .any(|e| e.label == label && matches!(e.how, How::Java { .. }))
+}
 
 /// The directory beside spawnscope where built examples go: target/release/examples/.
 fn built_dir() -> Option<PathBuf> {
@@ -123,15 +231,32 @@ fn version_of(program: &Path, args: &[&str]) -> Option<String> {
     (out.status.success() && !line.is_empty()).then_some(line)
 }
 
+/// Makes a directory for built examples (given to the user who ran sudo when made here).
+fn make_dir(dir: &Path) -> Result<(), String> {
+    let made = !dir.exists();
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    if made {
+        // cargo writes its examples here too, as the user who ran sudo.
+        record::give_to_invoking_user(dir);
+    }
+    Ok(())
+}
+
+/// The first line of a failed tool's stderr that says something (else its first line).
+fn first_error(text: &[u8]) -> String {
+    let text = String::from_utf8_lossy(text);
+    text.lines()
+        .find(|l| l.contains("error"))
+        .or_else(|| text.lines().next())
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
 /// Builds the Go example beside spawnscope; Err: why it could not be.
 fn go_build(go: &Path, source: &Path, out: &Path) -> Result<(), String> {
     if let Some(dir) = out.parent() {
-        let made = !dir.exists();
-        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        if made {
-            // cargo writes its examples here too, as the user who ran sudo.
-            record::give_to_invoking_user(dir);
-        }
+        make_dir(dir)?;
     }
     let built = Command::new(go)
         .args(["build", "-trimpath", "-o"])
@@ -152,11 +277,123 @@ fn go_build(go: &Path, source: &Path, out: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Compiles a Java example with the JDK's `javac` into `out`; Err: why it could not be.
+fn javac(jdk: &jdk::Jdk, source: &Path, out: &Path) -> Result<(), String> {
+    make_dir(out)?;
+    let built = Command::new(jdk.javac())
+        .arg("-d")
+        .arg(out)
+        .arg(source)
+        .output()
+        .map_err(|e| format!("running {}: {e}", jdk.javac().display()))?;
+    if !built.status.success() {
+        return Err(format!(
+            "{} -d {} {} failed: {}",
+            jdk.javac().display(),
+            out.display(),
+            source.display(),
+            first_error(&built.stderr)
+        ));
+    }
+    record::give_to_invoking_user(out);
+    Ok(())
+}
+
+/// The flag every Java example runs with: the JVM prints the flags it chose (heap sizes, the
+/// GC) on stdout as it starts, kept in each run's command.stdout.
+pub const JVM_PRINT_FLAGS: &str = "-XX:+PrintCommandLineFlags";
+
+/// Of the flags a JVM prints (`-XX:+PrintCommandLineFlags`), those that size its memory: the
+/// heap's bounds and the collector.
+pub fn jvm_memory_flags(printed: &str) -> Option<String> {
+    let kept: Vec<&str> = printed
+        .split_whitespace()
+        .filter(|f| {
+            f.starts_with("-XX:InitialHeapSize=")
+                || f.starts_with("-XX:MaxHeapSize=")
+                || f.starts_with("-XX:ThreadStackSize=")
+                || (f.starts_with("-XX:+Use") && f.ends_with("GC"))
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join(" "))
+}
+
+/// The heap and collector this host's JVM chooses by itself (its ergonomics, outside any cgroup:
+/// `java -XX:+PrintCommandLineFlags -version`). Passed explicitly to every run, so that each N
+/// runs with the same heap whatever memory limit its cgroup has (a JVM sizes its heap from that
+/// limit when there is one).
+fn jvm_ergonomics(jdk: &jdk::Jdk) -> Option<String> {
+    let out = Command::new(jdk.java())
+        .args([JVM_PRINT_FLAGS, "-version"])
+        .output()
+        .ok()?;
+    jvm_memory_flags(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// What the example's JVM says of itself: its version line, where it was found, and the memory
+/// flags it runs with.
+fn jvm_version(jdk: &jdk::Jdk, flags: Option<&str>) -> String {
+    let version = version_of(&jdk.java(), &["-version"])
+        .unwrap_or_else(|| format!("JDK {} (javac)", jdk.version));
+    let found = match jdk.source {
+        jdk::Source::JavaHome => "JAVA_HOME",
+        jdk::Source::Path => "PATH",
+        jdk::Source::JvmDir => "the highest installed",
+    };
+    format!(
+        "{version}, {} ({found}); JVM memory flags: {}",
+        jdk.home.display(),
+        flags.map_or_else(
+            || "the JVM's own (not printed)".to_string(),
+            |f| format!("{f} (this host's ergonomics, passed to every run)")
+        )
+    )
+}
+
+/// The highest SDK `dotnet --list-sdks` lists ("9.0.100 [/usr/share/dotnet/sdk]" → "9.0.100").
+pub fn highest_dotnet_sdk(listed: &str) -> Option<String> {
+    listed
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .max_by_key(|v| {
+            v.split(|c: char| !c.is_ascii_digit())
+                .map(|p| p.parse::<u32>().unwrap_or(0))
+                .collect::<Vec<_>>()
+        })
+        .map(str::to_string)
+}
+
+/// Publishes the C# example NativeAOT into `out` for the SDK's own framework
+/// (`net<major>.0`); Err: why it could not be.
+fn dotnet_publish(dotnet: &Path, sdk: &str, project: &Path, out: &Path) -> Result<(), String> {
+    make_dir(out)?;
+    let major = sdk.split('.').next().unwrap_or("9");
+    let built = Command::new(dotnet)
+        .args(["publish", "-c", "Release", "--nologo"])
+        .arg(format!("-p:TargetFramework=net{major}.0"))
+        .arg("-o")
+        .arg(out)
+        .current_dir(project)
+        .output()
+        .map_err(|e| format!("running dotnet publish: {e}"))?;
+    if !built.status.success() {
+        return Err(format!(
+            "dotnet publish (SDK {sdk}) in {} failed: {}",
+            project.display(),
+            first_error(&[built.stdout, built.stderr].concat())
+        ));
+    }
+    record::give_to_invoking_user(out);
+    Ok(())
+}
+
 /// One example as a command, or why this host cannot run it.
 fn prepare_one(
     ex: &Example,
     source: Option<&Path>,
     built: Option<&Path>,
+    tools: &Toolchains,
 ) -> Result<SweptCommand, String> {
     let source_missing = || {
         "the repository's examples/ was not found (run spawnscope from the repository, or set SPAWNSCOPE_EXAMPLES_DIR)".to_string()
@@ -212,11 +449,65 @@ fn prepare_one(
             let words = vec![out.display().to_string(), N_MARK.into()];
             (words, binary::rust_version(&out))
         }
+        How::Java {
+            source: file,
+            class,
+        } => {
+            // The JDK first: what is missing on most hosts, and what the row must name.
+            let jdk = tools.jdks.find(JAVA_AT_LEAST)?;
+            let file = source.ok_or_else(source_missing)?.join(file);
+            if !file.is_file() {
+                return Err(format!("{} is missing", file.display()));
+            }
+            let out = built
+                .ok_or("spawnscope's own directory is unknown")?
+                .join("java");
+            javac(&jdk, &file, &out)?;
+            let flags = jvm_ergonomics(&jdk);
+            let mut words = vec![jdk.java().display().to_string()];
+            words.extend(
+                flags
+                    .iter()
+                    .flat_map(|f| f.split_whitespace())
+                    .map(str::to_string),
+            );
+            words.extend([
+                JVM_PRINT_FLAGS.into(),
+                "-cp".into(),
+                out.display().to_string(),
+                class.to_string(),
+                N_MARK.into(),
+            ]);
+            (words, Some(jvm_version(&jdk, flags.as_deref())))
+        }
+        How::Dotnet { dir, binary: name } => {
+            let dotnet = tools.find("dotnet").ok_or_else(|| {
+                format!("no dotnet SDK on PATH (dotnet is not on PATH; {DOTNET_HINT})")
+            })?;
+            let listed = Command::new(&dotnet)
+                .arg("--list-sdks")
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            let sdk = highest_dotnet_sdk(&listed).ok_or_else(|| {
+                format!(
+                    "no dotnet SDK on PATH ({} runs programs but `dotnet --list-sdks` lists no SDK; {DOTNET_HINT})",
+                    dotnet.display()
+                )
+            })?;
+            let project = source.ok_or_else(source_missing)?.join(dir);
+            let out = built
+                .ok_or("spawnscope's own directory is unknown")?
+                .join(dir);
+            dotnet_publish(&dotnet, &sdk, &project, &out)?;
+            let words = vec![out.join(name).display().to_string(), N_MARK.into()];
+            (words, Some(format!("dotnet SDK {sdk}, NativeAOT")))
+        }
     };
     Ok(SweptCommand {
         label: ex.label.into(),
         words,
-        task_kind: TaskKind::Task,
+        task_kind: ex.task_kind,
         task_lifetime: Some(TASK_SLEEP),
         version,
     })
@@ -224,12 +515,23 @@ fn prepare_one(
 
 /// The examples this host can run, as commands, and those it cannot, with why.
 pub fn prepare() -> (Vec<SweptCommand>, Vec<Skipped>) {
-    let source = source_dir();
-    let built = built_dir();
+    prepare_with(
+        source_dir().as_deref(),
+        built_dir().as_deref(),
+        &Toolchains::from_env(),
+    )
+}
+
+/// The same, from given directories and toolchains.
+pub fn prepare_with(
+    source: Option<&Path>,
+    built: Option<&Path>,
+    tools: &Toolchains,
+) -> (Vec<SweptCommand>, Vec<Skipped>) {
     let mut commands = Vec::new();
     let mut skipped = Vec::new();
     for ex in &EXAMPLES {
-        match prepare_one(ex, source.as_deref(), built.as_deref()) {
+        match prepare_one(ex, source, built, tools) {
             Ok(command) => commands.push(command),
             Err(why) => skipped.push(Skipped {
                 label: ex.label.into(),
@@ -249,13 +551,14 @@ mod tests {
         let script = Example {
             label: "x-sleepers",
             article: "X",
+            task_kind: TaskKind::Task,
             how: How::Script {
                 interpreter: "spawnscope-no-such-interpreter",
                 script: "x/sleepers.x",
                 package: "x-lang",
             },
         };
-        let why = prepare_one(&script, None, None).unwrap_err();
+        let why = prepare_one(&script, None, None, &Toolchains::from_env()).unwrap_err();
         assert_eq!(
             why,
             "spawnscope-no-such-interpreter is not on PATH (Debian: apt-get install x-lang)"
@@ -264,12 +567,13 @@ mod tests {
         let cargo = Example {
             label: "y-sleepers",
             article: "Y",
+            task_kind: TaskKind::Task,
             how: How::Cargo {
                 binary: "y-sleepers",
                 build: "cargo build --example y-sleepers",
             },
         };
-        let why = prepare_one(&cargo, None, Some(&tmp)).unwrap_err();
+        let why = prepare_one(&cargo, None, Some(&tmp), &Toolchains::from_env()).unwrap_err();
         assert!(
             why.ends_with("y-sleepers is not built (`cargo build --example y-sleepers`)"),
             "{why}"
@@ -286,13 +590,14 @@ mod tests {
         let ex = Example {
             label: "sh-sleepers",
             article: "sh",
+            task_kind: TaskKind::Task,
             how: How::Script {
                 interpreter: "sh",
                 script: "sh/sleepers.sh",
                 package: "dash",
             },
         };
-        let command = prepare_one(&ex, Some(&tmp), None).unwrap();
+        let command = prepare_one(&ex, Some(&tmp), None, &Toolchains::from_env()).unwrap();
         assert_eq!(
             command.argv(10_000),
             [
@@ -315,6 +620,215 @@ mod tests {
                 ex.label
             );
             assert!(EXAMPLES[..i].iter().all(|e| e.label != ex.label));
+        }
+    }
+
+    fn example(label: &str) -> &'static Example {
+        EXAMPLES.iter().find(|e| e.label == label).unwrap()
+    }
+
+    /// An executable shell script at `path`.
+    fn script(path: &Path, body: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Toolchains found only under `root`: its bin/ as PATH, its jvm/ as the installed JDKs.
+    fn tools_under(root: &Path, java_home: Option<&Path>) -> Toolchains {
+        let (bin, jvm) = (root.join("bin"), root.join("jvm"));
+        let java_home = java_home.map(|h| h.as_os_str().to_owned());
+        Toolchains::from_vars(|name| match name {
+            "PATH" => Some(bin.clone().into_os_string()),
+            "SPAWNSCOPE_JVM_DIR" => Some(jvm.clone().into_os_string()),
+            "JAVA_HOME" => java_home.clone(),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn java_without_a_recent_jdk_names_the_one_found_and_what_would_install_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let j17 = tmp.path().join("jvm/java-17-openjdk-amd64");
+        script(&j17.join("bin/javac"), "echo 'javac 17.0.15'");
+        let tools = tools_under(tmp.path(), Some(&j17));
+        for label in ["java-virtual-threads", "java-platform-threads"] {
+            let why = prepare_one(example(label), None, None, &tools).unwrap_err();
+            assert_eq!(
+                why,
+                format!(
+                    "no JDK 21+ found, only JAVA_HOME {} (javac 17.0.15): {}",
+                    j17.display(),
+                    jdk::install_hint(21)
+                ),
+                "{label}"
+            );
+        }
+    }
+
+    #[test]
+    fn java_runs_on_the_jdk_found_with_its_flags_printed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("jvm/temurin-25-jdk-amd64");
+        // A fake JDK: javac copies the source into -d; java prints what a JVM prints.
+        script(
+            &home.join("bin/javac"),
+            r#"[ "$1" = -version ] && { echo 'javac 25.0.3'; exit 0; }; cp "$3" "$2/""#,
+        );
+        script(
+            &home.join("bin/java"),
+            r#"case "$1" in -version) echo 'openjdk version "25.0.3" 2026-04-21 LTS' >&2;; -XX:+PrintCommandLineFlags) echo '-XX:ConcGCThreads=1 -XX:InitialHeapSize=394945472 -XX:MaxHeapSize=6319127552 -XX:+PrintCommandLineFlags -XX:+UseCompressedOops -XX:+UseG1GC';; esac"#,
+        );
+        let source = tmp.path().join("examples");
+        std::fs::create_dir_all(source.join("java")).unwrap();
+        std::fs::write(
+            source.join("java/VirtualThreads.java"),
+            "class VirtualThreads {}",
+        )
+        .unwrap();
+        let built = tmp.path().join("built");
+        let tools = tools_under(tmp.path(), None);
+        let command = prepare_one(
+            example("java-virtual-threads"),
+            Some(&source),
+            Some(&built),
+            &tools,
+        )
+        .unwrap();
+        let java = home.join("bin/java").display().to_string();
+        let classes = built.join("java").display().to_string();
+        assert_eq!(
+            command.argv(1_000),
+            [
+                java.as_str(),
+                "-XX:InitialHeapSize=394945472",
+                "-XX:MaxHeapSize=6319127552",
+                "-XX:+UseG1GC",
+                "-XX:+PrintCommandLineFlags",
+                "-cp",
+                &classes,
+                "VirtualThreads",
+                "1000"
+            ]
+        );
+        assert!(
+            built.join("java/VirtualThreads.java").is_file(),
+            "javac -d ran"
+        );
+        assert_eq!(
+            command.version.as_deref(),
+            Some(
+                format!(
+                    "openjdk version \"25.0.3\" 2026-04-21 LTS, {} (the highest installed); JVM memory flags: -XX:InitialHeapSize=394945472 -XX:MaxHeapSize=6319127552 -XX:+UseG1GC (this host's ergonomics, passed to every run)",
+                    home.display()
+                )
+                .as_str()
+            )
+        );
+        assert_eq!(command.task_kind, TaskKind::Task);
+        assert_eq!(command.task_lifetime, Some(TASK_SLEEP));
+        // Platform threads are OS threads: counted from outside.
+        std::fs::write(source.join("java/PlatformThreads.java"), "").unwrap();
+        let platform = prepare_one(
+            example("java-platform-threads"),
+            Some(&source),
+            Some(&built),
+            &tools,
+        )
+        .unwrap();
+        assert_eq!(platform.task_kind, TaskKind::Thread);
+        assert_eq!(platform.argv(5)[7], "PlatformThreads");
+        assert!(is_jvm("java-platform-threads") && !is_jvm("go-sleepers"));
+    }
+
+    #[test]
+    fn csharp_without_a_dotnet_sdk_says_so_and_what_would_install_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tools = tools_under(tmp.path(), None);
+        let why = prepare_one(example("csharp-sleepers"), None, None, &tools).unwrap_err();
+        assert_eq!(
+            why,
+            format!("no dotnet SDK on PATH (dotnet is not on PATH; {DOTNET_HINT})")
+        );
+        // A dotnet with runtimes only.
+        script(&tmp.path().join("bin/dotnet"), "exit 0");
+        let why = prepare_one(example("csharp-sleepers"), None, None, &tools).unwrap_err();
+        assert!(
+            why.starts_with("no dotnet SDK on PATH (")
+                && why.contains("`dotnet --list-sdks` lists no SDK"),
+            "{why}"
+        );
+        assert_eq!(
+            highest_dotnet_sdk(
+                "8.0.404 [/usr/share/dotnet/sdk]\n9.0.100 [/usr/share/dotnet/sdk]\n9.0.9 [/x]\n"
+            ),
+            Some("9.0.100".into())
+        );
+    }
+
+    #[test]
+    fn the_heap_and_collector_are_kept_of_the_flags_a_jvm_prints() {
+        let printed = "-XX:-AOTInvokeDynamicLinking -XX:ConcGCThreads=1 -XX:G1ConcRefinementThreads=2 -XX:InitialHeapSize=394945472 -XX:MarkStackSize=4194304 -XX:MaxHeapSize=6319127552 -XX:MinHeapSize=6815736 -XX:+PrintCommandLineFlags -XX:ReservedCodeCacheSize=251658240 -XX:+SegmentedCodeCache -XX:+UseCompressedOops -XX:+UseG1GC \n";
+        assert_eq!(
+            jvm_memory_flags(printed).as_deref(),
+            Some("-XX:InitialHeapSize=394945472 -XX:MaxHeapSize=6319127552 -XX:+UseG1GC")
+        );
+        assert_eq!(
+            jvm_memory_flags("-XX:MaxHeapSize=1g -XX:ThreadStackSize=256 -XX:+UseSerialGC")
+                .as_deref(),
+            Some("-XX:MaxHeapSize=1g -XX:ThreadStackSize=256 -XX:+UseSerialGC")
+        );
+        assert_eq!(jvm_memory_flags("openjdk version \"25\""), None);
+    }
+
+    /// The Java examples compiled by this host's JDK and run at 1,000 tasks (each sleeps its
+    /// 10 s: the programs have no knob). Skipped, saying why, where no JDK 21+ is found.
+    #[test]
+    fn the_java_examples_compile_and_run_on_this_hosts_jdk() {
+        let tools = Toolchains::from_env();
+        if let Err(why) = tools.jdks.find(JAVA_AT_LEAST) {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let built = tempfile::tempdir().unwrap();
+        let runs: Vec<_> = ["java-virtual-threads", "java-platform-threads"]
+            .into_iter()
+            .map(|label| {
+                let command =
+                    prepare_one(example(label), Some(&source), Some(built.path()), &tools)
+                        .unwrap_or_else(|why| panic!("{label}: {why}"));
+                let version = command.version.clone().unwrap_or_default();
+                assert!(version.contains("-XX:MaxHeapSize="), "{label}: {version}");
+                let argv = command.argv(1_000);
+                let started = std::time::Instant::now();
+                let child = Command::new(&argv[0])
+                    .args(&argv[1..])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (label, started, child)
+            })
+            .collect();
+        for (label, started, child) in runs {
+            let out = child.wait_with_output().unwrap();
+            let wall = started.elapsed();
+            assert!(
+                out.status.success(),
+                "{label}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                wall >= TASK_SLEEP && wall < TASK_SLEEP * 12,
+                "{label}: 1,000 tasks sleeping 10 s took {wall:?}"
+            );
+            let printed = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                jvm_memory_flags(&printed).is_some_and(|f| f.contains("GC")),
+                "{label} printed no flags: {printed}"
+            );
         }
     }
 }
