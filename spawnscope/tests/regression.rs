@@ -7,8 +7,9 @@
 //! compare.json and compare.md gained the headline lines ("hold: a thread costs 13.7× a
 //! goroutine…"); compare.json and compare-fits.csv each fit's verdict on its resolution
 //! (`resolved`, …), and compare.md, where the fixture's lines through two points have no standard
-//! error, says so before each of their slopes and states the rule: every number they had before is
-//! as recorded.
+//! error, says so before each of their slopes and states the rule; the threads runs' summaries
+//! their exit path (`stacks_freed_by_threads`, the "Exit path" line): every number they had
+//! before is as recorded.
 
 mod common;
 
