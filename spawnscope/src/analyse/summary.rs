@@ -812,10 +812,11 @@ pub fn summarize(
     });
     s.phases = phase_costs(run, memory);
     s.probes = collector.map(|c| probe_summary(c, memory, run, result, s.tasks));
-    s.waits = collector.and_then(|c| waits(c, &phase_names(memory), s.sys_s, s.tasks));
+    let names = phase_names(memory);
+    s.waits = collector.and_then(|c| waits(c, &names, s.sys_s, s.tasks));
     if s.runtime.as_deref() == Some("threads") {
         s.stacks_freed_by_threads =
-            collector.and_then(|c| calls_after_release(c, &phase_names(memory), "madvise_calls"));
+            collector.and_then(|c| calls_after_release(c, &names, "madvise_calls"));
     }
     if let Some(why) = collector.and_then(|c| c.program_costs_note.as_ref()) {
         s.left_out.push(why.clone());

@@ -380,9 +380,8 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         perf,
         pids_limit.as_ref().map(|l| l.max),
         cpus.as_deref(),
-        clock,
+        &mut clock,
     );
-    let restore_from = Instant::now();
 
     // Put the machine back before looking at any figure.
     let cgroup_final = cgroup.as_ref().map(RunCgroup::stats);
@@ -401,10 +400,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     dir.write_json(record::SYSCTL, &sysctl_record)?;
 
     let mut measured = result?;
-    measured.stages.push(Stage {
-        name: "restore".into(),
-        ns: restore_from.elapsed().as_nanos() as u64,
-    });
+    clock.end("restore");
     measured.memory.cgroup_final = cgroup_final.clone();
     let oom_killed = cgroup_final.as_ref().is_some_and(|c| c.oom_kills > 0);
     let interrupted_by = interrupts.received();
@@ -432,7 +428,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         cpus: opts.cpus.clone(),
         open_files_limit: measured.open_files_limit,
         left_out,
-        stages: measured.stages,
+        stages: clock.stages,
     };
     dir.write_json(record::MEMORY, &measured.memory)?;
     dir.write_json(record::RUN, &record)?;
@@ -632,7 +628,6 @@ struct Measured {
     stopped_by: Option<StoppedBy>,
     open_files_limit: Option<u64>,
     left_out: Vec<String>,
-    stages: Vec<Stage>,
 }
 
 /// Starts the workload, follows it, reaps it. The caller restores the machine whatever happens.
@@ -650,7 +645,7 @@ fn measure(
     perf: Option<(&record::perf::PerfPlan, Option<String>)>,
     pids_limit: Option<u64>,
     cpus: Option<&[usize]>,
-    mut clock: StageClock,
+    clock: &mut StageClock,
 ) -> Result<Measured> {
     let workload = match &opts.target {
         Target::Workload(inv) => Some(inv.workload),
@@ -949,7 +944,6 @@ fn measure(
         stopped_by,
         open_files_limit,
         left_out,
-        stages: clock.stages,
     })
 }
 
