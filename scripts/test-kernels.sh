@@ -9,7 +9,10 @@
 #   sudo ./scripts/test-kernels.sh --suite ci 6.12
 #                                                SUITE: full [default] or ci, CI's smaller one
 #                                                (threads hold and sleep 2,000, goroutines and
-#                                                tokio hold 100,000, the leash; what test.sh runs)
+#                                                tokio hold 100,000, the leash; what test.sh runs);
+#                                                full adds threads at 10,000 and churn, goroutines
+#                                                and tokio sleep, a Go program as a command, a
+#                                                --perf run and the bpftrace tools
 #
 # Each kernel's package (linux-image-RELEASE-unsigned) is downloaded once into
 # $SPAWNSCOPE_KERNEL_CACHE [~/.cache/spawnscope/kernels]; its modules go into /lib/modules for the
@@ -89,6 +92,13 @@ if ! command -v vng >/dev/null 2>&1; then
 fi
 need_packages "${BUILD_PACKAGES[@]}" || warn "the build may fail: see the packages above"
 build_all
+# The suite's command check runs the tests' own Go program; the VM's root is read-only, so it is
+# built here, where the suite finds it.
+if [ "$suite" = full ]; then
+  say "building the tests' Go program for the command check (target/kernel-suite/sleepers)"
+  (cd spawnscope/tests/programs/sleepers && go build -o "$REPO_ROOT/target/kernel-suite/sleepers" .) ||
+    warn "could not build spawnscope/tests/programs/sleepers: the command check will fail"
+fi
 
 # package_of KERNEL: the linux-image-…-unsigned package of a series (its newest) or a release.
 package_of() {

@@ -66,6 +66,10 @@ pub struct Cell {
     pub sys_us: Option<Spread>,
     pub wall_us: Option<Spread>,
     pub minor_faults: Option<Spread>,
+    /// The machine's CPU was emulated (QEMU's TCG): the time figures are the emulator's, and
+    /// the tables mark them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cpu_emulated: bool,
 }
 
 /// What one figure is regressed on: tasks alive at the peak (memory) or tasks spawned (time,
@@ -363,7 +367,12 @@ pub fn compare_runs(
             )
         })
         .collect();
-    let cells = cells(&runs);
+    let mut cells = cells(&runs);
+    for cell in &mut cells {
+        cell.cpu_emulated = machines
+            .iter()
+            .any(|m| m.id == cell.machine && m.fingerprint.emulator().is_some());
+    }
     let fits = fits(&runs);
     let reproduce = plan.as_ref().and_then(|p| match p.reproduce.as_deref() {
         Some("hansen2023") => Some(reproduce_table(&runs)),
@@ -390,6 +399,7 @@ pub fn compare_runs(
             machine: &point.machine,
             summary: &l.summary,
             measured: point.measured,
+            emulated: l.machine.emulator().is_some(),
         })
         .collect();
     let headlines = headlines(&measured, machines.len() > 1);
@@ -476,6 +486,7 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 sys_us: per_spawned(|r| r.sys_s * 1e6),
                 wall_us: per_spawned(|r| r.wall_s * 1e6),
                 minor_faults: per_spawned(|r| r.minor_faults as f64),
+                cpu_emulated: false,
             }
         })
         .collect();

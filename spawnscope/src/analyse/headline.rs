@@ -39,6 +39,10 @@ pub struct Headline {
     /// With three runtimes or more, those between the two, dearest first (absent with two).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub between: Vec<Side>,
+    /// The machine's CPU was emulated: spawn times are left out of the line (they are the
+    /// emulator's), which says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub times_emulated: bool,
 }
 
 /// A run as the headline takes it: its machine's id and its summary.
@@ -47,6 +51,8 @@ pub struct Measured<'a> {
     pub summary: &'a Summary,
     /// Its figures were measured (completed, or stopped at a limit with its tasks measured).
     pub measured: bool,
+    /// Its machine's CPU was emulated (QEMU's TCG): its times are not the kernel's.
+    pub emulated: bool,
 }
 
 fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -65,6 +71,7 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
     }
     keys.into_iter()
         .filter_map(|(machine, workload)| {
+            let emulated = runs.iter().any(|r| r.machine == machine && r.emulated);
             let mut sides: Vec<Side> = DESCRIPTORS
                 .iter()
                 .filter_map(|d| {
@@ -91,7 +98,8 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                         spawn_us: median(
                             at_n.iter()
                                 .filter_map(|s| s.time_per_task.as_ref()?.spawn_us),
-                        ),
+                        )
+                        .filter(|_| !emulated),
                     })
                 })
                 .filter(|s| s.memory_kib.is_some())
@@ -112,6 +120,7 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                 dearer,
                 cheaper,
                 between: sides,
+                times_emulated: emulated,
             })
         })
         .collect()
@@ -157,6 +166,9 @@ impl Headline {
             .map(|s| format!("{} at N = {} ({})", s.runtime, count(s.n), runs(s.runs)))
             .collect();
         line.push_str(&format!("; {}, medians", sizes.join(", ")));
+        if self.times_emulated {
+            line.push_str(" (spawn times left out: the CPU was emulated)");
+        }
         line
     }
 }
@@ -215,8 +227,26 @@ mod tests {
                 machine: "M1",
                 summary: s,
                 measured: true,
+                emulated: false,
             })
             .collect()
+    }
+
+    #[test]
+    fn an_emulated_machine_keeps_its_memory_and_leaves_its_spawn_times_out_saying_why() {
+        let summaries = [
+            run("threads", 2_000, 41.5, 1616.0),
+            run("goroutines", 100_000, 2.7, 75.1),
+        ];
+        let mut runs = on_m1(&summaries);
+        runs.iter_mut().for_each(|r| r.emulated = true);
+        let h = headlines(&runs, false);
+        assert_eq!(
+            h[0].line(),
+            "hold: a thread costs 15.4× a goroutine in memory (41.5 KiB against 2.7 KiB per task); \
+             threads at N = 2,000 (1 run), goroutines at N = 100,000 (1 run), medians \
+             (spawn times left out: the CPU was emulated)"
+        );
     }
 
     #[test]

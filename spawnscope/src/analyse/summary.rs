@@ -195,6 +195,10 @@ pub struct Summary {
     /// serve: the load, what one connection and one request cost, what happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serve: Option<crate::analyse::serving::ServeFigures>,
+    /// What the kernel matrix found to differ on the run's kernel (analyse::kernel_gaps), one
+    /// line each, as `check` says them; none on a kernel where it found none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub known_gaps: Vec<String>,
 }
 
 fn delta(later: &BTreeMap<String, u64>, earlier: &BTreeMap<String, u64>, key: &str) -> Option<f64> {

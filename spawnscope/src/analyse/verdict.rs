@@ -48,6 +48,9 @@ pub struct PhaseEvidence {
 pub struct Evidence {
     pub cpus: u32,
     pub phases: Vec<PhaseEvidence>,
+    /// The emulator that ran the CPU (QEMU's TCG), when it was emulated: no phase's time is
+    /// the kernel's then.
+    pub emulator: Option<String>,
 }
 
 /// One rule: a sentinel, the threshold past which the phase's time figures are suspect, and the
@@ -221,6 +224,16 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
+/// The one rule about the whole run rather than a phase: an emulated CPU.
+pub const EMULATED_CPU: Rule = Rule {
+    id: "emulated_cpu",
+    rule: "the CPU was emulated (QEMU's TCG: CPUID signature TCGTCGTCGTCG or a \"QEMU TCG\" CPU model): every time measures the emulator translating instructions, not the kernel; memory and counts are real",
+    check: |_, _| Check::NotAvailable,
+};
+
+/// The phase name of a finding about the whole run.
+pub const WHOLE_RUN: &str = "the whole run";
+
 /// One reason the time figures are suspect.
 #[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
@@ -268,6 +281,13 @@ const SHORTEST_PHASE_NS: u64 = 10_000_000;
 pub fn judge(evidence: &Evidence) -> Verdict {
     let mut findings = Vec::new();
     let mut not_checked = Vec::new();
+    if let Some(emulator) = &evidence.emulator {
+        findings.push(Finding {
+            rule: EMULATED_CPU.id.into(),
+            phase: WHOLE_RUN.into(),
+            found: format!("the CPU was emulated ({emulator}): its times are the emulator's"),
+        });
+    }
     for rule in RULES {
         let mut available = false;
         for p in evidence
@@ -301,7 +321,11 @@ pub fn judge(evidence: &Evidence) -> Verdict {
 
 /// A rule's words by its id.
 pub fn rule_text(id: &str) -> Option<&'static str> {
-    RULES.iter().find(|r| r.id == id).map(|r| r.rule)
+    RULES
+        .iter()
+        .chain([&EMULATED_CPU])
+        .find(|r| r.id == id)
+        .map(|r| r.rule)
 }
 
 /// Bytes in a page, for the balloon's page counts.
@@ -342,7 +366,11 @@ pub fn evidence(sentinels: &SentinelFigures, kernel: &KernelCounts, cpus: u32) -
             }
         })
         .collect();
-    Evidence { cpus, phases }
+    Evidence {
+        cpus,
+        phases,
+        emulator: None,
+    }
 }
 
 /// What the collector counted in the kernel that bears on a verdict, per phase (by the phase's
@@ -429,7 +457,24 @@ mod tests {
     }
 
     fn evidence(phases: Vec<PhaseEvidence>) -> Evidence {
-        Evidence { cpus: 2, phases }
+        Evidence {
+            cpus: 2,
+            phases,
+            emulator: None,
+        }
+    }
+
+    #[test]
+    fn an_emulated_cpu_makes_a_quiet_run_suspect_for_the_whole_run() {
+        let mut e = evidence(vec![phase("spawn", 4000), phase("join", 500)]);
+        assert!(judge(&e).trustworthy);
+        e.emulator = Some("QEMU TCG".into());
+        let v = judge(&e);
+        assert!(!v.trustworthy);
+        assert_eq!(v.cause_ids(), "emulated_cpu");
+        assert_eq!(v.findings[0].phase, WHOLE_RUN);
+        assert!(v.line().contains("emulated (QEMU TCG)"), "{}", v.line());
+        assert!(rule_text("emulated_cpu").is_some_and(|r| r.contains("TCG")));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use anyhow::{Context, Result};
 
 use crate::analyse::attribution::{self, Attribution};
 use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
+use crate::analyse::kernel_gaps::known_gaps;
 use crate::analyse::phases::perf_phases;
 use crate::analyse::phases::phase_names;
 use crate::analyse::summary::{summarize, Summary};
@@ -133,6 +134,11 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
                 .map(|m| (m.total_kb, m.cgroup_kb)),
         )
     });
+    summary.known_gaps = known_gaps(
+        loaded.machine.kernel.trim(),
+        loaded.machine.memory_cgroup_v2(),
+        &loaded.machine.transparent_hugepages,
+    );
     summary.verdict = summary.sentinels.as_ref().map(|figures| {
         let kernel = loaded
             .collector
@@ -140,6 +146,7 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
             .map(|c| KernelCounts::from_report(c, &phase_names(&loaded.memory)))
             .unwrap_or_default();
         let mut evidence = verdict::evidence(figures, &kernel, loaded.machine.cores as u32);
+        evidence.emulator = loaded.machine.emulator().map(str::to_string);
         if let Some(load) = &loaded.load {
             serving::discount_load_generator(&mut evidence, load);
         }

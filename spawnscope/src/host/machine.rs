@@ -355,7 +355,33 @@ pub fn fingerprint(toolchains: &Toolchains) -> Fingerprint {
         spawnscope_commit: Some(env!("SPAWNSCOPE_GIT_COMMIT").to_string()),
         toolchain_sources: sources,
         not_available,
+        hypervisor: hypervisor_signature(),
     }
+}
+
+/// The hypervisor's CPUID signature (leaf 0x40000000, 12 bytes in EBX, ECX, EDX), when CPUID
+/// leaf 1 says a hypervisor is present (ECX bit 31).
+#[cfg(target_arch = "x86_64")]
+fn hypervisor_signature() -> Option<String> {
+    use std::arch::x86_64::__cpuid;
+    // Leaves past the CPU's highest return another leaf's values: the presence bit rules that out.
+    let present = __cpuid(1).ecx & (1 << 31) != 0;
+    if !present {
+        return None;
+    }
+    let leaf = __cpuid(0x4000_0000);
+    let bytes: Vec<u8> = [leaf.ebx, leaf.ecx, leaf.edx]
+        .iter()
+        .flat_map(|r| r.to_le_bytes())
+        .filter(|b| *b != 0)
+        .collect();
+    let signature = String::from_utf8_lossy(&bytes).trim().to_string();
+    (!signature.is_empty()).then_some(signature)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn hypervisor_signature() -> Option<String> {
+    None
 }
 
 #[cfg(test)]

@@ -59,9 +59,28 @@ pub struct Fingerprint {
     /// Fingerprint fields this host cannot give, with why (never an empty value as if read).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub not_available: BTreeMap<String, String>,
+    /// The hypervisor's CPUID signature (leaf 0x40000000: "KVMKVMKVM", "TCGTCGTCGTCG" for
+    /// QEMU's emulation); None on bare metal, off x86 or in fingerprints older than the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hypervisor: Option<String>,
 }
 
 impl Fingerprint {
+    /// The memory controller is on cgroup v2 ("v2", or a hybrid whose memory is v2).
+    pub fn memory_cgroup_v2(&self) -> bool {
+        self.cgroup == "v2" || self.cgroup.contains("memory: v2")
+    }
+
+    /// The emulator that ran this machine's CPU, when it was emulated (QEMU's TCG, as the kernel
+    /// matrix's VMs are when KVM cannot boot their kernel): its time figures measure the
+    /// emulator, not the kernel. Older fingerprints have no signature; TCG names itself in the
+    /// CPU model as well ("QEMU TCG CPU version 2.5+").
+    pub fn emulator(&self) -> Option<&'static str> {
+        let tcg = self.hypervisor.as_deref() == Some("TCGTCGTCGTCG")
+            || self.cpu_model.contains("QEMU TCG");
+        tcg.then_some("QEMU TCG")
+    }
+
     /// One line: hardware, kernel, tunables and toolchains (a summary's "Machine:").
     pub fn describe(&self) -> String {
         format!(
@@ -120,5 +139,28 @@ impl Fingerprint {
             field(&self.smt, "smt"),
             field(&self.cpufreq_governor, "cpufreq_governor"),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcg_is_told_by_its_cpuid_signature_or_its_cpu_model_and_kvm_is_not_emulated() {
+        let machine = |cpu_model: &str, hypervisor: Option<&str>| Fingerprint {
+            cpu_model: cpu_model.into(),
+            hypervisor: hypervisor.map(str::to_string),
+            ..Default::default()
+        };
+        assert_eq!(
+            machine("QEMU Virtual CPU version 2.5+", Some("TCGTCGTCGTCG")).emulator(),
+            Some("QEMU TCG")
+        );
+        // Fingerprints from before the signature was recorded: the model names TCG.
+        assert_eq!(machine("QEMU TCG CPU version 2.5+", None).emulator(), Some("QEMU TCG"));
+        assert_eq!(machine("AMD EPYC", Some("KVMKVMKVM")).emulator(), None);
+        assert_eq!(machine("QEMU Virtual CPU version 2.5+", Some("KVMKVMKVM")).emulator(), None);
+        assert_eq!(machine("AMD EPYC", None).emulator(), None);
     }
 }

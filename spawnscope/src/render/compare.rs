@@ -58,17 +58,17 @@ const CELL_COLUMNS: &[Column<Cell>] = &[
         several_machines: false,
     },
     Column {
-        shown: figure("wall [s]", |c| spread_cell(&c.wall_s, 2)),
+        shown: figure("wall [s]", |c| time_cell(c, &c.wall_s)),
         raw: Raw::Spread("wall_s", |c| &c.wall_s),
         several_machines: false,
     },
     Column {
-        shown: figure("user [s]", |c| spread_cell(&c.user_s, 2)),
+        shown: figure("user [s]", |c| time_cell(c, &c.user_s)),
         raw: Raw::Spread("user_s", |c| &c.user_s),
         several_machines: false,
     },
     Column {
-        shown: figure("system [s]", |c| spread_cell(&c.sys_s, 2)),
+        shown: figure("system [s]", |c| time_cell(c, &c.sys_s)),
         raw: Raw::Spread("sys_s", |c| &c.sys_s),
         several_machines: false,
     },
@@ -241,6 +241,20 @@ pub fn fits_table(r: &Comparison) -> Table {
     shown_table(FIT_COLUMNS, &r.fits, r.machines.len() > 1)
 }
 
+/// What marks a time measured on an emulated CPU, and the note under a table that has one.
+pub const EMULATED_MARK: &str = "†";
+pub const EMULATED_NOTE: &str = "† the CPU was emulated (QEMU's TCG): these times are the emulator's, not the kernel's; memory and counts are real.";
+
+/// A time in seconds, marked when the cell's machine emulated its CPU.
+fn time_cell(c: &Cell, s: &Option<Spread>) -> String {
+    let cell = spread_cell(s, 2);
+    if c.cpu_emulated && s.is_some() {
+        format!("{cell} {EMULATED_MARK}")
+    } else {
+        cell
+    }
+}
+
 fn spread_cell(s: &Option<Spread>, digits: usize) -> String {
     match s {
         Some(s) if s.min == s.max => format!("{:.*}", digits, s.median),
@@ -344,6 +358,9 @@ pub fn markdown(r: &Comparison) -> String {
     }
     let _ = writeln!(md, "\n## Runs: median (min … max) over repeats\n");
     md.push_str(&runs_table(r).markdown());
+    if r.cells.iter().any(|c| c.cpu_emulated) {
+        let _ = writeln!(md, "\n{EMULATED_NOTE}");
+    }
     md.push_str(&repeats::markdown(&r.repeats));
     let _ = writeln!(
         md,
@@ -582,6 +599,28 @@ mod tests {
             html_headers(&fits.html("fits")),
             md_cells(fits.markdown().lines().next().unwrap())
         );
+    }
+
+    #[test]
+    fn times_from_an_emulated_cpu_are_marked_and_the_note_says_why_memory_is_not() {
+        let mut r = two_machines();
+        let plain = markdown(&r);
+        assert!(!plain.contains(EMULATED_MARK));
+        for c in r.cells.iter_mut().filter(|c| c.machine == "M2 (b,c)") {
+            c.cpu_emulated = true;
+        }
+        let md = markdown(&r);
+        assert!(md.contains(EMULATED_NOTE));
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| M2 (b,c) | goroutines | hold |")).collect();
+        assert!(!rows.is_empty());
+        for row in rows.iter().filter(|l| l.contains(" / ")) {
+            // wall, user and system: three marks; memory columns: none.
+            assert_eq!(row.matches(EMULATED_MARK).count(), 3, "{row}");
+        }
+        assert!(md
+            .lines()
+            .filter(|l| l.starts_with("| M1"))
+            .all(|l| !l.contains(EMULATED_MARK)));
     }
 
     /// The recorded set's first two fits (threads, hold: RSS and kernel stack, N = 1,000–3,000),

@@ -256,6 +256,9 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
     }
     h.push_str("<h2 id=\"runs\">Runs: median (min … max) over repeats</h2>\n");
     h.push_str(&compare::runs_table(report).html("cells"));
+    if report.cells.iter().any(|c| c.cpu_emulated) {
+        let _ = write!(h, "<p>{}</p>", escape(compare::EMULATED_NOTE));
+    }
     if !report.repeats.is_empty() {
         h.push_str("<h2 id=\"repeats\">Time over repeats: median (min … max)</h2>\n");
         h.push_str(&repeats::table(&report.repeats).html("repeats"));

@@ -407,6 +407,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if let Some(details) = machine.describe_details() {
         let _ = writeln!(md, "- Fingerprint: {details}");
     }
+    for gap in &s.known_gaps {
+        let _ = writeln!(md, "- Known gap of this kernel: {gap}");
+    }
     if s.sysctls_changed.is_empty() {
         let _ = writeln!(md, "- Sysctls: none needed raising");
     } else {
