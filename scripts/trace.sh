@@ -74,11 +74,21 @@ for spec in "${main_runs[@]}"; do
     warn "the warm-up run of $runtime failed (see ${log#"$REPO_ROOT"/}); the counted runs go on"
   fi
 done
+# The memory preflight calibrates once per runtime: the counted runs take the warm-up's
+# calibration (--calibration-from) instead of two short hold runs each.
+calibration_of() {
+  find "$out/warmup" -mindepth 1 -maxdepth 1 -type d -name "20*-$1-$2-$3" | sort | tail -1
+}
 for ((r = 1; r <= repeats; r++)); do
   say "repeat $r of $repeats"
   for spec in "${main_runs[@]}"; do
     read -r runtime workload n <<<"$spec"
-    run_main "$out" "$runtime" "$workload" "$n"
+    calibrated=$(calibration_of "$runtime" "$workload" "$n")
+    if [ -n "$calibrated" ] && [ -f "$calibrated/run.json" ]; then
+      run_main "$out" "$runtime" "$workload" "$n" --calibration-from "$calibrated"
+    else
+      run_main "$out" "$runtime" "$workload" "$n"
+    fi
   done
 done
 mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)

@@ -204,6 +204,11 @@ pub struct RunArgs {
     /// Where results directories go.
     #[arg(short, long, default_value = "results", help_heading = "Output")]
     pub out: PathBuf,
+    /// Take the memory preflight's calibration from an earlier run of the same runtime and
+    /// workload flags (its results directory) instead of two short hold runs now: repeats
+    /// calibrate once (trace.sh's counted runs take their warm-up's).
+    #[arg(long, value_name = "RUN_DIR", help_heading = "Limits")]
+    pub calibration_from: Option<PathBuf>,
     /// Run even when the preflight says it will not fit (inside the cgroup memory limit).
     #[arg(long, help_heading = "Limits")]
     pub force: bool,

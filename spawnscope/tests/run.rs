@@ -480,3 +480,84 @@ fn json_prints_the_summary_and_the_terminal_ends_with_the_results_directory() {
         "{stdout}"
     );
 }
+
+#[test]
+fn repeats_take_an_earlier_runs_calibration_and_refuse_another_runtimes() {
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let first = sandbox.run(&[
+        "--runtime",
+        "goroutines",
+        "--workload",
+        "hold",
+        "--n",
+        "2000",
+        "--no-probes",
+    ]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(String::from_utf8_lossy(&first.stderr).contains("calibrating"));
+    let calibrated = sandbox.only_results_dir();
+    let earlier = read_json(calibrated.join("run.json"))["estimate"]["calibration"].clone();
+    assert!(earlier.is_object(), "the first run recorded no calibration");
+
+    let from = calibrated.to_str().unwrap();
+    let again = sandbox.run(&[
+        "--runtime",
+        "goroutines",
+        "--workload",
+        "sleep",
+        "--n",
+        "3000",
+        "--no-probes",
+        "--calibration-from",
+        from,
+    ]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("calibrating"),
+        "it calibrated again: {stderr}"
+    );
+    let second = sandbox
+        .results_dirs()
+        .into_iter()
+        .find(|d| d != &calibrated)
+        .expect("a second results directory");
+    assert_eq!(
+        read_json(second.join("run.json"))["estimate"]["calibration"],
+        earlier
+    );
+
+    let other = sandbox.run(&[
+        "--runtime",
+        "threads",
+        "--workload",
+        "hold",
+        "--n",
+        "100",
+        "--calibration-from",
+        from,
+    ]);
+    assert_eq!(other.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&other.stderr).contains("calibrated goroutines, not threads"));
+    let none = sandbox.run(&[
+        "--runtime",
+        "threads",
+        "--workload",
+        "hold",
+        "--n",
+        "100",
+        "--calibration-from",
+        sandbox.out().to_str().unwrap(),
+    ]);
+    assert_eq!(none.status.code(), Some(2));
+    assert_eq!(
+        sandbox.results_dirs().len(),
+        2,
+        "a refused run wrote a results directory"
+    );
+}

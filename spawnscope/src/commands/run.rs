@@ -1,5 +1,6 @@
 //! `spawnscope run`: one run of a workload or of any command, then what one task cost.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::analyse::summary::Summary;
@@ -8,7 +9,7 @@ use crate::commands::derive::{self, Writes};
 use crate::host::signals::Interrupts;
 use crate::measure::perf;
 use crate::measure::run::{self, Outcome, RunError, RunOptions};
-use crate::record::{self, Target};
+use crate::record::{self, Calibration, RunRecord, Target};
 use crate::render;
 use crate::runtime::{Invocation, TaskKind};
 
@@ -66,6 +67,13 @@ pub fn command(args: RunArgs) -> ExitCode {
         }
         _ => return usage_error("run needs --runtime, --workload and --n (or a command after --)"),
     };
+    let calibration = match &args.calibration_from {
+        None => None,
+        Some(dir) => match calibration_from(dir, &target) {
+            Ok(cal) => Some(cal),
+            Err(why) => return usage_error(why),
+        },
+    };
     let interrupts = match Interrupts::install() {
         Ok(i) => i,
         Err(err) => {
@@ -83,7 +91,7 @@ pub fn command(args: RunArgs) -> ExitCode {
             freq: args.perf_freq,
             call_graph: args.perf_call_graph,
         }),
-        calibration: None,
+        calibration,
         timeout: args.timeout,
         pids_limit: args.pids_limit,
         load: args.load.options(),
@@ -101,6 +109,50 @@ pub fn command(args: RunArgs) -> ExitCode {
         Ok((outcome.interrupted_by, summary.ok))
     });
     exit_code(result)
+}
+
+/// The calibration an earlier run recorded (`--calibration-from DIR`), when it calibrated the same
+/// runtime with the same workload flags: calibration runs `hold` at two small sizes, so the
+/// workload and N may differ; a command's own calibration is not reused.
+fn calibration_from(dir: &Path, target: &Target) -> Result<Calibration, String> {
+    let Target::Workload(now) = target else {
+        return Err("--calibration-from is for a workload (--runtime/--workload/--n); a command is not calibrated".into());
+    };
+    let path = dir.join(record::RUN);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("--calibration-from: cannot read {}: {e}", path.display()))?;
+    let earlier: RunRecord = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "--calibration-from: {} is not a run record: {e}",
+            path.display()
+        )
+    })?;
+    let Target::Workload(then) = &earlier.target else {
+        return Err(format!(
+            "--calibration-from: {} ran a command, not a workload",
+            dir.display()
+        ));
+    };
+    let described = |i: &Invocation| {
+        std::iter::once(i.runtime.name().to_string())
+            .chain(i.flags.iter().map(|(k, v)| format!("--{k} {v}")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if then.runtime != now.runtime || then.flags != now.flags {
+        return Err(format!(
+            "--calibration-from: {} calibrated {}, not {}",
+            dir.display(),
+            described(then),
+            described(now)
+        ));
+    }
+    earlier.estimate.map(|e| e.calibration).ok_or_else(|| {
+        format!(
+            "--calibration-from: {} recorded no calibration",
+            dir.display()
+        )
+    })
 }
 
 /// After a run's records are written: its summary (written beside them), and the results given to

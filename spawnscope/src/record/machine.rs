@@ -158,9 +158,15 @@ mod tests {
             Some("QEMU TCG")
         );
         // Fingerprints from before the signature was recorded: the model names TCG.
-        assert_eq!(machine("QEMU TCG CPU version 2.5+", None).emulator(), Some("QEMU TCG"));
+        assert_eq!(
+            machine("QEMU TCG CPU version 2.5+", None).emulator(),
+            Some("QEMU TCG")
+        );
         assert_eq!(machine("AMD EPYC", Some("KVMKVMKVM")).emulator(), None);
-        assert_eq!(machine("QEMU Virtual CPU version 2.5+", Some("KVMKVMKVM")).emulator(), None);
+        assert_eq!(
+            machine("QEMU Virtual CPU version 2.5+", Some("KVMKVMKVM")).emulator(),
+            None
+        );
         assert_eq!(machine("AMD EPYC", None).emulator(), None);
     }
 }

@@ -611,7 +611,10 @@ mod tests {
         }
         let md = markdown(&r);
         assert!(md.contains(EMULATED_NOTE));
-        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| M2 (b,c) | goroutines | hold |")).collect();
+        let rows: Vec<&str> = md
+            .lines()
+            .filter(|l| l.starts_with("| M2 (b,c) | goroutines | hold |"))
+            .collect();
         assert!(!rows.is_empty());
         for row in rows.iter().filter(|l| l.contains(" / ")) {
             // wall, user and system: three marks; memory columns: none.
