@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::regression::{spread, Spread};
-use crate::analyse::summary::Summary;
+use crate::analyse::summary::{ExitPath, Summary};
 use crate::units::count;
 
 /// A run further than this factor from its experiment's median, either way (exactly this factor
@@ -19,6 +19,9 @@ pub struct TimeFigure {
     pub label: &'static str,
     pub unit: &'static str,
     pub value: fn(&Summary) -> Option<f64>,
+    /// It includes the threads' exit, whose kernel path is a race (ExitPath): runs on another
+    /// path than most of their repeats are kept out of its trustworthy spread.
+    pub includes_exit: bool,
 }
 
 /// System time of the named phases over the tasks, µs: the figures that keep the spawn apart
@@ -45,36 +48,42 @@ pub const TIME_FIGURES: [TimeFigure; 6] = [
         label: "spawn time per task",
         unit: "µs",
         value: |s| s.time_per_task.as_ref()?.spawn_us,
+        includes_exit: false,
     },
     TimeFigure {
         key: "user_us",
         label: "user time per task",
         unit: "µs",
         value: |s| Some(s.time_per_task.as_ref()?.user_us),
+        includes_exit: true,
     },
     TimeFigure {
         key: "sys_us",
         label: "system time per task",
         unit: "µs",
         value: |s| Some(s.time_per_task.as_ref()?.sys_us),
+        includes_exit: true,
     },
     TimeFigure {
         key: "sys_spawn_us",
         label: "system time per task while spawning",
         unit: "µs",
         value: |s| phase_sys_per_task_us(s, &["spawn"]),
+        includes_exit: false,
     },
     TimeFigure {
         key: "sys_end_us",
         label: "system time per task after release (join, exit)",
         unit: "µs",
         value: |s| phase_sys_per_task_us(s, &["join", "exit"]),
+        includes_exit: true,
     },
     TimeFigure {
         key: "wall_s",
         label: "wall time",
         unit: "s",
         value: |s| Some(s.wall_s),
+        includes_exit: true,
     },
 ];
 
@@ -124,6 +133,11 @@ pub struct Repeated {
     pub outliers: Vec<Outlier>,
     /// Every run flagged suspect by its verdict, outlier or not: (run, verdict line).
     pub suspect: Vec<(String, String)>,
+    /// Threads runs whose threads ended another way than most of their repeats' (ExitPath): the
+    /// workload's own race, not noise; their figures that include the exit are left out of the
+    /// trustworthy spread. (run, what happened).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_exit_path: Vec<(String, String)>,
 }
 
 /// Groups completed runs by experiment; experiments run once are left out (nothing to spread).
@@ -147,8 +161,40 @@ pub fn repeated(runs: &[(String, Summary)]) -> Vec<Repeated> {
         .collect()
 }
 
+/// The exit path most of the runs took, when one did (more than half of those with one).
+fn usual_exit_path(group: &[&(String, Summary)]) -> Option<ExitPath> {
+    let paths: Vec<ExitPath> = group
+        .iter()
+        .filter_map(|(_, s)| Some(ExitPath::of(s)?.0))
+        .collect();
+    [
+        ExitPath::ThreadsFreedStacks,
+        ExitPath::EndedWithProcess,
+        ExitPath::Raced,
+    ]
+    .into_iter()
+    .find(|p| 2 * paths.iter().filter(|q| *q == p).count() > paths.len())
+}
+
 fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
     let trustworthy = |s: &Summary| s.verdict.as_ref().is_some_and(|v| v.trustworthy);
+    let usual = usual_exit_path(group);
+    // A run on another exit path than most: (its path, madvise calls, threads).
+    let other_path = |s: &Summary| {
+        let (path, freed, tasks) = ExitPath::of(s)?;
+        (usual.is_some_and(|u| u != path)).then_some((path, freed, tasks))
+    };
+    let other_path_words = |s: &Summary| {
+        other_path(s).map(|(path, freed, tasks)| {
+            format!(
+                "exit path: {} ({} madvise calls after release for {} threads; most repeats: {}) — the workload's race with its process's exit, not noise",
+                path.words(),
+                count(freed),
+                count(tasks),
+                usual.map_or("", ExitPath::words)
+            )
+        })
+    };
     let mut figures = Vec::new();
     let mut outliers = Vec::new();
     for f in &TIME_FIGURES {
@@ -162,7 +208,7 @@ fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
         };
         let good: Vec<f64> = values
             .iter()
-            .filter(|v| trustworthy(v.1))
+            .filter(|v| trustworthy(v.1) && !(f.includes_exit && other_path(v.1).is_some()))
             .map(|v| v.2)
             .collect();
         for (dir, s, value) in &values {
@@ -179,7 +225,10 @@ fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
                     figure: f.label.into(),
                     value: *value,
                     factor,
-                    cause: cause(s, &others),
+                    cause: match (f.includes_exit, other_path_words(s)) {
+                        (true, Some(path)) => format!("{path}; {}", cause(s, &others)),
+                        _ => cause(s, &others),
+                    },
                 });
             }
         }
@@ -204,6 +253,10 @@ fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
                 let v = s.verdict.as_ref().filter(|v| !v.trustworthy)?;
                 Some((dir.clone(), v.line()))
             })
+            .collect(),
+        other_exit_path: group
+            .iter()
+            .filter_map(|(dir, s)| Some((dir.clone(), other_path_words(s)?)))
             .collect(),
     }
 }
@@ -431,6 +484,41 @@ mod tests {
         assert_eq!(figure("sys_end_us", &slow), Some(60.0));
         // A run without phases (a command) has neither.
         assert_eq!(figure("sys_spawn_us", &run(1.0, 1.0, clean())), None);
+    }
+
+    #[test]
+    fn a_run_on_the_other_exit_path_keeps_its_spawn_and_leaves_its_exit_figures_out() {
+        let threads = |spawn_us: f64, sys_us: f64, freed: u64| {
+            let mut s = run(spawn_us, sys_us, clean());
+            s.tasks = Some(100_000);
+            s.spawned = Some(100_000);
+            s.stacks_freed_by_threads = Some(freed);
+            s
+        };
+        let runs = vec![
+            ("a".to_string(), threads(30.0, 78.0, 1_363)),
+            ("b".to_string(), threads(31.0, 80.0, 2_000)),
+            ("c".to_string(), threads(29.0, 140.0, 100_000)),
+            ("d".to_string(), threads(30.5, 79.0, 900)),
+        ];
+        let r = &repeated(&runs)[0];
+        let fig = |key: &str| r.figures.iter().find(|f| f.key == key).unwrap();
+        // c spawned like the others: in the spawn spread; its system time is not.
+        assert_eq!(fig("spawn_us").trustworthy.as_ref().unwrap().min, 29.0);
+        assert_eq!(fig("sys_us").trustworthy.as_ref().unwrap().max, 80.0);
+        assert_eq!(fig("sys_us").all.max, 140.0);
+        assert_eq!(r.other_exit_path.len(), 1);
+        assert_eq!(r.other_exit_path[0].0, "c");
+        let outlier = r.outliers.iter().find(|o| o.run == "c").unwrap();
+        assert_eq!(outlier.figure, "system time per task");
+        assert!(
+            outlier.cause.starts_with("exit path: nearly every thread"),
+            "{}",
+            outlier.cause
+        );
+        // With no usual path (two and two), nobody is on "the other" one.
+        let even = vec![runs[0].clone(), runs[2].clone()];
+        assert!(repeated(&even)[0].other_exit_path.is_empty());
     }
 
     #[test]

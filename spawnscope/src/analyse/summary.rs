@@ -201,6 +201,49 @@ pub struct Summary {
     pub known_gaps: Vec<String>,
 }
 
+/// Which way a threads run's threads ended, from the madvise calls after release: each thread
+/// that returns before the process exits frees its own stack (glibc's madvise, with a TLB
+/// shootdown on every other CPU the process ran on); the rest end with the process. Which way is
+/// a race with the process's exit: the workload's own behaviour, and the system time after
+/// release follows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitPath {
+    /// 90 % or more of the threads freed their own stacks.
+    ThreadsFreedStacks,
+    /// 10 % or fewer did: the process's exit took the rest.
+    EndedWithProcess,
+    Raced,
+}
+
+impl ExitPath {
+    /// The path of a run whose collector counted the madvise calls, with (calls, threads).
+    pub fn of(s: &Summary) -> Option<(ExitPath, u64, u64)> {
+        let freed = s.stacks_freed_by_threads?;
+        let tasks = s.spawned.or(s.tasks).filter(|&t| t > 0)?;
+        let share = freed as f64 / tasks as f64;
+        let path = if share >= 0.9 {
+            ExitPath::ThreadsFreedStacks
+        } else if share <= 0.1 {
+            ExitPath::EndedWithProcess
+        } else {
+            ExitPath::Raced
+        };
+        Some((path, freed, tasks))
+    }
+
+    pub fn words(self) -> &'static str {
+        match self {
+            ExitPath::ThreadsFreedStacks => {
+                "nearly every thread returned before the process exited and freed its own stack"
+            }
+            ExitPath::EndedWithProcess => {
+                "most threads ended with the process, their stacks unmapped with it"
+            }
+            ExitPath::Raced => "threads and the process's exit raced",
+        }
+    }
+}
+
 fn delta(later: &BTreeMap<String, u64>, earlier: &BTreeMap<String, u64>, key: &str) -> Option<f64> {
     Some(*later.get(key)? as f64 - *earlier.get(key)? as f64)
 }

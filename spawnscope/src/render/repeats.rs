@@ -79,6 +79,11 @@ pub fn causes(repeated: &[Repeated]) -> Vec<String> {
                 lines.push(format!("{} `{run}`: {line}", r.label));
             }
         }
+        for (run, path) in &r.other_exit_path {
+            if !r.outliers.iter().any(|o| &o.run == run) {
+                lines.push(format!("{} `{run}`: {path}", r.label));
+            }
+        }
     }
     lines
 }
@@ -94,6 +99,12 @@ pub fn markdown(repeated: &[Repeated]) -> String {
         md,
         "\nTrustworthy: the run's verdict found no noise sentinel past its rule. An outlier lies more than {OUTLIER_FACTOR}× from its experiment's median, either way."
     );
+    if repeated.iter().any(|r| !r.other_exit_path.is_empty()) {
+        let _ = writeln!(
+            md,
+            "\nA threads run whose threads ended another way than most of its repeats' (each freeing its own stack, or ending with the process: a race, the workload's own) keeps its spawn figures in the trustworthy spread and leaves out those that include the exit."
+        );
+    }
     for line in causes(repeated) {
         let _ = writeln!(md, "- {line}");
     }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::analyse::probes::{ProbeCost, ProbeSummary};
-use crate::analyse::summary::{Summary, ADDS_UP_PERCENT};
+use crate::analyse::summary::{ExitPath, Summary, ADDS_UP_PERCENT};
 use crate::record::{AliveCount, Fingerprint, PeakChoice, StopAt, WorkloadStop};
 use crate::render::table::{Cell, Table};
 use crate::render::{attribution, sentinels, serving, verdict, waits};
@@ -271,21 +271,13 @@ fn stages_line(s: &Summary) -> Option<String> {
 /// (glibc's madvise, with a TLB shootdown on every other CPU the process ran on); the rest end
 /// with the process. Which way is a race, so the line names the mode a run's exit time carries.
 fn exit_path_line(s: &Summary) -> Option<String> {
-    let freed = s.stacks_freed_by_threads?;
-    let tasks = s.spawned.or(s.tasks).filter(|&t| t > 0)?;
-    let share = freed as f64 / tasks as f64;
-    let mode = if share >= 0.9 {
-        "nearly every thread returned before the process exited and freed its own stack"
-    } else if share <= 0.1 {
-        "most threads ended with the process, their stacks unmapped with it"
-    } else {
-        "threads and the process's exit raced"
-    };
+    let (path, freed, tasks) = ExitPath::of(s)?;
     Some(format!(
-        "Exit path: {mode} ({} madvise calls after release for {} threads, {:.0} %; glibc frees a returning thread's stack itself). Which way each goes is a race with the process's exit: the system time after release follows it.",
+        "Exit path: {} ({} madvise calls after release for {} threads, {:.0} %; glibc frees a returning thread's stack itself). Which way each goes is a race with the process's exit: the system time after release follows it.",
+        path.words(),
         count(freed),
         count(tasks),
-        share * 100.0
+        freed as f64 / tasks as f64 * 100.0
     ))
 }
 
