@@ -820,6 +820,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(platform.task_kind, TaskKind::Thread);
+        // Its study clamps it (a million took 26 min here), and the command carries why.
+        let (most, why) = platform.most_tasks.clone().unwrap();
+        assert_eq!(
+            most,
+            crate::studies::async_runtimes_2024::PLATFORM_THREADS_MOST
+        );
+        assert!(why.contains("26 min"), "{why}");
+        assert_eq!(command.most_tasks, None);
         assert_eq!(platform.argv(5)[7], "PlatformThreads");
         assert!(example("java-platform-threads").is_jvm() && !example("go-sleepers").is_jvm());
     }
