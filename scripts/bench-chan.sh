@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Benchmark: bench-of-chan (elsejj, 2022) on the three runtimes. `chain` is its experiment: N
+# Benchmark: bench-of-chan (elsejj, 2022) on the three runtimes and Kotlin. `chain` is its experiment: N
 # receivers each with a bounded queue, N senders each sending EVENTS events of a type; speed =
 # N × EVENTS / the time after spawning (our `steady` phase). Run at the article's sizes (100,
 # 1,000 and 5,000 workers, queue 256, int / str / str_ptr), median of REPEATS runs, written in
 # the article's CSV shape (program,etype,worker,event,time,speed) to target/bench/chain.csv and
-# shown beside its published speeds (Go and Rust tokio; i7-9750H, WSL; shared/anchors.md).
-# `threads` (std::sync::mpsc, one OS thread per task) is the row the article never had.
+# shown beside its published speeds (Go, Rust tokio and Kotlin; i7-9750H, WSL), as
+# `spawnscope published bench-of-chan` prints them (spawnscope/src/studies/bench_of_chan.rs).
+# `threads` (std::sync::mpsc, one OS thread per task) is the row the article never had. `kotlin`
+# is the article's third language: examples/kotlin-chain (kotlinx.coroutines channels, its warm-up
+# run first), built with Maven on the JDK spawnscope finds; left out, saying why, without mvn or
+# a JDK 17+.
 #
 # Usage: ./scripts/bench-chan.sh [EVENTS [REPEATS]]   (defaults 10000 3)
 #        BENCH_CHAN_WORKERS="100 1000" to choose the worker counts. No root needed.
@@ -28,16 +32,30 @@ etypes=(int str str_ptr)
 
 need_toolchains
 need_command jq
-build_workloads
+build_all
 mkdir -p target/bench
 csv=target/bench/chain.csv
 
-# The article's published speeds (messages/s), "worker etype" -> "golang rust".
-declare -A published=(
-  ["100 int"]="98969725 80789148" ["100 str"]="21989041 53630230" ["100 str_ptr"]="88775257 81436541"
-  ["5000 str_ptr"]="104845454 76636797"
-  ["50000 int"]="89376773 54760465" ["50000 str"]="28099233 40203692" ["50000 str_ptr"]="101819179 56850205"
-)
+# The article's published speeds (messages/s), "program worker etype" -> speed.
+declare -A published=()
+while IFS=, read -r program etype worker _ _ speed; do
+  published["$program $worker $etype"]=$speed
+done < <("$BIN_DIR/spawnscope" published bench-of-chan | tail -n +3)
+
+# Kotlin when Maven and a JDK are here; otherwise its rows say why not.
+programs=(goroutines tokio threads)
+if build_kotlin_chain; then
+  programs+=(kotlin)
+else
+  say "no Kotlin rows (the reason is above)"
+fi
+
+# kotlin_run WORKERS ETYPE: "time_s speed" of one run of the Kotlin program (its own clock).
+kotlin_run() {
+  local line
+  line=$(kotlin_chain -w "$1" -e "$events" -q "$queue" -t "$2") || die "kotlin chain -w $1 -t $2 failed"
+  awk -F, '{ print $5, $6 }' <<<"$line"
+}
 
 # chain_run BIN WORKERS ETYPE: "time_s speed" of one run (the steady phase and the throughput).
 chain_run() {
@@ -53,33 +71,38 @@ rows=()
 for w in "${workers[@]}"; do
   for etype in "${etypes[@]}"; do
     declare -A speed=()
-    for runtime in goroutines tokio threads; do
+    for runtime in "${programs[@]}"; do
       binary=$runtime
       [ "$runtime" = tokio ] && binary=tokio-tasks
       times=() speeds=()
       for ((r = 1; r <= repeats; r++)); do
-        read -r t s < <(chain_run "$BIN_DIR/$binary" "$w" "$etype")
+        if [ "$runtime" = kotlin ]; then
+          read -r t s < <(kotlin_run "$w" "$etype")
+        else
+          read -r t s < <(chain_run "$BIN_DIR/$binary" "$w" "$etype")
+        fi
         times+=("$t") speeds+=("$s")
       done
       t=$(median "${times[@]}") s=$(median "${speeds[@]}")
       speed[$runtime]=$s
       printf '%s,%s,%d,%d,%.3f,%.0f\n' "$runtime" "$etype" "$w" "$events" "$t" "$s" | tee -a "$csv"
     done
-    read -r go_pub rust_pub <<<"${published["$w $etype"]:-- -}"
     rows+=("$(awk -v w="$w" -v e="$etype" -v g="${speed[goroutines]}" -v k="${speed[tokio]}" \
-      -v t="${speed[threads]}" -v gp="$go_pub" -v rp="$rust_pub" 'function m(x) {
+      -v t="${speed[threads]}" -v kt="${speed[kotlin]:--}" -v gp="${published["golang $w $etype"]:--}" \
+      -v rp="${published["rust $w $etype"]:--}" -v kp="${published["kotlin $w $etype"]:--}" 'function m(x) {
         return x == "-" ? "–" : sprintf("%.1f", x / 1e6) }
-      BEGIN { printf "| %d | %s | %s | %s | %s | %s | %s |", w, e, m(g), m(k), m(t), m(gp), m(rp) }')")
+      BEGIN { printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s |", w, e, m(g), m(k), m(t), m(kt), m(gp), m(rp), m(kp) }')")
     unset speed
   done
 done
 
 echo
 echo "chain, $events events per sender, queue $queue, median of $repeats runs; M messages/s"
-echo "(published: bench-of-chan, i7-9750H under WSL, Go 1.18 / Rust 1.62 tokio; – where it has no row)"
+"$BIN_DIR/spawnscope" published bench-of-chan | head -1
+echo "(– where the article has no row, or where Kotlin did not run here)"
 echo
-echo "| workers | type | goroutines | tokio | threads | published Go | published Rust (tokio) |"
-echo "|---|---|---|---|---|---|---|"
+echo "| workers | type | goroutines | tokio | threads | kotlin | published Go | published Rust (tokio) | published Kotlin |"
+echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
 echo "CSV in the article's shape: $csv"

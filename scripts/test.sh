@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$REPO_ROOT"
 
 need_toolchains
-need_packages "${BUILD_PACKAGES[@]}" "${LOAD_PACKAGES[@]}" shellcheck chromium || warn "some steps will fail or skip for lack of packages"
+need_packages "${BUILD_PACKAGES[@]}" "${LOAD_PACKAGES[@]}" "${STUDY_PACKAGES[@]}" shellcheck chromium || warn "some steps will fail or skip for lack of packages"
 
 passed=0
 failed=0
@@ -105,6 +105,43 @@ sleepers_smoke() {
   [ "$rc" -eq 0 ] && [ "$took" -ge 10 ]
 }
 step "the 2024 article's Rust programs at 1,000 tasks" sleepers_smoke
+
+# coroutines_smoke: examples/coroutines (libcopp-2018) at 100 coroutines, each backend fresh and
+# pooled: a result line whose create and switch are figures, one page fault per fresh create and
+# none on a pooled stack reused. 77 (said why) without a C++ compiler.
+coroutines_smoke() {
+  build_coroutines || return $?
+  local dir=$REPO_ROOT/target/release/examples run backend=() out
+  for run in "coroutines-ucontext ucontext" "coroutines-ucontext ucontext --pool" \
+    "coroutines-boost fcontext" "coroutines-boost fcontext --pool"; do
+    read -r -a backend <<<"$run"
+    if [ ! -x "$dir/${backend[0]}" ]; then
+      echo "skipped ${run}: ${backend[0]} not built (above)"
+      continue
+    fi
+    out=$("$dir/${backend[0]}" "${backend[@]:1}" --switches 10 100 | jq -c 'select(.event == "result")') || return 1
+    echo "$run 100: $out"
+    jq -e '.create_ns > 0 and .switch_ns > 0 and .minflt_per_create >= 1 and .spawned == 100' <<<"$out" >/dev/null || return 1
+    case $run in
+      *--pool) jq -e '.minflt_per_create_later_rounds == 0' <<<"$out" >/dev/null || return 1 ;;
+    esac
+  done
+  "$dir/coroutines-ucontext" ucontext 0 2>/dev/null && return 1
+  [ $? -eq 2 ]
+}
+step "examples/coroutines at 100 coroutines (ucontext, Boost.Context; fresh and pooled)" coroutines_smoke
+
+# kotlin_chain_smoke: bench-of-chan's Kotlin program, built with Maven on the JDK spawnscope
+# finds, at 100 workers × 1,000 events: one CSV line in the article's shape. 77 (said why)
+# without mvn or a JDK 17+.
+kotlin_chain_smoke() {
+  build_kotlin_chain || return $?
+  local line
+  line=$(kotlin_chain -w 100 -e 1000 -q 256 -t str_ptr) || return 1
+  echo "$line"
+  [[ $line =~ ^kotlin,str_ptr,100,1000,[0-9.]+,[0-9]+$ ]]
+}
+step "examples/kotlin-chain at 100 workers (Maven, kotlinx.coroutines)" kotlin_chain_smoke
 
 echo
 if [ "$failed" -gt 0 ]; then

@@ -132,6 +132,10 @@ TRACE_PACKAGES=(bpftrace "linux-perf|linux-tools-$(uname -r)")
 # wrk: the load generator of the serve workload (spawnscope/src/measure/loadgen.rs).
 # shellcheck disable=SC2034
 LOAD_PACKAGES=(wrk)
+# The studies' optional programs: g++ and Boost.Context for examples/coroutines (libcopp-2018),
+# Maven for examples/kotlin-chain (bench-of-chan; its JDK is the one spawnscope finds).
+# shellcheck disable=SC2034
+STUDY_PACKAGES=(g++ libboost-context-dev maven)
 
 # need_toolchains: cargo and go on PATH. As root under sudo, cargo and rustup use the invoking
 # user's toolchain and cache (root usually has none of its own).
@@ -169,6 +173,55 @@ build_workloads() {
   (cd "$REPO_ROOT" && cargo build --release --quiet -p threads -p tokio-tasks --bins --example tokio-sleepers)
   (cd "$REPO_ROOT" && cargo build --release --quiet -p rust-sleepers --examples)
   "$REPO_ROOT/scripts/build-goroutines.sh" "$BIN_DIR/goroutines"
+  build_coroutines || true
+}
+
+# build_coroutines: examples/coroutines (the libcopp-2018 study) into target/release/examples/ —
+# coroutines-ucontext with a C++ compiler, coroutines-boost when Boost.Context is there too, as
+# spawnscope compare --reproduce libcopp-2018 builds them. Returns 77 (saying what is missing) when
+# neither can be built.
+build_coroutines() {
+  local src=$REPO_ROOT/examples/coroutines/coroutines.cc out=$REPO_ROOT/target/release/examples
+  if ! command -v c++ >/dev/null 2>&1; then
+    warn "examples/coroutines not built: no C++ compiler on PATH (Debian: apt-get install g++)"
+    return 77
+  fi
+  mkdir -p "$out"
+  say "building examples/coroutines (c++ -O2: coroutines-ucontext; with -lboost_context: coroutines-boost)"
+  c++ -O2 -g -DNDEBUG -o "$out/coroutines-ucontext" "$src" || return 1
+  if ! c++ -O2 -g -DNDEBUG -o "$out/coroutines-boost" "$src" -DWITH_BOOST_CONTEXT -lboost_context 2>/dev/null; then
+    warn "coroutines-boost not built: no Boost.Context (Debian: apt-get install libboost-context-dev)"
+    rm -f "$out/coroutines-boost"
+  fi
+}
+
+# kotlin_chain_jdk: the home of the JDK spawnscope finds for Kotlin (17+), or a line on stderr
+# and 77 when there is none or mvn is missing.
+kotlin_chain_jdk() {
+  if ! command -v mvn >/dev/null 2>&1; then
+    echo "no Kotlin rows: mvn is not on PATH (Debian: apt-get install maven)" >&2
+    return 77
+  fi
+  "$BIN_DIR/spawnscope" check --jdk-home 17 || {
+    echo "no Kotlin rows: no JDK 17+ for Maven (above)" >&2
+    return 77
+  }
+}
+
+# build_kotlin_chain: examples/kotlin-chain (bench-of-chan's Kotlin side) with Maven on the JDK
+# spawnscope finds, into target/kotlin-chain/ (classes and classpath.txt). 77 when it cannot be.
+build_kotlin_chain() {
+  local home
+  home=$(kotlin_chain_jdk) || return $?
+  say "building examples/kotlin-chain (mvn package, JAVA_HOME=$home; Maven Central on the first build)"
+  JAVA_HOME=$home mvn -q -B -f "$REPO_ROOT/examples/kotlin-chain/pom.xml" package dependency:build-classpath >&2
+}
+
+# kotlin_chain ARGS...: runs the Kotlin chain program built by build_kotlin_chain.
+kotlin_chain() {
+  local home dir=$REPO_ROOT/target/kotlin-chain
+  home=$(kotlin_chain_jdk 2>/dev/null) || return 77
+  "$home/bin/java" -cp "$dir/classes:$(cat "$dir/classpath.txt")" ChainKt "$@"
 }
 
 # build_all: spawnscope and the workloads; as root under sudo, the build products are given back

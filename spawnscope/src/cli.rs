@@ -80,6 +80,13 @@ pub enum Command {
     },
     /// The manual page (roff) on stdout, e.g. `spawnscope man > spawnscope.1; man ./spawnscope.1`.
     Man,
+    /// A study's published figures on stdout: its source line (`# …`), then its table as CSV
+    /// where it has one in the article's own shape (bench-of-chan: what scripts/bench-chan.sh
+    /// sets beside its rows).
+    Published {
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::studies::STUDIES.map(|s| s.name)))]
+        study: String,
+    },
 }
 
 /// clap's error in one line that still names what is wrong: the missing argument, the valid
@@ -171,6 +178,11 @@ pub struct CheckArgs {
     pub n: Option<u64>,
     #[arg(long, value_enum, default_value = "threads")]
     pub runtime: Runtime,
+    /// Print only the home of the JDK of at least this major version that a reproduction would
+    /// use (JAVA_HOME, PATH's javac, /usr/lib/jvm highest first), for scripts; exit 1 with why
+    /// when there is none.
+    #[arg(long, value_name = "MAJOR", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jdk_home: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -395,23 +407,11 @@ pub enum SysctlAction {
 // ---------------------------------------------------------------------------------------------
 // spawnscope compare
 
-/// A study to run instead of a sweep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Reproduction {
-    /// Hansen 2023: 1M threads and 1M goroutines each sleeping 1 s, beside the article's
-    /// figures, plus hold (threads at the largest N that fits, goroutines 1M).
-    Hansen2023,
-    /// async-runtimes-benchmarks 2024 ("Take 2"): N tasks each sleeping 10 s at 1, 10,000,
-    /// 100,000 and 1,000,000, in the sleeping-task programs of examples/ this host can run
-    /// (tokio, Go, Node, Python), beside the article's published megabytes.
-    #[value(name = "async-runtimes-2024")]
-    AsyncRuntimes2024,
-    /// The 2023 Rust HTTP server article: `serve` in each runtime under wrk at 10, 100, 1,000,
-    /// 3,000 and 5,000 connections (-t = -c, --timeout 15s, -d 30s unless --duration), each
-    /// request sleeping 1.5 s, pinned to 2 CPUs, in a 10 MiB cgroup (and 20 MiB at 5,000),
-    /// beside the article's table, with what happened at each limit named.
-    #[value(name = "rust-http-2023")]
-    RustHttp2023,
+/// `--reproduce`'s values: the studies with a plan (studies/, `STUDIES`), each with its help.
+fn studies_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        crate::studies::runnable().map(|s| clap::builder::PossibleValue::new(s.name).help(s.about)),
+    )
 }
 
 #[derive(Args, Debug)]
@@ -443,10 +443,11 @@ pub struct CompareArgs {
     /// Run a published experiment instead of a sweep, beside its published figures.
     #[arg(
         long,
-        value_enum,
+        value_name = "STUDY",
+        value_parser = studies_parser(),
         conflicts_with_all = ["runtimes", "n", "workloads", "commands", "labels", "task_kind", "task_lifetime"]
     )]
-    pub reproduce: Option<Reproduction>,
+    pub reproduce: Option<String>,
     /// Any program to sweep over --n as well, its words with {N} where N goes (e.g. --command
     /// 'node examples/node/sleepers.js {N}'; {N} may be written in lower case); repeatable. Each
     /// point runs as `run --tasks N --task-kind task -- CMD` runs it, with the same calibration,

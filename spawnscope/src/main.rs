@@ -13,6 +13,7 @@ mod measure;
 mod record;
 mod render;
 mod runtime;
+mod studies;
 mod units;
 
 use std::process::ExitCode;
@@ -52,5 +53,6 @@ fn main() -> ExitCode {
         Command::Completions { shell } => commands::docs::completions(shell),
         Command::Man => commands::docs::man(),
         Command::Schema { file } => commands::schema::command(file),
+        Command::Published { study } => commands::published::command(&study),
     }
 }

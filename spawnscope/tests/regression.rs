@@ -8,8 +8,9 @@
 //! goroutine…"); compare.json and compare-fits.csv each fit's verdict on its resolution
 //! (`resolved`, …), and compare.md, where the fixture's lines through two points have no standard
 //! error, says so before each of their slopes and states the rule; the threads runs' summaries
-//! their exit path (`stacks_freed_by_threads`, the "Exit path" line): every number they had
-//! before is as recorded.
+//! their exit path (`stacks_freed_by_threads`, the "Exit path" line); compare.json each workload
+//! run's own figures from its result event (`program`: `spawn_ns_per_task`, `throughput_per_s`):
+//! every number they had before is as recorded.
 
 mod common;
 

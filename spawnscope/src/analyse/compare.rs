@@ -11,13 +11,10 @@ use serde::{Deserialize, Serialize};
 use crate::analyse::headline::{headlines, Headline, Measured};
 use crate::analyse::regression::{self, LineFit, Spread};
 use crate::analyse::repeats::{repeated, Repeated};
-use crate::analyse::reproduce::{async_2024_table, reproduce_table, Reproduce};
-use crate::analyse::reproduce_http::rust_http_2023_table;
+use crate::analyse::reproduce::Reproduce;
 use crate::analyse::resolution::{self, Resolution};
 pub use crate::analyse::run_point::RunPoint;
 use crate::analyse::summary::{MemoryPerTask, Summary};
-use crate::measure::examples::ASYNC_2024;
-use crate::measure::loadgen::http_2023::RUST_HTTP_2023;
 use crate::record::{Fingerprint, LoadedRun, Plan, Target};
 use crate::runtime::{result_event, Runtime, WorkloadKind};
 use crate::units::count;
@@ -240,6 +237,8 @@ pub struct SummarizedRun {
     /// A command's declared task lifetime, seconds.
     pub task_lifetime_s: Option<f64>,
     pub memory_limit_bytes: Option<u64>,
+    /// The program's own figures (RunPoint's `program`).
+    pub program: BTreeMap<String, f64>,
 }
 
 impl SummarizedRun {
@@ -270,8 +269,37 @@ impl SummarizedRun {
             has_collector: loaded.series.is_some() || loaded.collector.is_some(),
             has_flame: loaded.has_flame,
             memory_limit_bytes: loaded.run.memory_limit_bytes,
+            program: program_figures(loaded),
         }
     }
+}
+
+/// A program's figures of its own work: a workload's from its result event, a command's from
+/// the last result line it printed (its numeric fields).
+fn program_figures(loaded: &LoadedRun) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    match &loaded.run.target {
+        Target::Workload(_) => {
+            if let Some(r) = result_event(&loaded.events) {
+                if let Some(v) = r["spawn_ns_per_task"].as_f64() {
+                    out.insert("spawn_ns_per_task".into(), v);
+                }
+                if let Some(v) = r["throughput"]["value"].as_f64() {
+                    out.insert("throughput_per_s".into(), v);
+                }
+            }
+        }
+        Target::Command { .. } => {
+            if let Some(serde_json::Value::Object(fields)) = &loaded.command_result {
+                for (k, v) in fields {
+                    if let Some(v) = v.as_f64().filter(|_| k != "t_ns" && k != "schema") {
+                        out.insert(k.clone(), v);
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Groups the runs by machine and cell, fits a line per metric over N.
@@ -347,6 +375,7 @@ pub fn compare_runs(
             task_lifetime_s: l.task_lifetime_s,
             memory_limit_bytes: l.memory_limit_bytes,
             serve: s.serve.clone(),
+            program: l.program.clone(),
         });
     }
     let excluded = runs
@@ -374,12 +403,6 @@ pub fn compare_runs(
             .any(|m| m.id == cell.machine && m.fingerprint.emulator().is_some());
     }
     let fits = fits(&runs);
-    let reproduce = plan.as_ref().and_then(|p| match p.reproduce.as_deref() {
-        Some("hansen2023") => Some(reproduce_table(&runs)),
-        Some(ASYNC_2024) => Some(async_2024_table(&runs, p)),
-        Some(RUST_HTTP_2023) => Some(rust_http_2023_table(&runs)),
-        _ => None,
-    });
     // Repeats are grouped by experiment and machine: the machine is named once there are two.
     let by_experiment: Vec<(String, Summary)> = summarized
         .iter()
@@ -411,7 +434,8 @@ pub fn compare_runs(
         runs,
         cells,
         fits,
-        reproduce,
+        // A study's table beside the runs: its study (studies/, a room above) fills it in.
+        reproduce: None,
         excluded,
         stopped_at_limit,
         repeats: repeated(&by_experiment),

@@ -12,7 +12,6 @@ pub mod probes;
 pub mod regression;
 pub mod repeats;
 pub mod reproduce;
-pub mod reproduce_http;
 pub mod resolution;
 pub mod rules;
 pub mod run_point;

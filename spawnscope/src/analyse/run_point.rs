@@ -57,6 +57,11 @@ pub struct RunPoint {
     /// serve: the load, the costs per connection and request, what happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serve: Option<crate::analyse::serving::ServeFigures>,
+    /// What the program said of its own work in its result event: a workload's
+    /// `spawn_ns_per_task` and `throughput_per_s`; a command's numeric fields of the last
+    /// `{"event":"result",…}` line it printed (say `create_ns`, `switch_ns`), by their names.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub program: std::collections::BTreeMap<String, f64>,
 }
 
 impl RunPoint {

@@ -10,6 +10,7 @@ use crate::host::machine::transparent_hugepages;
 use crate::host::privileges::is_root;
 use crate::host::sysctl::{self, SysctlStore};
 use crate::host::{cgroup, procfs, tracefs};
+use crate::measure::examples;
 use crate::measure::preflight::default_budget;
 use crate::record::{CgroupVersion, Entry};
 use crate::runtime::Runtime;
@@ -177,6 +178,14 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
             ),
         });
     }
+    // The studies' optional runtimes: a reproduction runs the programs whose runtime is here
+    // and says of the others what this says.
+    for (name, found) in examples::optional_runtimes(&examples::Toolchains::from_env()) {
+        out.push(match found {
+            Ok(version) => line(Status::Ok, name, version, None),
+            Err(why) => line(Status::Warn, name, "not found (optional)", Some(&why)),
+        });
+    }
     let store = SysctlStore::system();
     if let Some(n) = args.n.filter(|_| args.runtime.describe().tasks_are_threads) {
         match sysctl::needs_for_threads(n, procfs::tasks_on_host().unwrap_or(0)) {
@@ -281,6 +290,19 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
 
 /// `spawnscope check`: exit 1 when a run would lack something.
 pub fn command(args: &CheckArgs) -> ExitCode {
+    if let Some(major) = args.jdk_home {
+        // For scripts (bench-chan.sh's Kotlin build): the JDK a reproduction would use.
+        return match examples::Toolchains::from_env().jdks.find(major) {
+            Ok(jdk) => {
+                println!("{}", jdk.home.display());
+                ExitCode::SUCCESS
+            }
+            Err(why) => {
+                eprintln!("spawnscope check: {why}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let lines = lines(args);
     for l in &lines {
         println!("{l}");

@@ -3,18 +3,17 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use crate::cli::{exit_code, usage_error, CompareArgs, Reproduction};
+use crate::cli::{exit_code, usage_error, CompareArgs};
 use crate::commands::derive;
 use crate::commands::run::finish;
 use crate::host::signals::Interrupts;
-use crate::measure::loadgen::{http_2023, LoadOptions};
 use crate::measure::sweep::{compare, CompareOptions, RunVerdict, DEFAULT_NS};
 use crate::record;
 use crate::render;
 use crate::runtime::command::SweptCommand;
 use crate::runtime::{Runtime, TaskKind, WorkloadKind};
+use crate::studies::{self, Asked};
 use crate::units::bytes;
 
 /// `spawnscope compare …`
@@ -44,40 +43,24 @@ pub fn command(args: CompareArgs) -> ExitCode {
             "--workloads and workload flags are for --runtimes; a --command runs as it is (add --runtimes to run both)",
         );
     }
-    let opts = match args.reproduce {
-        Some(Reproduction::Hansen2023) => {
-            if !flags.is_empty() {
-                return usage_error(
-                    "--reproduce hansen2023 runs the article's flags (sleep 1 s, default stacks); workload flags do not apply",
-                );
-            }
-            CompareOptions::hansen2023(out, args.repeats.unwrap_or(1), args.memory_limit)
-        }
-        Some(Reproduction::AsyncRuntimes2024) => {
-            if !flags.is_empty() {
-                return usage_error(
-                    "--reproduce async-runtimes-2024 runs the article's programs as published (tasks sleeping 10 s); workload flags do not apply",
-                );
-            }
-            CompareOptions::async_runtimes_2024(out, args.repeats.unwrap_or(1), args.memory_limit)
-        }
-        Some(Reproduction::RustHttp2023) => {
-            if !flags.is_empty() || args.memory_limit.is_some() || args.cpus.is_some() {
-                return usage_error(
-                    "--reproduce rust-http-2023 runs the article's rounds (1.5 s per request, 10/20 MiB, 2 CPUs); workload flags, --memory-limit and --cpus do not apply",
-                );
-            }
-            let article = LoadOptions {
-                duration: Duration::from_secs(http_2023::LOAD_DURATION_S),
-                threads: None,
-                thread_per_connection: true,
-                timeout: Duration::from_secs(http_2023::LOAD_TIMEOUT_S),
+    let opts = match args.reproduce.as_deref() {
+        Some(name) => {
+            let Some(plan) = studies::find(name).and_then(|s| s.plan) else {
+                return usage_error(format!("--reproduce {name}: no such study"));
             };
-            CompareOptions::rust_http_2023(
+            let load_over = |article| args.load.options_over(article);
+            let asked = Asked {
                 out,
-                args.repeats.unwrap_or(1),
-                args.load.options_over(article),
-            )
+                repeats: args.repeats,
+                memory_limit: args.memory_limit,
+                cpus: args.cpus.as_deref(),
+                flags: &flags,
+                load_over: &load_over,
+            };
+            match plan(&asked) {
+                Ok(opts) => opts,
+                Err(why) => return usage_error(why),
+            }
         }
         None => CompareOptions {
             // Every runtime by default: the question is how they stand against each other, and

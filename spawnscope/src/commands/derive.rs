@@ -28,6 +28,7 @@ use crate::record::perf::{read_samples, write_folded, PerfRecord, Profile, Sampl
 use crate::record::{self, LoadedRun, Plan};
 use crate::render;
 use crate::runtime::result_event;
+use crate::studies;
 
 /// Whether deriving a run's figures writes its derived files.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -192,7 +193,11 @@ pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Resul
         ));
         loaded_by_dir.insert(name, derived.loaded);
     }
-    let report = compare_runs(&summarized, plan, chrono::Utc::now().to_rfc3339());
+    let mut report = compare_runs(&summarized, plan, chrono::Utc::now().to_rfc3339());
+    report.reproduce = report
+        .plan
+        .as_ref()
+        .and_then(|p| studies::reproduce(&report.runs, p));
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     record::write_json(&out.join(record::COMPARE_JSON), &report)?;
     fs::write(

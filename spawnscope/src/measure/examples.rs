@@ -1,9 +1,8 @@
-//! The sleeping-task programs of the repository's examples/, as async-runtimes-benchmarks-2024
-//! ("Take 2", hez2010) published them: which of them this host can run, the command that runs
-//! each at N, and why one is skipped. Every program starts N tasks that each sleep `TASK_SLEEP`
-//! and awaits them all. Whether a runtime can run is found when the reproduction starts (its
-//! interpreter, compiler or SDK, and its version); one that cannot says what was missing, the
-//! version found and what would install it.
+//! The programs of the repository's examples/ that a study runs (each study lists its own:
+//! studies/): which of them this host can run, how each is found or built, the command that runs
+//! it at N, and why one is skipped. Whether a runtime can run is found when the reproduction
+//! starts (its interpreter, compiler or SDK, and its version); one that cannot says what was
+//! missing, the version found and what would install it.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -15,17 +14,8 @@ use crate::record::{self, Skipped};
 use crate::runtime::command::{SweptCommand, N_MARK};
 use crate::runtime::TaskKind;
 
-/// The reproduction's name (`--reproduce async-runtimes-2024`, plan.json's `reproduce`).
-pub const ASYNC_2024: &str = "async-runtimes-2024";
-
-/// The article's N.
-pub const ASYNC_2024_NS: [u64; 4] = [1, 10_000, 100_000, 1_000_000];
-
-/// Each task's sleep, in the article's programs and ours (none of them has a knob for it).
-pub const TASK_SLEEP: Duration = Duration::from_secs(10);
-
 /// How an example runs.
-enum How {
+pub enum How {
     /// A script run by an interpreter found on PATH: `interpreter examples/<script> N`.
     Script {
         interpreter: &'static str,
@@ -56,6 +46,19 @@ enum How {
     Dotnet {
         dir: &'static str,
         binary: &'static str,
+    },
+    /// A C++ program, examples/<source>, compiled by the C++ compiler on PATH (`c++`) with
+    /// `flags` into <binary> beside spawnscope (target/release/examples/), as `build_workloads`
+    /// builds it, and run as `<binary> <args…> N`. A host without the compiler uses the binary
+    /// when it is built.
+    Cpp {
+        source: &'static str,
+        binary: &'static str,
+        flags: &'static [&'static str],
+        args: &'static [&'static str],
+        /// What the flags need that a bare compiler lacks, and what would install it (said when
+        /// the compiler fails).
+        needs: &'static str,
     },
 }
 
@@ -92,110 +95,30 @@ impl Toolchains {
     }
 }
 
-/// One of the article's programs.
+/// One program of a study.
 pub struct Example {
     /// Its name in reports (its "runtime"): a program's name, never a runtime's.
     pub label: &'static str,
-    /// The row of the article's table it reproduces (analyse/reproduce.rs, `ASYNC_2024_TABLE`).
+    /// The row of its study's published table it reproduces.
     pub article: &'static str,
     /// What N counts: tasks of a user-space runtime, or OS threads (counted from outside, and
     /// the kernel limits raised for them).
     pub task_kind: TaskKind,
-    how: How,
+    /// How long each task lives, where the program fixes it (a sleeping task's sleep).
+    pub task_lifetime: Option<Duration>,
+    /// The stdout line that marks the moment its memory is measured (`--peak-when`), where it
+    /// prints one.
+    pub peak_when: Option<&'static str>,
+    /// The most N it is run at, and why (larger N are clamped to it, the row saying so).
+    pub most_tasks: Option<(u64, &'static str)>,
+    pub how: How,
 }
 
-/// The programs, in the order the article's table lists their runtimes.
-pub const EXAMPLES: [Example; 9] = [
-    Example {
-        label: "tokio-sleepers",
-        article: "Rust tokio",
-        task_kind: TaskKind::Task,
-        how: How::Cargo {
-            binary: "tokio-sleepers",
-            build: "cargo build --release -p tokio-tasks --example tokio-sleepers",
-        },
-    },
-    Example {
-        label: "async-std-sleepers",
-        article: "Rust async-std",
-        task_kind: TaskKind::Task,
-        how: How::Cargo {
-            binary: "async-std-sleepers",
-            build: "cargo build --release -p rust-sleepers --examples",
-        },
-    },
-    Example {
-        label: "join-all-sleepers",
-        article: "Rust futures (join_all)",
-        task_kind: TaskKind::Task,
-        how: How::Cargo {
-            binary: "join-all-sleepers",
-            build: "cargo build --release -p rust-sleepers --examples",
-        },
-    },
-    Example {
-        label: "csharp-sleepers",
-        article: "C# NativeAOT",
-        task_kind: TaskKind::Task,
-        how: How::Dotnet {
-            dir: "csharp",
-            binary: "csharp-sleepers",
-        },
-    },
-    Example {
-        label: "go-sleepers",
-        article: "Go",
-        task_kind: TaskKind::Task,
-        how: How::Go {
-            dir: "go",
-            binary: "go-sleepers",
-        },
-    },
-    Example {
-        label: "java-virtual-threads",
-        article: "Java virtual threads (OpenJDK 23)",
-        task_kind: TaskKind::Task,
-        how: How::Java {
-            source: "java/VirtualThreads.java",
-            class: "VirtualThreads",
-        },
-    },
-    Example {
-        label: "java-platform-threads",
-        article: "Java platform threads",
-        task_kind: TaskKind::Thread,
-        how: How::Java {
-            source: "java/PlatformThreads.java",
-            class: "PlatformThreads",
-        },
-    },
-    Example {
-        label: "node-sleepers",
-        article: "Node 23",
-        task_kind: TaskKind::Task,
-        how: How::Script {
-            interpreter: "node",
-            script: "node/sleepers.js",
-            package: "nodejs",
-        },
-    },
-    Example {
-        label: "python-sleepers",
-        article: "Python 3.13",
-        task_kind: TaskKind::Task,
-        how: How::Script {
-            interpreter: "python3",
-            script: "python/sleepers.py",
-            package: "python3",
-        },
-    },
-];
-
-/// Whether an example's runs are a JVM's (its memory is mostly heap its GC sized).
-pub fn is_jvm(label: &str) -> bool {
-    EXAMPLES
-        .iter()
-        .any(|e| e.label == label && matches!(e.how, How::Java { .. }))
+impl Example {
+    /// Whether its runs are a JVM's (its memory is mostly heap its GC sized).
+    pub fn is_jvm(&self) -> bool {
+        matches!(self.how, How::Java { .. })
+    }
 }
 
 /// The directory beside spawnscope where built examples go: target/release/examples/.
@@ -348,6 +271,32 @@ fn jvm_version(jdk: &jdk::Jdk, flags: Option<&str>) -> String {
             |f| format!("{f} (this host's ergonomics, passed to every run)")
         )
     )
+}
+
+/// Compiles a C++ example (-O2, as the article's benchmarks were) into `out`; Err: why it
+/// could not be.
+fn cxx_build(cxx: &Path, source: &Path, flags: &[&str], out: &Path) -> Result<(), String> {
+    if let Some(dir) = out.parent() {
+        make_dir(dir)?;
+    }
+    let built = Command::new(cxx)
+        .args(["-O2", "-g", "-DNDEBUG", "-o"])
+        .arg(out)
+        .arg(source)
+        .args(flags)
+        .output()
+        .map_err(|e| format!("running {}: {e}", cxx.display()))?;
+    if !built.status.success() {
+        return Err(format!(
+            "{} {} {} failed: {}",
+            cxx.display(),
+            source.display(),
+            flags.join(" "),
+            first_error(&built.stderr)
+        ));
+    }
+    record::give_to_invoking_user(out);
+    Ok(())
 }
 
 /// The highest SDK `dotnet --list-sdks` lists ("9.0.100 [/usr/share/dotnet/sdk]" → "9.0.100").
@@ -503,19 +452,50 @@ fn prepare_one(
             let words = vec![out.join(name).display().to_string(), N_MARK.into()];
             (words, Some(format!("dotnet SDK {sdk}, NativeAOT")))
         }
+        How::Cpp {
+            source: file,
+            binary: name,
+            flags,
+            args,
+            needs,
+        } => {
+            let out = built
+                .ok_or("spawnscope's own directory is unknown")?
+                .join(name);
+            match (tools.find("c++"), source) {
+                (Some(cxx), Some(source)) => cxx_build(&cxx, &source.join(file), flags, &out)
+                    .map_err(|why| format!("{why} ({needs})"))?,
+                _ if out.is_file() => {}
+                (None, _) => {
+                    return Err(format!(
+                        "no C++ compiler on PATH (c++; Debian: apt-get install g++) and {} is not built",
+                        out.display()
+                    ))
+                }
+                (_, None) => return Err(source_missing()),
+            }
+            let mut words = vec![out.display().to_string()];
+            words.extend(args.iter().map(|a| a.to_string()));
+            words.push(N_MARK.into());
+            let version = version_of(&out, &["--version"]);
+            (words, version)
+        }
     };
     Ok(SweptCommand {
         label: ex.label.into(),
         words,
         task_kind: ex.task_kind,
-        task_lifetime: Some(TASK_SLEEP),
+        task_lifetime: ex.task_lifetime,
+        peak_when: ex.peak_when.map(str::to_string),
+        most_tasks: ex.most_tasks.map(|(n, why)| (n, why.to_string())),
         version,
     })
 }
 
 /// The examples this host can run, as commands, and those it cannot, with why.
-pub fn prepare() -> (Vec<SweptCommand>, Vec<Skipped>) {
+pub fn prepare(examples: &[Example]) -> (Vec<SweptCommand>, Vec<Skipped>) {
     prepare_with(
+        examples,
         source_dir().as_deref(),
         built_dir().as_deref(),
         &Toolchains::from_env(),
@@ -524,13 +504,14 @@ pub fn prepare() -> (Vec<SweptCommand>, Vec<Skipped>) {
 
 /// The same, from given directories and toolchains.
 pub fn prepare_with(
+    examples: &[Example],
     source: Option<&Path>,
     built: Option<&Path>,
     tools: &Toolchains,
 ) -> (Vec<SweptCommand>, Vec<Skipped>) {
     let mut commands = Vec::new();
     let mut skipped = Vec::new();
-    for ex in &EXAMPLES {
+    for ex in examples {
         match prepare_one(ex, source, built, tools) {
             Ok(command) => commands.push(command),
             Err(why) => skipped.push(Skipped {
@@ -542,9 +523,101 @@ pub fn prepare_with(
     (commands, skipped)
 }
 
+/// What would install Maven, which builds the Kotlin example (examples/kotlin-chain).
+const MAVEN_HINT: &str = "Debian: apt-get install maven";
+
+/// A C++ compiler's Boost version (`BOOST_LIB_VERSION`, "1_74"), from its own include path.
+fn boost_version(cxx: &Path) -> Option<String> {
+    use std::io::Write;
+    let mut child = Command::new(cxx)
+        .args(["-E", "-P", "-x", "c++", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    child.stdin.take()?.write_all(
+        b"#include <boost/version.hpp>\n#include <boost/context/detail/fcontext.hpp>\nspawnscope_boost BOOST_LIB_VERSION\n",
+    ).ok()?;
+    let out = child.wait_with_output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.starts_with("spawnscope_boost "))?;
+    out.status.success().then(|| {
+        line["spawnscope_boost ".len()..]
+            .trim()
+            .trim_matches('"')
+            .replace('_', ".")
+    })
+}
+
+/// Each optional runtime the studies' programs need, as found on this host: its version and
+/// where, or what is missing and what would install it (`spawnscope check`).
+pub fn optional_runtimes(tools: &Toolchains) -> Vec<(&'static str, Result<String, String>)> {
+    let program = |name: &str, arg: &str, package: &str| match tools.find(name) {
+        Some(path) => Ok(format!(
+            "{} ({})",
+            version_of(&path, &[arg]).unwrap_or_else(|| "version not printed".into()),
+            path.display()
+        )),
+        None => Err(format!(
+            "{name} is not on PATH (Debian: apt-get install {package})"
+        )),
+    };
+    let jdk = tools
+        .jdks
+        .find(JAVA_AT_LEAST)
+        .map(|j| format!("JDK {} ({}), {}", j.major, j.version, j.home.display()));
+    let dotnet = match tools.find("dotnet") {
+        None => Err(format!("dotnet is not on PATH ({DOTNET_HINT})")),
+        Some(dotnet) => {
+            let listed = Command::new(&dotnet)
+                .arg("--list-sdks")
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            highest_dotnet_sdk(&listed)
+                .map(|sdk| format!("SDK {sdk} ({})", dotnet.display()))
+                .ok_or_else(|| format!("{} lists no SDK ({DOTNET_HINT})", dotnet.display()))
+        }
+    };
+    let boost = match tools.find("c++") {
+        None => Err("no C++ compiler on PATH (c++; Debian: apt-get install g++)".to_string()),
+        Some(cxx) => {
+            let compiler = version_of(&cxx, &["--version"]).unwrap_or_default();
+            match boost_version(&cxx) {
+                Some(v) => Ok(format!("{compiler}; Boost.Context {v}")),
+                None => Err(format!(
+                    "{compiler}, but no Boost.Context headers (Debian: apt-get install libboost-context-dev)"
+                )),
+            }
+        }
+    };
+    vec![
+        ("JDK", jdk.map_err(|why| why.to_string())),
+        ("dotnet", dotnet),
+        ("node", program("node", "--version", "nodejs")),
+        ("python3", program("python3", "--version", "python3")),
+        (
+            "Maven",
+            match tools.find("mvn") {
+                Some(mvn) => Ok(format!(
+                    "{} ({})",
+                    version_of(&mvn, &["--version"])
+                        .map(|v| v.replace("\u{1b}[1m", "").replace("\u{1b}[m", ""))
+                        .unwrap_or_default(),
+                    mvn.display()
+                )),
+                None => Err(format!("mvn is not on PATH ({MAVEN_HINT})")),
+            },
+        ),
+        ("C++ and Boost.Context", boost),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::studies::async_runtimes_2024::{EXAMPLES, TASK_SLEEP};
 
     #[test]
     fn a_missing_interpreter_or_build_is_skipped_with_what_to_do() {
@@ -552,6 +625,9 @@ mod tests {
             label: "x-sleepers",
             article: "X",
             task_kind: TaskKind::Task,
+            task_lifetime: Some(TASK_SLEEP),
+            peak_when: None,
+            most_tasks: None,
             how: How::Script {
                 interpreter: "spawnscope-no-such-interpreter",
                 script: "x/sleepers.x",
@@ -568,6 +644,9 @@ mod tests {
             label: "y-sleepers",
             article: "Y",
             task_kind: TaskKind::Task,
+            task_lifetime: Some(TASK_SLEEP),
+            peak_when: None,
+            most_tasks: None,
             how: How::Cargo {
                 binary: "y-sleepers",
                 build: "cargo build --example y-sleepers",
@@ -591,6 +670,9 @@ mod tests {
             label: "sh-sleepers",
             article: "sh",
             task_kind: TaskKind::Task,
+            task_lifetime: Some(TASK_SLEEP),
+            peak_when: None,
+            most_tasks: None,
             how: How::Script {
                 interpreter: "sh",
                 script: "sh/sleepers.sh",
@@ -738,8 +820,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(platform.task_kind, TaskKind::Thread);
+        // Its study clamps it (a million took 26 min here), and the command carries why.
+        let (most, why) = platform.most_tasks.clone().unwrap();
+        assert_eq!(
+            most,
+            crate::studies::async_runtimes_2024::PLATFORM_THREADS_MOST
+        );
+        assert!(why.contains("26 min"), "{why}");
+        assert_eq!(command.most_tasks, None);
         assert_eq!(platform.argv(5)[7], "PlatformThreads");
-        assert!(is_jvm("java-platform-threads") && !is_jvm("go-sleepers"));
+        assert!(example("java-platform-threads").is_jvm() && !example("go-sleepers").is_jvm());
     }
 
     #[test]

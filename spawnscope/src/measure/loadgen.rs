@@ -439,30 +439,6 @@ impl Load {
     }
 }
 
-/// The 2023 Rust HTTP server article's rounds, as `compare --reproduce rust-http-2023` runs them
-/// (analyse/reproduce_http.rs sets them beside its table).
-pub mod http_2023 {
-    pub const RUST_HTTP_2023: &str = "rust-http-2023";
-
-    /// The article's rounds: (connections, memory limit in MiB), as its table has them.
-    pub const ROUNDS: [(u64, u64); 6] = [
-        (10, 10),
-        (100, 10),
-        (1_000, 10),
-        (3_000, 10),
-        (5_000, 10),
-        (5_000, 20),
-    ];
-
-    /// What each request does: the article's servers answered after ~1.5 s (latency floor 1.51 s).
-    pub const WORK: &str = "sleep=1500ms";
-    /// The article's wrk --timeout and -d.
-    pub const LOAD_TIMEOUT_S: u64 = 15;
-    pub const LOAD_DURATION_S: u64 = 30;
-    /// The article's CPU quota: 2 CPUs (here a CPU list the workload is pinned to).
-    pub const CPUS: &str = "0-1";
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,8 +15,7 @@ use crate::host::limits::can_raise_hard_limits;
 use crate::host::privileges::is_root;
 use crate::host::signals::Interrupts;
 use crate::host::{binary, limits};
-use crate::measure::examples;
-use crate::measure::loadgen::{self, http_2023, LoadOptions};
+use crate::measure::loadgen::{self, LoadOptions};
 use crate::measure::preflight;
 use crate::measure::probes::ProbeDetail;
 use crate::measure::run::{self, Outcome, RunError, RunOptions};
@@ -58,91 +57,6 @@ pub struct CompareOptions {
     pub load: LoadOptions,
     /// `--cpus`: the CPUs every run's workload is pinned to.
     pub cpus: Option<String>,
-}
-
-impl CompareOptions {
-    /// `--reproduce hansen2023`: the article's experiment (1M threads and 1M goroutines, each
-    /// sleeping 1 s) and our hold figures beside it (threads at the largest N that fits).
-    pub fn hansen2023(out: PathBuf, repeats: u32, memory_limit: Option<u64>) -> Self {
-        CompareOptions {
-            runtimes: vec![Runtime::Threads, Runtime::Goroutines],
-            ns: vec![1_000_000],
-            workloads: vec![WorkloadKind::Sleep, WorkloadKind::Hold],
-            repeats,
-            out,
-            memory_limit,
-            flags: vec![("--sleep".into(), "1s".into())],
-            reproduce: Some("hansen2023".into()),
-            cells: Some(vec![
-                (Runtime::Threads, WorkloadKind::Sleep, 1_000_000, None),
-                (Runtime::Goroutines, WorkloadKind::Sleep, 1_000_000, None),
-                (Runtime::Threads, WorkloadKind::Hold, 1_000_000, None),
-                (Runtime::Goroutines, WorkloadKind::Hold, 1_000_000, None),
-            ]),
-            commands: Vec::new(),
-            skipped: Vec::new(),
-            load: LoadOptions::default(),
-            cpus: None,
-        }
-    }
-
-    /// `--reproduce rust-http-2023`: the article's rounds for our three runtimes (see
-    /// analyse/reproduce_http.rs), each at its own memory limit; `load` as given over the
-    /// article's wrk flags.
-    pub fn rust_http_2023(out: PathBuf, repeats: u32, load: LoadOptions) -> Self {
-        let cells = http_2023::ROUNDS
-            .iter()
-            .flat_map(|&(connections, mib)| {
-                Runtime::ALL
-                    .iter()
-                    .map(move |&rt| (rt, WorkloadKind::Serve, connections, Some(mib << 20)))
-            })
-            .collect();
-        CompareOptions {
-            runtimes: Runtime::ALL.to_vec(),
-            ns: http_2023::ROUNDS.iter().map(|(c, _)| *c).collect(),
-            workloads: vec![WorkloadKind::Serve],
-            repeats,
-            out,
-            memory_limit: None,
-            // The article's servers had no memory guard of their own: the cgroup's limit is
-            // what they meet.
-            flags: vec![
-                ("--work".into(), http_2023::WORK.into()),
-                ("--reserve".into(), "0".into()),
-            ],
-            reproduce: Some(http_2023::RUST_HTTP_2023.into()),
-            cells: Some(cells),
-            commands: Vec::new(),
-            skipped: Vec::new(),
-            load,
-            cpus: Some(http_2023::CPUS.into()),
-        }
-    }
-
-    /// `--reproduce async-runtimes-2024`: the article's sleeping-task programs (examples/) that
-    /// this host can run, at its four N; the others are skipped, saying why.
-    pub fn async_runtimes_2024(out: PathBuf, repeats: u32, memory_limit: Option<u64>) -> Self {
-        let (commands, skipped) = examples::prepare();
-        for s in &skipped {
-            eprintln!("spawnscope compare: skipping {}: {}", s.label, s.why);
-        }
-        CompareOptions {
-            runtimes: Vec::new(),
-            ns: examples::ASYNC_2024_NS.to_vec(),
-            workloads: Vec::new(),
-            repeats,
-            out,
-            memory_limit,
-            flags: Vec::new(),
-            reproduce: Some(examples::ASYNC_2024.into()),
-            cells: None,
-            commands,
-            skipped,
-            load: LoadOptions::default(),
-            cpus: None,
-        }
-    }
 }
 
 /// The flags that apply to one workload on one runtime (the workloads refuse the others).
@@ -294,9 +208,14 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
         })
         .collect::<Result<_, _>>()?;
     let product: Vec<(Subject, u64, Option<u64>)> = match &opts.cells {
+        // Fixed cells, and any commands over the N (a study may run both: libcopp-2018).
         Some(cells) => cells
             .iter()
             .map(|&(rt, wl, n, limit)| (Subject::Workload(rt, wl), n, limit))
+            .chain(
+                (0..opts.commands.len())
+                    .flat_map(|i| opts.ns.iter().map(move |&n| (Subject::Command(i), n, None))),
+            )
             .collect(),
         None => {
             let workloads = opts.workloads.iter().flat_map(|&wl| {
@@ -389,6 +308,21 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                 )),
             ),
             None => clamp(&format!("{runtime} {workload}"), requested, &est),
+        };
+        // A command's own most N, where its study set one (Java platform threads).
+        let (n, note) = match (&run_at, n) {
+            (RunAt::Command(c), Some(at)) => match &c.most_tasks {
+                Some((most, why)) if at > *most => (
+                    Some(*most),
+                    Some(format!(
+                        "{runtime} {workload} {}: clamped to {}: {why}",
+                        count(requested),
+                        count(*most)
+                    )),
+                ),
+                _ => (n, note),
+            },
+            _ => (n, note),
         };
         let (n, mut note) = match (n, &run_at) {
             (Some(c), RunAt::Workload(inv, _)) if inv.workload == WorkloadKind::Serve => {
@@ -515,7 +449,7 @@ fn command_target(command: &SweptCommand, n: u64) -> Target {
         argv: command.argv(n),
         tasks: Some(n),
         task_kind: command.task_kind,
-        peak_when: None,
+        peak_when: command.peak_when.clone(),
         label: Some(command.label.clone()),
         task_lifetime_ns: command.task_lifetime.map(|l| l.as_nanos() as u64),
     }

@@ -29,6 +29,8 @@ pub struct LoadedRun {
     pub has_flame: bool,
     /// load.json: the load on a serve run.
     pub load: Option<crate::record::loadgen::LoadRecord>,
+    /// A command's last `{"event":"result",…}` line in command.stdout, where it printed one.
+    pub command_result: Option<Value>,
 }
 
 pub fn load(dir: &Path) -> Result<LoadedRun> {
@@ -50,7 +52,18 @@ pub fn load(dir: &Path) -> Result<LoadedRun> {
         series: read_collector_series(dir),
         has_flame: dir.join(FLAME).is_file(),
         load: read_json(dir, crate::record::LOAD).ok(),
+        command_result: last_result_line(dir),
     })
+}
+
+/// The last line of command.stdout that is a JSON result event.
+fn last_result_line(dir: &Path) -> Option<Value> {
+    let text = fs::read_to_string(dir.join(crate::record::COMMAND_STDOUT)).ok()?;
+    text.lines()
+        .rev()
+        .filter(|l| l.trim_start().starts_with('{'))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["event"] == "result")
 }
 
 /// A results directory, or a directory holding results directories (a compare directory).

@@ -351,7 +351,10 @@ mod tests {
             "../../tests/fixtures/before-house/compare/compare.json"
         ))
         .unwrap();
-        report.reproduce = Some(crate::analyse::reproduce::reproduce_table(&report.runs));
+        report.reproduce = Some(crate::studies::hansen_2023::table(
+            &report.runs,
+            &crate::record::Plan::default(),
+        ));
         let html = page(&report, &[], &BTreeMap::new());
         for (class, table) in [
             (

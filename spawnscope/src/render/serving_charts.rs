@@ -307,6 +307,7 @@ mod tests {
 
     fn run(runtime: &str, c: u64, memory_kib: f64, p99: f64, fell_over: bool) -> RunPoint {
         RunPoint {
+            program: Default::default(),
             serve: Some(ServeFigures {
                 connections: c,
                 load: LoadFigures {

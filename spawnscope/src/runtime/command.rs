@@ -34,6 +34,10 @@ pub struct SweptCommand {
     /// How long each task lives, where the program's author says (a sleeping task's sleep):
     /// memory is then measured while no task can have ended yet.
     pub task_lifetime: Option<Duration>,
+    /// The stdout line that marks its moment measured (`run --peak-when`), where it prints one.
+    pub peak_when: Option<String>,
+    /// The most N it is run at, and why (a sweep clamps larger N to it, saying so).
+    pub most_tasks: Option<(u64, String)>,
     /// What its runtime says of its version (`node --version`…), where known.
     pub version: Option<String>,
 }
@@ -73,6 +77,8 @@ impl SweptCommand {
             words,
             task_kind: TaskKind::Task,
             task_lifetime: None,
+            peak_when: None,
+            most_tasks: None,
             version: None,
         })
     }

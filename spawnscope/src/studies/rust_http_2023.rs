@@ -1,12 +1,90 @@
-//! `compare --reproduce rust-http-2023`: the Rust HTTP server article's rounds (wrk at 10 … 5,000
-//! connections, -t = -c, 2 CPUs, a 10 MB memory limit, 20 MB marked at 5,000) for our three
-//! runtimes beside its published table, with what happened where a server fell over named instead
-//! of its "N/A".
+//! The 2023 Rust HTTP server article (8lovelife, "Rust异步编程"): `serve` in each runtime under
+//! wrk at 10 … 5,000 connections (-t = -c), 2 CPUs, a 10 MB memory limit (20 MB marked at 5,000),
+//! each request waiting 1.5 s; our three runtimes beside its published table, with what happened
+//! where a server fell over named instead of its "N/A".
+
+use std::time::Duration;
 
 use crate::analyse::reproduce::Reproduce;
 use crate::analyse::run_point::RunPoint;
-use crate::measure::loadgen::http_2023::{CPUS, LOAD_TIMEOUT_S, WORK};
+use crate::measure::loadgen::LoadOptions;
+use crate::measure::sweep::CompareOptions;
+use crate::record::Plan;
+use crate::runtime::{Runtime, WorkloadKind};
+use crate::studies::{Asked, Study};
 use crate::units::{bytes, count};
+
+pub const STUDY: Study = Study {
+    name: "rust-http-2023",
+    about: "The 2023 Rust HTTP server article: `serve` in each runtime under wrk at 10, 100, 1,000, 3,000 and 5,000 connections (-t = -c, --timeout 15s, -d 30s unless --duration), each request sleeping 1.5 s, pinned to 2 CPUs, in a 10 MiB cgroup (and 20 MiB at 5,000), beside the article's table, with what happened at each limit named",
+    source: RUST_HTTP_2023_SOURCE,
+    plan: Some(plan),
+    table: Some(table),
+    published_csv: None,
+};
+
+/// The article's rounds: (connections, memory limit in MiB), as its table has them.
+pub const ROUNDS: [(u64, u64); 6] = [
+    (10, 10),
+    (100, 10),
+    (1_000, 10),
+    (3_000, 10),
+    (5_000, 10),
+    (5_000, 20),
+];
+
+/// What each request does: the article's servers answered after ~1.5 s (latency floor 1.51 s).
+pub const WORK: &str = "sleep=1500ms";
+/// The article's wrk --timeout and -d.
+pub const LOAD_TIMEOUT_S: u64 = 15;
+pub const LOAD_DURATION_S: u64 = 30;
+/// The article's CPU quota: 2 CPUs (here a CPU list the workload is pinned to).
+pub const CPUS: &str = "0-1";
+
+/// The article's rounds for our three runtimes, each at its own memory limit; the load flags
+/// given laid over the article's wrk flags.
+fn plan(asked: &Asked) -> Result<CompareOptions, String> {
+    if !asked.flags.is_empty() || asked.memory_limit.is_some() || asked.cpus.is_some() {
+        return Err(format!(
+            "--reproduce {} runs the article's rounds (1.5 s per request, 10/20 MiB, 2 CPUs); workload flags, --memory-limit and --cpus do not apply",
+            STUDY.name
+        ));
+    }
+    let article = LoadOptions {
+        duration: Duration::from_secs(LOAD_DURATION_S),
+        threads: None,
+        thread_per_connection: true,
+        timeout: Duration::from_secs(LOAD_TIMEOUT_S),
+    };
+    let cells = ROUNDS
+        .iter()
+        .flat_map(|&(connections, mib)| {
+            Runtime::ALL
+                .iter()
+                .map(move |&rt| (rt, WorkloadKind::Serve, connections, Some(mib << 20)))
+        })
+        .collect();
+    Ok(CompareOptions {
+        runtimes: Runtime::ALL.to_vec(),
+        ns: ROUNDS.iter().map(|(c, _)| *c).collect(),
+        workloads: vec![WorkloadKind::Serve],
+        repeats: asked.repeats.unwrap_or(1),
+        out: asked.out.clone(),
+        memory_limit: None,
+        // The article's servers had no memory guard of their own: the cgroup's limit is what
+        // they meet.
+        flags: vec![
+            ("--work".into(), WORK.into()),
+            ("--reserve".into(), "0".into()),
+        ],
+        reproduce: Some(STUDY.name.into()),
+        cells: Some(cells),
+        commands: Vec::new(),
+        skipped: Vec::new(),
+        load: (asked.load_over)(article),
+        cpus: Some(CPUS.into()),
+    })
+}
 
 pub const RUST_HTTP_2023_SOURCE: &str = "8lovelife, \"Rust异步编程\" (2023): five Rust HTTP servers in docker (cpus 2, memory 10M) under `wrk -t C -c C -d30 --timeout=15`, each request waiting ~1.5 s; QPS and mean latency as published, N/A where the server fell over (\"宕机\")";
 
@@ -99,7 +177,7 @@ fn ours(run: &RunPoint) -> String {
     )
 }
 
-pub fn rust_http_2023_table(runs: &[RunPoint]) -> Reproduce {
+pub fn table(runs: &[RunPoint], _plan: &Plan) -> Reproduce {
     let mut rows = Vec::new();
     for (connections, mib, v2, v4, v5) in PUBLISHED {
         let mut values = vec![
@@ -184,7 +262,7 @@ mod tests {
             served("tokio", 100, 10, ok),
             served("threads", 1_000, 10, oom),
         ];
-        let table = rust_http_2023_table(&runs);
+        let table = table(&runs, &Plan::default());
         let row = |c: &str| {
             &table
                 .rows
