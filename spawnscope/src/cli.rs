@@ -19,7 +19,8 @@ use crate::runtime::{Runtime, TaskKind, WorkloadKind};
     version,
     about = "What does one OS thread, one goroutine or one tokio task cost, and where does the time go?",
     after_help = "Exit codes: 0 done; 1 failed (the machine was restored); 2 bad arguments (nothing changed);\n\
-                  3 refused by the preflight (nothing changed); 4 the workload failed or hit a limit (results written);\n\
+                  3 refused by the preflight (nothing changed); 4 the workload failed, hit a limit or was stopped by\n\
+                  --timeout or --pids-limit (results written);\n\
                   128+N interrupted by signal N (the machine was restored)."
 )]
 pub struct Cli {
@@ -80,6 +81,33 @@ pub enum Command {
     },
     /// The manual page (roff) on stdout, e.g. `spawnscope man > spawnscope.1; man ./spawnscope.1`.
     Man,
+    /// The project's own pages: render README.md's and the manual's figures from the results
+    /// sets under docs/, the man page and the reference pages; check a rendered book's links.
+    Docs {
+        #[command(subcommand)]
+        action: DocsAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DocsAction {
+    /// Fill every `<!-- figure: KIND SET … -->` block of README.md and docs/**/*.md from
+    /// docs/SET/compare.json, and write docs/man/spawnscope.1 and docs/reference/cli/*.md from
+    /// the command line's definition; exit 1 when README.md links to a file that is missing.
+    Render {
+        /// Write nothing: name every stale file and figure, and exit 1 if there is one.
+        #[arg(long)]
+        check: bool,
+        /// The repository's root.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
+    /// Exit 1, naming each, when an HTML page under DIR (mdbook's output) links to a file that
+    /// is not there or to an id its target lacks; links to other sites are not followed.
+    Links {
+        /// The rendered book, e.g. target/book.
+        dir: PathBuf,
+    },
 }
 
 /// clap's error in one line that still names what is wrong: the missing argument, the valid
