@@ -247,6 +247,22 @@ fn value_part(arg: &clap::Arg) -> String {
     format!(" <{name}>")
 }
 
+/// Help text for Markdown: `<` and `>` outside code spans escaped, so that a `<DIR>` in prose is
+/// not taken for an HTML tag.
+fn escape_outside_code(text: &str) -> String {
+    text.split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                part.to_string()
+            } else {
+                part.replace('<', "&lt;").replace('>', "&gt;")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("`")
+}
+
 /// One argument as a list item: its name, what it does, its values and default.
 fn arg_item(arg: &clap::Arg) -> String {
     let help = arg
@@ -257,7 +273,7 @@ fn arg_item(arg: &clap::Arg) -> String {
     let mut item = format!("- `{}{}`", arg_name(arg), value_part(arg));
     if !help.is_empty() {
         item.push_str(" — ");
-        item.push_str(help.trim());
+        item.push_str(&escape_outside_code(help.trim()));
     }
     let values: Vec<String> = arg
         .get_possible_values()
@@ -294,7 +310,10 @@ fn command_section(cmd: &mut clap::Command, path: &str, depth: usize, out: &mut 
     let hashes = "#".repeat(depth);
     out.push_str(&format!("{hashes} `{path}`\n\n"));
     if let Some(about) = cmd.get_long_about().or(cmd.get_about()) {
-        out.push_str(&format!("{}\n\n", about.to_string().trim()));
+        out.push_str(&format!(
+            "{}\n\n",
+            escape_outside_code(about.to_string().trim())
+        ));
     }
     let usage = cmd.render_usage().to_string();
     let usage = usage.trim_start_matches("Usage: ").trim();
@@ -353,7 +372,10 @@ pub fn reference_pages() -> Vec<(String, String)> {
             .get_about()
             .map(|a| a.to_string().replace('\n', " "))
             .unwrap_or_default();
-        index.push_str(&format!("- [`spawnscope {name}`]({name}.md) — {about}\n"));
+        index.push_str(&format!(
+            "- [`spawnscope {name}`]({name}.md) — {}\n",
+            escape_outside_code(&about)
+        ));
         let mut page = String::from(GENERATED);
         command_section(sub, &format!("spawnscope {name}"), 1, &mut page);
         pages.push((format!("{name}.md"), page.trim_end().to_string() + "\n"));
