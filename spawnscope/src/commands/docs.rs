@@ -563,6 +563,57 @@ mod tests {
         assert!(index.contains("Exit codes"), "{index}");
     }
 
+    fn committed(path: &str) -> String {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    }
+
+    #[test]
+    fn the_committed_man_page_is_what_spawnscope_man_prints() {
+        assert!(
+            committed(MAN_PAGE) == String::from_utf8(man_page().unwrap()).unwrap(),
+            "{MAN_PAGE} is stale: run `spawnscope docs render`"
+        );
+    }
+
+    /// Every flag and positional argument of every subcommand, with the top-level subcommand
+    /// whose reference page must name it.
+    fn every_argument(cmd: &clap::Command, top: Option<&str>, out: &mut Vec<(String, String)>) {
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            if let Some(top) = top {
+                let shown = match arg.get_long() {
+                    Some(long) => format!("--{long}"),
+                    None => arg_name(arg),
+                };
+                if shown != "--help" && shown != "--version" {
+                    out.push((top.to_string(), shown));
+                }
+            }
+        }
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            every_argument(sub, Some(top.unwrap_or(sub.get_name())), out);
+        }
+    }
+
+    #[test]
+    fn every_flag_of_every_subcommand_has_its_entry_in_the_committed_reference() {
+        let mut cli = Cli::command();
+        cli.build();
+        let mut args = Vec::new();
+        every_argument(&cli, None, &mut args);
+        assert!(args.len() > 60, "{args:?}");
+        assert!(args.contains(&("run".into(), "--perf-call-graph".into())));
+        assert!(args.contains(&("sysctl".into(), "--n".into())));
+        let mut missing = Vec::new();
+        for (top, flag) in &args {
+            let page = committed(&format!("{REFERENCE_DIR}/{top}.md"));
+            if !page.contains(&format!("`{flag}")) && !page.contains(&format!(", {flag}")) {
+                missing.push(format!("{top} {flag}"));
+            }
+        }
+        assert!(missing.is_empty(), "not in {REFERENCE_DIR}: {missing:?}");
+    }
+
     fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (name, text) in files {
