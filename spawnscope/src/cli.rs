@@ -216,14 +216,10 @@ pub struct RunArgs {
     pub tasks: Option<u64>,
     /// For a command: what --tasks counts — `thread`: OS threads (counted alive in the kernel,
     /// checked against the probes); `task`: tasks of a user-space runtime (tokio, Node, asyncio,
-    /// goroutines), which the kernel cannot see.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "thread",
-        help_heading = "What to run"
-    )]
-    pub task_kind: TaskKind,
+    /// goroutines), which the kernel cannot see [default: thread, unless the command runs fewer
+    /// than a tenth as many OS threads as --tasks at the moment measured: then task, said so].
+    #[arg(long, value_enum, help_heading = "What to run")]
+    pub task_kind: Option<TaskKind>,
     /// For a command: measure memory at the first line of its stdout matching this regular
     /// expression (e.g. 'all .* sleeping') [default: the moment of most memory in use, sampled
     /// every 100 ms].
@@ -238,10 +234,10 @@ pub struct RunArgs {
     /// Leave the eBPF collector out (e.g. to measure its overhead).
     #[arg(long, conflicts_with = "probes", help_heading = "Measuring")]
     pub no_probes: bool,
-    /// What the eBPF collector keeps: `lean` counters, series and cross-checks (about 3 % of the
-    /// workload's CPU, 5 % with many threads contending); `full` adds per-thread state — on-CPU, run-queue, futex and clone times
-    /// with their latency quantiles, RSS over time — and page faults by kind, at about 2.5 times
-    /// the cost.
+    /// What the eBPF collector keeps: `lean` counters, series and cross-checks; `full` adds
+    /// per-thread state — on-CPU, run-queue, futex and clone times with their latency quantiles,
+    /// RSS over time — and page faults by kind, at about 2.5 times lean's cost. Every run
+    /// measures what its probes cost ("What the probes cost" in summary.md).
     #[arg(long, value_enum, default_value = "lean", help_heading = "Measuring")]
     pub probes: ProbeDetail,
     /// Kill the run after this long (e.g. 30s, 5m, 1h30m): its whole cgroup, the command and all
