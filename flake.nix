@@ -10,7 +10,7 @@
 #
 # Flakes are experimental: add --extra-experimental-features 'nix-command flakes' or put
 # `experimental-features = nix-command flakes` in nix.conf.
-# Tested offline against a stand-in for nixpkgs: ./scripts/test-nix.sh (README, "Nix").
+# Tested offline against a stand-in for nixpkgs: ./scripts/test-nix.sh (CONTRIBUTING.md, "The Nix offline check").
 {
   description = "spawnscope: what an OS thread, a goroutine and a tokio task cost, measured from outside";
 

@@ -43,7 +43,7 @@
 #     A "no" is reported, never an error. With one pair used the spread is a single value. The
 #     BPF time counts every run of the programs, for any task (they filter inside), while the
 #     difference is the workload's CPU alone; the difference also carries the machine's noise.
-# The last table, in Markdown for the README, per workload: the pairs used (excluded), wall and
+# The last table, in Markdown for the manual (docs/manual/probe-cost.md), per workload: the pairs used (excluded), wall and
 # CPU ratios, the probes' own cost and the BPF time against the CPU difference; its caption states
 # the outlier rule.
 #

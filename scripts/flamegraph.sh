@@ -12,7 +12,7 @@
 # Builds what is missing first (installing linux-perf on Debian/Ubuntu when root). Every sysctl the
 # run raises is restored on every exit path. Exit: 0 done, 2 bad arguments, else spawnscope's code.
 #
-# Example (threads sleep 100000 on this repo's 2-core dev VM; the full table is in the README):
+# Example (threads sleep 100000 on this repo's 2-core dev VM; the full table is in docs/manual/perf.md):
 #   19,612 samples (17,726 kernel, 1,886 user), cpu-clock at 999 Hz, call graph dwarf,4096. 100.0 %
 #   of kernel samples fall in named categories; …
 #   | category | samples | share | seconds | startup | spawn | join | exit | mostly in | entered from |

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The offline check of the Nix flake (README, "Nix"). nixpkgs cannot be fetched here, so the flake
+# The offline check of the Nix flake (CONTRIBUTING.md, "The Nix offline check"). nixpkgs cannot be fetched here, so the flake
 # is evaluated against nix/offline-nixpkgs, a stand-in that builds with the host's cargo and go:
 #   1. every .nix file parses (nix-instantiate --parse)
 #   2. flake.lock pins one stable nixpkgs, the branch flake.nix names (nix/tests/lock.nix)

@@ -69,6 +69,16 @@ step "go vet (test programs, examples/go)" vet_test_programs
 step "go test (goroutines)" in_go_module go test -count=1 ./...
 # --no-fail-fast: one failing suite must not hide the results of the others.
 step "cargo test (workloads, contract, collector, conductor)" cargo test --release --workspace --no-fail-fast
+# the_manual: the mdBook in docs/ builds, and no page links to a page or anchor that is not
+# there. The figures, the man page and the reference pages are checked by cargo test (tests/docs.rs).
+the_manual() {
+  if ! need_mdbook; then
+    echo "SKIP: mdbook is not installed and could not be (cargo install mdbook --locked needs crates.io)"
+    return 77
+  fi
+  mdbook build docs && "$BIN_DIR/spawnscope" docs links target/book
+}
+step "the manual (mdbook build docs, dead internal links)" the_manual
 step "nix flake (offline)" ./scripts/test-nix.sh
 step "bpftrace tools" ./scripts/test-bpftrace-tools.sh
 

@@ -352,7 +352,7 @@ fn futex_wakes_walk_every_waiter_of_their_bucket() {
     );
     assert!(past_c <= walked_c, "walked past on C: {past_c}");
     // That the kernel walks the same bucket is seen in its time (printed above: each wake on B
-    // takes tens of µs, on C well under one), which the README quotes; a timing is not asserted.
+    // takes tens of µs, on C well under one), which the manual quotes (docs/manual/waits.md); a timing is not asserted.
     // B is named, in A's bucket, and that bucket held the parked threads at once.
     let top = &hash.top_futexes[0];
     assert_eq!(top.address, format!("{b:#x}"));

@@ -157,6 +157,22 @@ need_toolchains() {
   fi
 }
 
+# The mdBook release the manual is built with (docs/book.toml; mdBook 0.5 builds with Rust 1.88
+# or newer).
+MDBOOK_VERSION=0.5.4
+
+# need_mdbook: mdbook on PATH, installed from crates.io when it is missing (cargo install, into
+# ~/.cargo/bin; a few minutes on 2 cores). Returns 1, saying why, when it cannot be had.
+need_mdbook() {
+  add_toolchain_paths
+  command -v mdbook >/dev/null 2>&1 && return 0
+  command -v cargo >/dev/null 2>&1 || { warn "mdbook is missing and cargo is not on PATH to install it"; return 1; }
+  say "installing mdbook $MDBOOK_VERSION from crates.io (cargo install mdbook --locked)"
+  cargo install mdbook --version "$MDBOOK_VERSION" --locked --quiet >&2 ||
+    { warn "cargo install mdbook failed (no access to crates.io?)"; return 1; }
+  command -v mdbook >/dev/null 2>&1
+}
+
 # give_to_invoker PATH...: as root under sudo, PATH (recursively) back to the user who ran sudo.
 give_to_invoker() {
   if is_root && [ -n "${SUDO_UID:-}" ]; then

@@ -19,7 +19,8 @@ use crate::runtime::{Runtime, TaskKind, WorkloadKind};
     version,
     about = "What does one OS thread, one goroutine or one tokio task cost, and where does the time go?",
     after_help = "Exit codes: 0 done; 1 failed (the machine was restored); 2 bad arguments (nothing changed);\n\
-                  3 refused by the preflight (nothing changed); 4 the workload failed or hit a limit (results written);\n\
+                  3 refused by the preflight (nothing changed); 4 the workload failed, hit a limit or was stopped by\n\
+                  --timeout or --pids-limit (results written);\n\
                   128+N interrupted by signal N (the machine was restored)."
 )]
 pub struct Cli {
@@ -86,6 +87,33 @@ pub enum Command {
     Published {
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::studies::STUDIES.map(|s| s.name)))]
         study: String,
+    },
+    /// The project's own pages: render README.md's and the manual's figures from the results
+    /// sets under docs/, the man page and the reference pages; check a rendered book's links.
+    Docs {
+        #[command(subcommand)]
+        action: DocsAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DocsAction {
+    /// Fill every `<!-- figure: KIND SET … -->` block of README.md and docs/**/*.md from
+    /// docs/SET/compare.json, and write docs/man/spawnscope.1 and docs/reference/cli/*.md from
+    /// the command line's definition; exit 1 when README.md links to a file that is missing.
+    Render {
+        /// Write nothing: name every stale file and figure, and exit 1 if there is one.
+        #[arg(long)]
+        check: bool,
+        /// The repository's root.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
+    /// Exit 1, naming each, when an HTML page under DIR (mdbook's output) links to a file that
+    /// is not there or to an id its target lacks; links to other sites are not followed.
+    Links {
+        /// The rendered book, e.g. target/book.
+        dir: PathBuf,
     },
 }
 
@@ -200,14 +228,10 @@ pub struct RunArgs {
     pub tasks: Option<u64>,
     /// For a command: what --tasks counts — `thread`: OS threads (counted alive in the kernel,
     /// checked against the probes); `task`: tasks of a user-space runtime (tokio, Node, asyncio,
-    /// goroutines), which the kernel cannot see.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "thread",
-        help_heading = "What to run"
-    )]
-    pub task_kind: TaskKind,
+    /// goroutines), which the kernel cannot see [default: thread, unless the command runs fewer
+    /// than a tenth as many OS threads as --tasks at the moment measured: then task, said so].
+    #[arg(long, value_enum, help_heading = "What to run")]
+    pub task_kind: Option<TaskKind>,
     /// For a command: measure memory at the first line of its stdout matching this regular
     /// expression (e.g. 'all .* sleeping') [default: the moment of most memory in use, sampled
     /// every 100 ms].
@@ -227,10 +251,10 @@ pub struct RunArgs {
     /// Leave the eBPF collector out (e.g. to measure its overhead).
     #[arg(long, conflicts_with = "probes", help_heading = "Measuring")]
     pub no_probes: bool,
-    /// What the eBPF collector keeps: `lean` counters, series and cross-checks (about 3 % of the
-    /// workload's CPU, 5 % with many threads contending); `full` adds per-thread state — on-CPU, run-queue, futex and clone times
-    /// with their latency quantiles, RSS over time — and page faults by kind, at about 2.5 times
-    /// the cost.
+    /// What the eBPF collector keeps: `lean` counters, series and cross-checks; `full` adds
+    /// per-thread state — on-CPU, run-queue, futex and clone times with their latency quantiles,
+    /// RSS over time — and page faults by kind, at about 2.5 times lean's cost. Every run
+    /// measures what its probes cost ("What the probes cost" in summary.md).
     #[arg(long, value_enum, default_value = "lean", help_heading = "Measuring")]
     pub probes: ProbeDetail,
     /// Kill the run after this long (e.g. 30s, 5m, 1h30m): its whole cgroup, the command and all

@@ -52,6 +52,7 @@ fn main() -> ExitCode {
         Command::Flame { dirs, out, diff } => commands::flame::command(&dirs, &out, diff),
         Command::Completions { shell } => commands::docs::completions(shell),
         Command::Man => commands::docs::man(),
+        Command::Docs { action } => commands::docs::command(action),
         Command::Schema { file } => commands::schema::command(file),
         Command::Published { study } => commands::published::command(&study),
     }

@@ -444,6 +444,69 @@ fn any_command_is_measured_with_the_same_figures() {
         summary["phases"].as_array().unwrap().is_empty(),
         "no phases for a command"
     );
+    assert_eq!(
+        summary["peak_moment"]["counted"]["kind"], "threads_in_snapshot",
+        "3,000 threads for --tasks 3000: taken as threads, without --task-kind"
+    );
+}
+
+/// `run --tasks N -- PROGRAM` without --task-kind, PROGRAM a runtime of a few OS threads: its
+/// tasks are taken as the runtime's, said in one line, and no threads check is set against them
+/// (before: memory divided by its few threads, and "threads created vs spawned: Fail (kernel
+/// 10000, probes 4)").
+#[test]
+fn a_runtimes_tasks_without_task_kind_are_taken_as_tasks_and_said_so() {
+    if skip_unless_root("a_runtimes_tasks_without_task_kind_are_taken_as_tasks_and_said_so") {
+        return;
+    }
+    let _one = serial();
+    common::ensure_workloads();
+    let sandbox = Sandbox::new();
+    let goroutines = spawnscope_bin().parent().unwrap().join("goroutines");
+    let out = sandbox.run(&[
+        "--tasks",
+        "10000",
+        "--",
+        goroutines.to_str().unwrap(),
+        "hold",
+        "--n",
+        "10000",
+        "--hold-for",
+        "1500ms",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let assumed: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("taken as a runtime's tasks"))
+        .collect();
+    assert_eq!(assumed.len(), 1, "said once, in one line: {stdout}");
+    assert!(
+        !stdout.contains("(kernel "),
+        "the columns say what they are: {stdout}"
+    );
+    let dir = sandbox.only_results_dir();
+    assert_matches_schemas(&dir);
+    let summary = read_json(dir.join("summary.json"));
+    let counted = &summary["peak_moment"]["counted"];
+    assert_eq!(counted["kind"], "assumed_tasks", "{counted}");
+    let os_threads = counted["os_threads"].as_u64().unwrap();
+    assert!(
+        (1..1000).contains(&os_threads),
+        "Go's few threads: {counted}"
+    );
+    assert_eq!(summary["alive_at_peak"], 10000);
+    let per_task = summary["memory_per_task"]["total_kb"].as_f64().unwrap();
+    // A goroutine is ~2.7 KiB; divided by Go's few threads it would be hundreds of KiB.
+    assert!(per_task > 1.0 && per_task < 16.0, "{per_task} KiB a task");
+    let run = read_json(dir.join("run.json"));
+    assert_eq!(run["target"]["task_kind"], "task", "recorded as tasks");
+    let checks = summary["probes"]["cross_checks"].to_string();
+    assert!(!checks.contains("threads created"), "{checks}");
 }
 
 #[test]

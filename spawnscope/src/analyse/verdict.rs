@@ -94,7 +94,7 @@ fn check_opt<T>(value: Option<T>, suspect: impl FnOnce(T) -> Option<String>) -> 
 }
 
 /// The rules, in the order findings are told. Thresholds are where, on the machines measured
-/// (README, "How to read a verdict"), the figure starts to move a run's time figures by more than
+/// (docs/manual/time-and-verdict.md), the figure starts to move a run's time figures by more than
 /// their run-to-run spread.
 pub const RULES: &[Rule] = &[
     Rule {

@@ -30,7 +30,7 @@ pub fn command(args: RunArgs) -> ExitCode {
                     "--tasks is for a command after --; a workload's tasks come from --n",
                 );
             }
-            if args.peak_when.is_some() || args.task_kind != TaskKind::default() {
+            if args.peak_when.is_some() || args.task_kind.is_some() {
                 return usage_error(
                     "--peak-when and --task-kind are for a command after --; a workload says its own peak",
                 );
@@ -54,7 +54,7 @@ pub fn command(args: RunArgs) -> ExitCode {
             Target::Command {
                 argv: args.command.clone(),
                 tasks: args.tasks,
-                task_kind: args.task_kind,
+                task_kind: args.task_kind.unwrap_or(TaskKind::Thread),
                 peak_when: args.peak_when.clone(),
                 label: None,
                 task_lifetime_ns: None,
@@ -97,6 +97,7 @@ pub fn command(args: RunArgs) -> ExitCode {
         load: args.load.options(),
         cpus: args.cpus.clone(),
         keep_command_output: false,
+        guess_task_kind: args.task_kind.is_none() && !args.command.is_empty(),
     };
     let json = args.json;
     let result = run::run(opts, &interrupts).and_then(|outcome| {

@@ -61,6 +61,9 @@ pub struct RunOptions {
     /// command.stdout, its stderr in workload.stderr, both shown on our stderr), so that what
     /// compare prints on stdout stays its own.
     pub keep_command_output: bool,
+    /// A command's `--task-kind` was not given: its `--tasks` are taken as a runtime's tasks when
+    /// it runs far fewer OS threads than that (`command_moment`).
+    pub guess_task_kind: bool,
 }
 
 /// Why a run did not happen or did not finish, by exit code.
@@ -405,9 +408,22 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let oom_killed = cgroup_final.as_ref().is_some_and(|c| c.oom_kills > 0);
     let interrupted_by = interrupts.received();
     left_out.extend(measured.left_out);
+    // A command's tasks taken as a runtime's (command_moment): recorded as such, so that the
+    // analysis divides by them and sets no "threads created" check against them.
+    let mut target = opts.target.clone();
+    if let (
+        Target::Command { task_kind, .. },
+        Some(PeakMoment {
+            counted: AliveCount::AssumedTasks { .. },
+            ..
+        }),
+    ) = (&mut target, &measured.memory.peak_moment)
+    {
+        *task_kind = TaskKind::Task;
+    }
     let record = RunRecord {
         schema: 1,
-        target: opts.target.clone(),
+        target,
         argv: std::env::args().collect(),
         started_utc: started.to_rfc3339(),
         root,
@@ -570,18 +586,27 @@ fn command_base(cgroup: Option<&RunCgroup>) -> Snapshot {
 
 /// A command's tasks alive at its peak snapshot: OS threads are counted there (all but the main
 /// thread); a user-space runtime's tasks only the command knows (`--tasks`).
+/// A command whose OS threads at the moment measured are fewer than `--tasks` over this runs
+/// a user-space runtime's tasks (a tokio or Go program of a million tasks runs a handful), not a
+/// thread per task: dividing its memory by its few threads would make each "task" megabytes.
+const THREADS_PER_TASK_FLOOR: u64 = 10;
+
 fn command_moment(
     at: &Snapshot,
     chosen: PeakChoice,
     kind: TaskKind,
     declared: Option<u64>,
+    guess_kind: bool,
 ) -> PeakMoment {
-    let (alive, counted) = match kind {
-        TaskKind::Thread => (
-            at.status.get("Threads").map(|t| t.saturating_sub(1)),
-            AliveCount::ThreadsInSnapshot { before: 1 },
-        ),
-        TaskKind::Task => (declared, AliveCount::Declared),
+    let threads = at.status.get("Threads").map(|t| t.saturating_sub(1));
+    let (alive, counted) = match (kind, threads, declared) {
+        (TaskKind::Thread, Some(t), Some(n))
+            if guess_kind && t.saturating_mul(THREADS_PER_TASK_FLOOR) < n =>
+        {
+            (Some(n), AliveCount::AssumedTasks { os_threads: t })
+        }
+        (TaskKind::Thread, _, _) => (threads, AliveCount::ThreadsInSnapshot { before: 1 }),
+        (TaskKind::Task, _, _) => (declared, AliveCount::Declared),
     };
     PeakMoment {
         chosen,
@@ -922,7 +947,13 @@ fn measure(
                 .map(|(snapshot, line)| (snapshot, PeakChoice::Matched { line }))
                 .or(sampled_peak.map(|snapshot| (snapshot, PeakChoice::MostMemory)))
                 .map(|(snapshot, chosen)| {
-                    let moment = command_moment(&snapshot, chosen, task_kind, declared_tasks);
+                    let moment = command_moment(
+                        &snapshot,
+                        chosen,
+                        task_kind,
+                        declared_tasks,
+                        opts.guess_task_kind,
+                    );
                     (snapshot, moment, Vec::new())
                 })
         }

@@ -560,6 +560,8 @@ pub fn compare(
                 load: opts.load.clone(),
                 cpus: opts.cpus.clone(),
                 keep_command_output: matches!(job.target, Target::Command { .. }),
+                // compare says what a command's N counts (--task-kind, default task).
+                guess_task_kind: false,
             },
             interrupts,
         );

@@ -220,6 +220,9 @@ pub enum AliveCount {
     ResultEvent,
     /// The command's word: `--tasks`, its tasks not being OS threads.
     Declared,
+    /// `--tasks`, taken as a runtime's tasks without `--task-kind`: the command ran far fewer OS
+    /// threads (`os_threads`, at the moment measured) than it was said to run tasks.
+    AssumedTasks { os_threads: u64 },
 }
 
 /// CPU time of a whole process (live and exited threads), from /proc/PID/stat, in microseconds.

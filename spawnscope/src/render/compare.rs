@@ -282,7 +282,7 @@ fn kb_spread(s: &Option<Spread>) -> String {
 /// The per-task figure as people read it: the slope ± its s.e. when resolved at the N measured;
 /// otherwise the verdict first and the fit after it, so that it cannot be read as a measured
 /// figure.
-fn per_task_cell(f: &Fit) -> String {
+pub fn per_task_cell(f: &Fit) -> String {
     let figures = fit_figures(f).0;
     if f.resolution.resolved {
         figures

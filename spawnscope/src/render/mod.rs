@@ -9,6 +9,7 @@ pub mod columns;
 pub mod compare;
 pub mod flame;
 pub mod html;
+pub mod pages;
 pub mod repeats;
 pub mod sentinels;
 pub mod serving;

@@ -316,6 +316,11 @@ fn measured_at_line(s: &Summary) -> Option<String> {
             in_unit(*lag_ns as f64, "ns")
         ),
         AliveCount::ResultEvent => "the workload's live count as that phase began".into(),
+        AliveCount::AssumedTasks { os_threads } => format!(
+            "--tasks, taken as a runtime's tasks (--task-kind task): the command ran {} OS \
+             threads at that moment, far fewer than --tasks; give --task-kind to say which",
+            count(*os_threads)
+        ),
         AliveCount::Declared => {
             "--tasks: the command's word, its tasks not being OS threads".into()
         }
@@ -526,7 +531,13 @@ pub fn latencies_table(p: &ProbeSummary) -> Table {
 
 /// The probes' counts against the kernel's own accounting.
 pub fn cross_checks_table(p: &ProbeSummary) -> Table {
-    let mut t = Table::new(["check", "kernel", "probes", "tolerance", "verdict"]);
+    let mut t = Table::new([
+        "check",
+        "expected (kernel's count, or the tasks said)",
+        "counted by the probes",
+        "tolerance",
+        "verdict",
+    ]);
     for c in &p.cross_checks {
         let observed = if c.observed == c.observed_max {
             count(c.observed)
@@ -648,7 +659,7 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
         for c in &p.cross_checks {
             let _ = writeln!(
                 out,
-                "\t{:<44} {:?} (kernel {}, probes {})",
+                "\t{:<44} {:?} (expected {}, probes counted {})",
                 c.name, c.verdict, c.expected, c.observed
             );
         }

@@ -46,7 +46,7 @@ pub fn markdown(v: &Verdict) -> String {
     }
     let _ = writeln!(
         md,
-        "\nThe rules: README, \"How to read a verdict\". Memory figures are not judged: they do not move with the machine's noise."
+        "\nThe rules: the manual, docs/manual/time-and-verdict.md. Memory figures are not judged: they do not move with the machine's noise."
     );
     md
 }

@@ -1,0 +1,446 @@
+//! The figures of README.md and the manual, rendered from the results sets committed under
+//! `docs/` (`spawnscope docs render`), so that a page cannot say one thing and its results set
+//! another. A figure is a marked block in a Markdown page:
+//!
+//! ```text
+//! <!-- figure: KIND SET [WORKLOAD] -->
+//! … what `docs render` writes here …
+//! <!-- /figure -->
+//! ```
+//!
+//! SET is a results set's directory under docs/ (its compare.json); KIND is one of [`KINDS`].
+//! Everything between the two marks is the command's: a hand edit there is undone by the next
+//! render, and `docs render --check` fails on it.
+
+use std::fmt::Write as _;
+
+use crate::analyse::compare::{ordered_runtimes, Cell, Comparison};
+use crate::analyse::headline::{Headline, Side};
+use crate::render::compare::{
+    fits_table, machine_line_with_id, per_task_cell, reproduce_markdown, runs_table,
+};
+use crate::runtime::DESCRIPTORS;
+use crate::units::count;
+
+pub const OPEN: &str = "<!-- figure:";
+pub const CLOSE: &str = "<!-- /figure -->";
+
+/// The kinds of figure, and what each renders.
+pub const KINDS: [(&str, &str); 6] = [
+    (
+        "machine",
+        "the set's machine, date and command, in one line",
+    ),
+    (
+        "headline",
+        "the result in one line per workload (compare.json's headlines)",
+    ),
+    (
+        "pertask",
+        "WORKLOAD: what one more task costs, by regression over N, one column per runtime",
+    ),
+    (
+        "runs",
+        "WORKLOAD: the runs table, median (min … max) over repeats",
+    ),
+    ("fits", "WORKLOAD: the regression table"),
+    ("reproduce", "the published figures beside ours"),
+];
+
+/// One figure's mark: what to render, from which set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub kind: String,
+    pub set: String,
+    pub workload: Option<String>,
+}
+
+/// A marked block in a page: its spec, the 1-based line of its opening mark, and the byte range
+/// of what lies between the marks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub spec: Spec,
+    pub line: usize,
+    pub body: std::ops::Range<usize>,
+}
+
+impl std::fmt::Display for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind, self.set)?;
+        if let Some(w) = &self.workload {
+            write!(f, " {w}")?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_spec(words: &str, line: usize) -> Result<Spec, String> {
+    let words: Vec<&str> = words.split_whitespace().collect();
+    let known = || KINDS.map(|(k, _)| k).join(", ");
+    let (kind, set, rest) = match words.as_slice() {
+        [kind, set, rest @ ..] => (*kind, *set, rest),
+        _ => {
+            return Err(format!(
+                "line {line}: a figure mark needs KIND SET ({})",
+                known()
+            ))
+        }
+    };
+    if !KINDS.iter().any(|(k, _)| *k == kind) {
+        return Err(format!(
+            "line {line}: no figure kind '{kind}' (one of {})",
+            known()
+        ));
+    }
+    let needs_workload = matches!(kind, "pertask" | "runs" | "fits");
+    let workload = match (rest, needs_workload) {
+        ([], false) => None,
+        ([w], true) => Some(w.to_string()),
+        _ if needs_workload => return Err(format!("line {line}: {kind} needs SET WORKLOAD")),
+        _ => return Err(format!("line {line}: {kind} takes SET only")),
+    };
+    Ok(Spec {
+        kind: kind.into(),
+        set: set.into(),
+        workload,
+    })
+}
+
+/// Every marked block of a page, in order. Err: a mark that does not parse or is not closed.
+pub fn blocks(page: &str) -> Result<Vec<Block>, String> {
+    let mut found = Vec::new();
+    let mut open: Option<(Spec, usize, usize)> = None;
+    let mut offset = 0;
+    for (i, line) in page.split_inclusive('\n').enumerate() {
+        let trimmed = line.trim();
+        if let Some(words) = trimmed.strip_prefix(OPEN) {
+            if open.is_some() {
+                return Err(format!("line {}: a figure opened inside another", i + 1));
+            }
+            let words = words
+                .strip_suffix("-->")
+                .ok_or_else(|| format!("line {}: the figure mark does not end with -->", i + 1))?;
+            open = Some((parse_spec(words, i + 1)?, i + 1, offset + line.len()));
+        } else if trimmed == CLOSE {
+            let (spec, at, start) = open
+                .take()
+                .ok_or_else(|| format!("line {}: {CLOSE} without its opening mark", i + 1))?;
+            found.push(Block {
+                spec,
+                line: at,
+                body: start..offset,
+            });
+        }
+        offset += line.len();
+    }
+    match open {
+        Some((spec, at, _)) => Err(format!(
+            "line {at}: figure '{spec}' is never closed ({CLOSE})"
+        )),
+        None => Ok(found),
+    }
+}
+
+/// The comparison with only one workload's cells, fits and runs.
+fn only_workload(set: &Comparison, workload: &str) -> Result<Comparison, String> {
+    let mut one = set.clone();
+    one.cells.retain(|c| c.workload == workload);
+    one.fits.retain(|f| f.workload == workload);
+    one.runs.retain(|r| r.workload.as_deref() == Some(workload));
+    if one.cells.is_empty() {
+        return Err(format!("the set has no {workload} runs"));
+    }
+    Ok(one)
+}
+
+fn one_task(runtime: &str) -> String {
+    DESCRIPTORS
+        .iter()
+        .find(|d| d.name == runtime)
+        .map_or(runtime.to_string(), |d| format!("a {}", d.one_task))
+}
+
+/// The set's machines, when it was made and by which command, in one line.
+fn machine_figure(set: &Comparison) -> String {
+    let started = set
+        .plan
+        .as_ref()
+        .map(|p| p.created_utc.clone())
+        .or_else(|| set.runs.iter().map(|r| r.started_utc.clone()).min())
+        .unwrap_or_default();
+    let date = started.get(..10).unwrap_or("an unrecorded date");
+    let command = match set.plan.as_ref().map(|p| p.argv.as_slice()) {
+        Some([_, args @ ..]) => format!("`spawnscope {}`", args.join(" ")),
+        _ => "runs gathered by hand, rendered with `spawnscope report`".into(),
+    };
+    let machines: Vec<String> = set.machines.iter().map(machine_line_with_id).collect();
+    format!(
+        "Measured on {date} (UTC) by {command}; machine {}.",
+        machines.join("; machine ")
+    )
+}
+
+/// A cell's figures as the headline takes them, for sets written before compare.json had
+/// headlines: each runtime at its largest N, the cell's medians.
+fn side_of(cell: &Cell) -> Option<Side> {
+    Some(Side {
+        runtime: cell.runtime.clone(),
+        n: cell.n,
+        runs: cell.measured_runs,
+        memory_kib: Some(cell.memory_kb.as_ref()?.median),
+        spawn_us: None,
+    })
+}
+
+fn headlines_of(set: &Comparison) -> Vec<Headline> {
+    if !set.headlines.is_empty() {
+        return set.headlines.clone();
+    }
+    let mut workloads: Vec<&str> = Vec::new();
+    for c in &set.cells {
+        if !workloads.contains(&c.workload.as_str()) {
+            workloads.push(&c.workload);
+        }
+    }
+    workloads
+        .into_iter()
+        .filter_map(|w| {
+            let mut sides: Vec<Side> =
+                ordered_runtimes(set.cells.iter().map(|c| c.runtime.as_str()))
+                    .into_iter()
+                    .filter_map(|rt| {
+                        set.cells
+                            .iter()
+                            .filter(|c| c.workload == w && c.runtime == rt && c.measured_runs > 0)
+                            .max_by_key(|c| c.n)
+                            .and_then(side_of)
+                    })
+                    .collect();
+            if sides.len() < 2 {
+                return None;
+            }
+            sides.sort_by(|a, b| {
+                b.memory_kib
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.memory_kib.unwrap_or(0.0))
+            });
+            let cheaper = sides.pop()?;
+            let dearer = sides.remove(0);
+            Some(Headline {
+                machine: None,
+                workload: w.into(),
+                dearer,
+                cheaper,
+                between: sides,
+                // Sets this old had no spawn times in their sides to leave out.
+                times_emulated: false,
+            })
+        })
+        .collect()
+}
+
+/// The figures a front page shows, in the order it shows them (compare.json's fit metrics).
+const PER_TASK_ROWS: [&str; 11] = [
+    "rss_kb",
+    "kernel_stack_kb",
+    "page_tables_kb",
+    "slab_kb",
+    "memory_total_kb",
+    "mem_available_drop_kb",
+    "cgroup_kb",
+    "user_us",
+    "sys_us",
+    "minor_faults",
+    "voluntary_switches",
+];
+
+/// What one more task costs, one column per runtime: the fits' slopes (or why a slope is not
+/// resolved), and the N they were fitted over.
+fn per_task_figure(set: &Comparison) -> String {
+    let runtimes = ordered_runtimes(set.fits.iter().map(|f| f.runtime.as_str()));
+    let mut t = crate::render::table::Table::new(
+        std::iter::once("one more task (slope over N)".to_string())
+            .chain(runtimes.iter().map(|r| one_task(r))),
+    );
+    for metric in PER_TASK_ROWS {
+        let fits: Vec<_> = runtimes
+            .iter()
+            .map(|rt| {
+                set.fits
+                    .iter()
+                    .find(|f| f.runtime == *rt && f.metric == metric)
+            })
+            .collect();
+        let Some(label) = fits.iter().flatten().map(|f| f.label.clone()).next() else {
+            continue;
+        };
+        t.row(
+            std::iter::once(label).chain(
+                fits.iter()
+                    .map(|f| f.map_or_else(|| "—".to_string(), per_task_cell)),
+            ),
+        );
+    }
+    t.row(
+        std::iter::once("N measured (runs)".to_string()).chain(runtimes.iter().map(|rt| {
+            let cells: Vec<&Cell> = set.cells.iter().filter(|c| c.runtime == *rt).collect();
+            let lo = cells.iter().map(|c| c.n).min().unwrap_or(0);
+            let hi = cells.iter().map(|c| c.n).max().unwrap_or(0);
+            let runs: usize = cells.iter().map(|c| c.measured_runs).sum();
+            format!("{} … {} ({runs})", count(lo), count(hi))
+        })),
+    );
+    t.markdown()
+}
+
+/// What goes between a figure's marks, from its results set.
+pub fn figure(spec: &Spec, set: &Comparison) -> Result<String, String> {
+    let scoped = match &spec.workload {
+        Some(w) => only_workload(set, w)?,
+        None => set.clone(),
+    };
+    let text = match spec.kind.as_str() {
+        "machine" => format!("{}\n", machine_figure(set)),
+        "headline" => {
+            let lines: Vec<String> = headlines_of(set)
+                .iter()
+                .map(|h| format!("**{}**\n", h.line()))
+                .collect();
+            if lines.is_empty() {
+                return Err("the set has no workload measured on two runtimes".into());
+            }
+            lines.join("\n")
+        }
+        "pertask" => per_task_figure(&scoped),
+        "runs" => runs_table(&scoped).markdown(),
+        "fits" => fits_table(&scoped).markdown(),
+        "reproduce" => {
+            let rep = set
+                .reproduce
+                .as_ref()
+                .ok_or("the set is not a reproduction (compare.json has no reproduce)")?;
+            reproduce_markdown(rep).trim_start().to_string()
+        }
+        other => return Err(format!("no figure kind '{other}'")),
+    };
+    let mut out = String::new();
+    let _ = write!(out, "{}", text.trim_end());
+    out.push('\n');
+    Ok(out)
+}
+
+/// The page with every figure rendered from its set (`load` reads a set by name), and the specs
+/// of the blocks whose text changed.
+pub fn fill(
+    page: &str,
+    mut load: impl FnMut(&str) -> Result<Comparison, String>,
+) -> Result<(String, Vec<(usize, Spec)>), String> {
+    let mut out = String::with_capacity(page.len());
+    let mut changed = Vec::new();
+    let mut at = 0;
+    for block in blocks(page)? {
+        let set = load(&block.spec.set).map_err(|e| format!("line {}: {e}", block.line))?;
+        let body = figure(&block.spec, &set)
+            .map_err(|e| format!("line {}: figure '{}': {e}", block.line, block.spec))?;
+        let rendered = format!("\n{body}\n");
+        if page[block.body.clone()] != rendered {
+            changed.push((block.line, block.spec.clone()));
+        }
+        out.push_str(&page[at..block.body.start]);
+        out.push_str(&rendered);
+        at = block.body.end;
+    }
+    out.push_str(&page[at..]);
+    Ok((out, changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> Comparison {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/example-results/compare/compare.json"
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn marks_parse_and_bad_marks_say_where() {
+        let page = "a\n<!-- figure: pertask compare hold -->\nold\n<!-- /figure -->\nb\n";
+        let b = blocks(page).unwrap();
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].line, 2);
+        assert_eq!(&page[b[0].body.clone()], "old\n");
+        assert_eq!(b[0].spec.workload.as_deref(), Some("hold"));
+        assert!(
+            blocks("<!-- figure: pertask compare -->\n<!-- /figure -->\n")
+                .unwrap_err()
+                .contains("needs SET WORKLOAD")
+        );
+        assert!(blocks("<!-- figure: chart compare -->\n")
+            .unwrap_err()
+            .contains("no figure kind"));
+        assert!(blocks("<!-- figure: machine compare -->\nx\n")
+            .unwrap_err()
+            .contains("never closed"));
+        assert!(blocks("<!-- /figure -->\n")
+            .unwrap_err()
+            .contains("without"));
+    }
+
+    #[test]
+    fn a_figure_is_its_sets_and_a_hand_edit_is_found_and_undone() {
+        let set = example();
+        let page = "# t\n<!-- figure: pertask example-results/compare hold -->\n<!-- /figure -->\n";
+        let (filled, changed) = fill(page, |_| Ok(set.clone())).unwrap();
+        assert_eq!(changed.len(), 1, "an empty block is stale");
+        let thread_total = set
+            .fits
+            .iter()
+            .find(|f| f.runtime == "threads" && f.metric == "memory_total_kb")
+            .unwrap();
+        assert!(filled.contains(&per_task_cell(thread_total)), "{filled}");
+        assert!(filled.contains("| one more task (slope over N) | a thread | a goroutine |"));
+        let (again, none) = fill(&filled, |_| Ok(set.clone())).unwrap();
+        assert!(none.is_empty(), "a rendered page is up to date");
+        assert_eq!(again, filled);
+        let edited = filled.replacen("36.", "35.", 1);
+        assert_ne!(edited, filled, "the figure holds a 36.x KiB thread");
+        let (restored, stale) = fill(&edited, |_| Ok(set.clone())).unwrap();
+        assert_eq!(stale.len(), 1);
+        assert_eq!(restored, filled);
+    }
+
+    #[test]
+    fn the_machine_line_names_date_machine_and_command() {
+        let line = figure(
+            &Spec {
+                kind: "machine".into(),
+                set: "x".into(),
+                workload: None,
+            },
+            &example(),
+        )
+        .unwrap();
+        assert!(
+            line.starts_with("Measured on 2026-11-23 (UTC) by `spawnscope compare --runtimes"),
+            "{line}"
+        );
+        assert!(line.contains("M1") && line.contains("kernel"), "{line}");
+    }
+
+    #[test]
+    fn headlines_come_from_the_cells_when_the_set_predates_them() {
+        let mut set = example();
+        let recorded = set.headlines.clone();
+        assert!(!recorded.is_empty());
+        set.headlines.clear();
+        let rebuilt = headlines_of(&set);
+        assert_eq!(rebuilt.len(), 1);
+        assert_eq!(rebuilt[0].dearer.runtime, "threads");
+        assert_eq!(rebuilt[0].cheaper.runtime, "goroutines");
+        assert_eq!(rebuilt[0].dearer.memory_kib, recorded[0].dearer.memory_kib);
+    }
+}
