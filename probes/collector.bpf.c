@@ -11,8 +11,9 @@
  * Attach: only tracepoints. Most probes come in twins: a tp_btf program (typed arguments, CO-RE
  * reads of task_struct) and a classic tracepoint program (the tracefs format record, no BTF
  * needed). User space loads the tp_btf one and falls back to the twin per probe when it cannot
- * (collector/src/attach.rs). Syscall probes exist only as classic tracepoints: their tp_btf
- * counterpart would be raw_syscalls:sys_enter, which fires on every syscall of every process.
+ * (collector/src/attach.rs). The syscalls the run counts come through one raw_syscalls
+ * sys_enter/sys_exit pair that filters on the process first (collector/syscalls.bpf.c); only the
+ * serving syscalls, asked for apart, keep one classic syscalls:sys_exit_* program each.
  *
  * Aggregation: counters per phase (the phase slot user space sets from the workload's phase
  * events), per getrusage epoch (for the cross-checks with the kernel's own accounting), per time
@@ -38,8 +39,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #include "collector/tasks.bpf.c"
 #include "collector/switches.bpf.c"
 #include "collector/faults.bpf.c"
-#include "collector/syscalls.bpf.c"
 #include "collector/waits.bpf.c"
+#include "collector/syscalls.bpf.c" /* after waits: it dispatches the futex calls too */
 #include "collector/shootdowns.bpf.c"
 #include "collector/machine.bpf.c"
 #include "collector/serving.bpf.c"

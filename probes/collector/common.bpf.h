@@ -138,6 +138,23 @@ struct {
 	__type(value, struct sc_waits);
 } waits_by_tid SEC(".maps");
 
+/* Runs of each program (enum sc_prog), per CPU: see RAN. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SC_NR_PROGS);
+	__type(key, __u32);
+	__type(value, __u64);
+} prog_runs SEC(".maps");
+
+/* The first statement of every program: one per-CPU add (an array lookup the verifier inlines). */
+#define RAN(prog)                                                   \
+	do {                                                        \
+		__u32 prog_key_ = (prog);                           \
+		__u64 *runs_ = bpf_map_lookup_elem(&prog_runs, &prog_key_); \
+		if (runs_)                                          \
+			*runs_ += 1;                                \
+	} while (0)
+
 /* ---- small helpers ------------------------------------------------------------------------ */
 
 static __always_inline bool armed(void)

@@ -99,6 +99,7 @@ SEC("tp_btf/page_fault_user")
 int BPF_PROG(btf_page_fault_user, unsigned long address, struct pt_regs *regs,
 	     unsigned long error_code)
 {
+	RAN(SC_P_PAGE_FAULT_USER);
 	__u32 kind = SC_FAULT_UNCLASSIFIED;
 
 	if (!current_is_target())
@@ -116,6 +117,7 @@ SEC("tp_btf/page_fault_kernel")
 int BPF_PROG(btf_page_fault_kernel, unsigned long address, struct pt_regs *regs,
 	     unsigned long error_code)
 {
+	RAN(SC_P_PAGE_FAULT_KERNEL);
 	__u32 kind = SC_FAULT_UNCLASSIFIED;
 	struct pt_regs *user_regs;
 
@@ -149,6 +151,7 @@ static __always_inline void classic_fault(bool user_mode)
 SEC("tracepoint/exceptions/page_fault_user")
 int tp_page_fault_user(struct tp_page_fault *ctx)
 {
+	RAN(SC_P_PAGE_FAULT_USER);
 	classic_fault(true);
 	return 0;
 }
@@ -156,6 +159,7 @@ int tp_page_fault_user(struct tp_page_fault *ctx)
 SEC("tracepoint/exceptions/page_fault_kernel")
 int tp_page_fault_kernel(struct tp_page_fault *ctx)
 {
+	RAN(SC_P_PAGE_FAULT_KERNEL);
 	if ((long)ctx->address >= 0)
 		classic_fault(false);
 	return 0;
@@ -178,6 +182,7 @@ static __always_inline void rss_seen(int member, __s64 bytes)
 SEC("tp_btf/rss_stat")
 int BPF_PROG(btf_rss_stat, struct mm_struct *mm, int member)
 {
+	RAN(SC_P_RSS_STAT);
 	struct task_struct *task;
 	__s64 pages;
 
@@ -210,6 +215,7 @@ struct tp_rss_stat {
 SEC("tracepoint/kmem/rss_stat")
 int tp_rss_stat(struct tp_rss_stat *ctx)
 {
+	RAN(SC_P_RSS_STAT);
 	if (ctx->curr && current_is_target())
 		rss_seen(ctx->member, ctx->size);
 	return 0;

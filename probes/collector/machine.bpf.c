@@ -48,12 +48,14 @@ static __always_inline __u64 machine_wait_end(__u32 which)
 SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
 int BPF_PROG(btf_mm_vmscan_direct_reclaim_begin)
 {
+	RAN(SC_P_MM_VMSCAN_DIRECT_RECLAIM_BEGIN);
 	return machine_wait_begin(MW_DIRECT_RECLAIM);
 }
 
 SEC("tp_btf/mm_vmscan_direct_reclaim_end")
 int BPF_PROG(btf_mm_vmscan_direct_reclaim_end, unsigned long nr_reclaimed)
 {
+	RAN(SC_P_MM_VMSCAN_DIRECT_RECLAIM_END);
 	__u64 took = machine_wait_end(MW_DIRECT_RECLAIM);
 
 	if (took) {
@@ -67,12 +69,14 @@ int BPF_PROG(btf_mm_vmscan_direct_reclaim_end, unsigned long nr_reclaimed)
 SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
 int BPF_PROG(btf_mm_vmscan_memcg_reclaim_begin)
 {
+	RAN(SC_P_MM_VMSCAN_MEMCG_RECLAIM_BEGIN);
 	return machine_wait_begin(MW_CGROUP_RECLAIM);
 }
 
 SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
 int BPF_PROG(btf_mm_vmscan_memcg_reclaim_end, unsigned long nr_reclaimed)
 {
+	RAN(SC_P_MM_VMSCAN_MEMCG_RECLAIM_END);
 	__u64 took = machine_wait_end(MW_CGROUP_RECLAIM);
 
 	if (took) {
@@ -86,12 +90,14 @@ int BPF_PROG(btf_mm_vmscan_memcg_reclaim_end, unsigned long nr_reclaimed)
 SEC("tp_btf/mm_compaction_begin")
 int BPF_PROG(btf_mm_compaction_begin)
 {
+	RAN(SC_P_MM_COMPACTION_BEGIN);
 	return machine_wait_begin(MW_COMPACTION);
 }
 
 SEC("tp_btf/mm_compaction_end")
 int BPF_PROG(btf_mm_compaction_end)
 {
+	RAN(SC_P_MM_COMPACTION_END);
 	__u64 took = machine_wait_end(MW_COMPACTION);
 
 	if (took) {
@@ -111,6 +117,7 @@ static __always_inline void machine_count(__u32 idx)
 SEC("tp_btf/mm_compaction_try_to_compact_pages")
 int BPF_PROG(btf_mm_compaction_try_to_compact_pages)
 {
+	RAN(SC_P_MM_COMPACTION_TRY_TO_COMPACT_PAGES);
 	machine_count(SC_MACHINE_DIRECT_COMPACTIONS);
 	return 0;
 }
@@ -118,6 +125,7 @@ int BPF_PROG(btf_mm_compaction_try_to_compact_pages)
 SEC("tracepoint/compaction/mm_compaction_try_to_compact_pages")
 int tp_mm_compaction_try_to_compact_pages(void *ctx)
 {
+	RAN(SC_P_MM_COMPACTION_TRY_TO_COMPACT_PAGES);
 	machine_count(SC_MACHINE_DIRECT_COMPACTIONS);
 	return 0;
 }
@@ -125,6 +133,7 @@ int tp_mm_compaction_try_to_compact_pages(void *ctx)
 SEC("tp_btf/mm_collapse_huge_page")
 int BPF_PROG(btf_mm_collapse_huge_page)
 {
+	RAN(SC_P_MM_COLLAPSE_HUGE_PAGE);
 	machine_count(SC_MACHINE_THP_COLLAPSES);
 	return 0;
 }
@@ -132,6 +141,7 @@ int BPF_PROG(btf_mm_collapse_huge_page)
 SEC("tracepoint/huge_memory/mm_collapse_huge_page")
 int tp_mm_collapse_huge_page(void *ctx)
 {
+	RAN(SC_P_MM_COLLAPSE_HUGE_PAGE);
 	machine_count(SC_MACHINE_THP_COLLAPSES);
 	return 0;
 }
@@ -139,6 +149,7 @@ int tp_mm_collapse_huge_page(void *ctx)
 SEC("tp_btf/mm_khugepaged_collapse_file")
 int BPF_PROG(btf_mm_khugepaged_collapse_file)
 {
+	RAN(SC_P_MM_KHUGEPAGED_COLLAPSE_FILE);
 	machine_count(SC_MACHINE_THP_COLLAPSES);
 	return 0;
 }
@@ -146,6 +157,7 @@ int BPF_PROG(btf_mm_khugepaged_collapse_file)
 SEC("tracepoint/huge_memory/mm_khugepaged_collapse_file")
 int tp_mm_khugepaged_collapse_file(void *ctx)
 {
+	RAN(SC_P_MM_KHUGEPAGED_COLLAPSE_FILE);
 	machine_count(SC_MACHINE_THP_COLLAPSES);
 	return 0;
 }

@@ -71,6 +71,7 @@ static __always_inline void net_call(__u32 calls)
 SEC("tracepoint/syscalls/sys_exit_read")
 int tp_sys_exit_read(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_READ);
 	net_io(ctx->ret, SC_READ_CALLS, SC_READ_BYTES, SC_READ_EAGAIN);
 	return 0;
 }
@@ -78,6 +79,7 @@ int tp_sys_exit_read(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_readv")
 int tp_sys_exit_readv(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_READV);
 	net_io(ctx->ret, SC_READV_CALLS, SC_READV_BYTES, SC_READV_EAGAIN);
 	return 0;
 }
@@ -85,6 +87,7 @@ int tp_sys_exit_readv(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
 int tp_sys_exit_recvfrom(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_RECVFROM);
 	net_io(ctx->ret, SC_RECVFROM_CALLS, SC_RECVFROM_BYTES, SC_RECVFROM_EAGAIN);
 	return 0;
 }
@@ -92,6 +95,7 @@ int tp_sys_exit_recvfrom(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_recvmsg")
 int tp_sys_exit_recvmsg(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_RECVMSG);
 	net_io(ctx->ret, SC_RECVMSG_CALLS, SC_RECVMSG_BYTES, SC_RECVMSG_EAGAIN);
 	return 0;
 }
@@ -99,6 +103,7 @@ int tp_sys_exit_recvmsg(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_write")
 int tp_sys_exit_write(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_WRITE);
 	net_io(ctx->ret, SC_WRITE_CALLS, SC_WRITE_BYTES, SC_WRITE_EAGAIN);
 	return 0;
 }
@@ -106,6 +111,7 @@ int tp_sys_exit_write(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_writev")
 int tp_sys_exit_writev(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_WRITEV);
 	net_io(ctx->ret, SC_WRITEV_CALLS, SC_WRITEV_BYTES, SC_WRITEV_EAGAIN);
 	return 0;
 }
@@ -113,6 +119,7 @@ int tp_sys_exit_writev(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_sendto")
 int tp_sys_exit_sendto(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_SENDTO);
 	net_io(ctx->ret, SC_SENDTO_CALLS, SC_SENDTO_BYTES, SC_SENDTO_EAGAIN);
 	return 0;
 }
@@ -120,6 +127,7 @@ int tp_sys_exit_sendto(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_sendmsg")
 int tp_sys_exit_sendmsg(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_SENDMSG);
 	net_io(ctx->ret, SC_SENDMSG_CALLS, SC_SENDMSG_BYTES, SC_SENDMSG_EAGAIN);
 	return 0;
 }
@@ -127,6 +135,7 @@ int tp_sys_exit_sendmsg(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_accept")
 int tp_sys_exit_accept(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_ACCEPT);
 	net_accept(ctx->ret, SC_ACCEPT_CALLS, SC_ACCEPT_FAILED, SC_ACCEPT_EAGAIN);
 	return 0;
 }
@@ -134,6 +143,7 @@ int tp_sys_exit_accept(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_accept4")
 int tp_sys_exit_accept4(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_ACCEPT4);
 	net_accept(ctx->ret, SC_ACCEPT4_CALLS, SC_ACCEPT4_FAILED, SC_ACCEPT4_EAGAIN);
 	return 0;
 }
@@ -141,6 +151,7 @@ int tp_sys_exit_accept4(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_epoll_wait")
 int tp_sys_exit_epoll_wait(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_EPOLL_WAIT);
 	net_wait(ctx->ret, SC_EPOLL_WAIT_CALLS, SC_EPOLL_WAIT_EMPTY);
 	return 0;
 }
@@ -148,6 +159,7 @@ int tp_sys_exit_epoll_wait(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_epoll_pwait")
 int tp_sys_exit_epoll_pwait(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_EPOLL_PWAIT);
 	net_wait(ctx->ret, SC_EPOLL_PWAIT_CALLS, SC_EPOLL_PWAIT_EMPTY);
 	return 0;
 }
@@ -155,6 +167,7 @@ int tp_sys_exit_epoll_pwait(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_epoll_pwait2")
 int tp_sys_exit_epoll_pwait2(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_EPOLL_PWAIT2);
 	net_wait(ctx->ret, SC_EPOLL_PWAIT2_CALLS, SC_EPOLL_PWAIT2_EMPTY);
 	return 0;
 }
@@ -162,6 +175,7 @@ int tp_sys_exit_epoll_pwait2(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_epoll_ctl")
 int tp_sys_exit_epoll_ctl(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_EPOLL_CTL);
 	net_call(SC_EPOLL_CTL_CALLS);
 	return 0;
 }
@@ -169,6 +183,7 @@ int tp_sys_exit_epoll_ctl(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_poll")
 int tp_sys_exit_poll(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_POLL);
 	net_call(SC_POLL_CALLS);
 	return 0;
 }
@@ -176,6 +191,7 @@ int tp_sys_exit_poll(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_ppoll")
 int tp_sys_exit_ppoll(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_PPOLL);
 	net_call(SC_PPOLL_CALLS);
 	return 0;
 }
@@ -183,6 +199,7 @@ int tp_sys_exit_ppoll(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_close")
 int tp_sys_exit_close(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_CLOSE);
 	net_call(SC_CLOSE_CALLS);
 	return 0;
 }
@@ -190,6 +207,7 @@ int tp_sys_exit_close(struct tp_sys_exit *ctx)
 SEC("tracepoint/syscalls/sys_exit_shutdown")
 int tp_sys_exit_shutdown(struct tp_sys_exit *ctx)
 {
+	RAN(SC_P_SYS_EXIT_SHUTDOWN);
 	net_call(SC_SHUTDOWN_CALLS);
 	return 0;
 }

@@ -28,6 +28,7 @@ static __always_inline void tlb_flushed(int reason)
 SEC("tp_btf/tlb_flush")
 int BPF_PROG(btf_tlb_flush, int reason, unsigned long pages)
 {
+	RAN(SC_P_TLB_FLUSH);
 	if (current_is_target())
 		tlb_flushed(reason);
 	return 0;
@@ -43,6 +44,7 @@ struct tp_tlb_flush {
 SEC("tracepoint/tlb/tlb_flush")
 int tp_tlb_flush(struct tp_tlb_flush *ctx)
 {
+	RAN(SC_P_TLB_FLUSH);
 	if (current_is_target())
 		tlb_flushed(ctx->reason);
 	return 0;
@@ -84,6 +86,7 @@ struct tp_csd_queue_cpu {
 SEC("tracepoint/csd/csd_queue_cpu")
 int tp_csd_queue_cpu(struct tp_csd_queue_cpu *ctx)
 {
+	RAN(SC_P_CSD_QUEUE_CPU);
 	if (current_is_target())
 		csd_queued(ctx->func);
 	return 0;
@@ -92,6 +95,7 @@ int tp_csd_queue_cpu(struct tp_csd_queue_cpu *ctx)
 SEC("tp_btf/ipi_send_cpu")
 int BPF_PROG(btf_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *callback)
 {
+	RAN(SC_P_IPI_SEND_CPU);
 	if (current_is_target())
 		ipi_sent(1);
 	return 0;
@@ -103,6 +107,7 @@ int BPF_PROG(btf_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *c
 SEC("tp_btf/ipi_send_cpumask")
 int BPF_PROG(btf_ipi_send_cpumask, void *mask, unsigned long callsite, void *callback)
 {
+	RAN(SC_P_IPI_SEND_CPUMASK);
 	__u64 words = cfg[SC_CFG_CPU_WORDS], bits, targets = 0;
 	__u32 i;
 

@@ -124,6 +124,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	RAN(SC_P_SCHED_SWITCH);
 	__u64 now;
 	struct sc_task *t;
 
@@ -201,6 +202,7 @@ struct tp_sched_switch {
 SEC("tracepoint/sched/sched_switch")
 int tp_sched_switch(struct tp_sched_switch *ctx)
 {
+	RAN(SC_P_SCHED_SWITCH);
 	bool current_target = (__u32)(bpf_get_current_pid_tgid() >> 32) == TGID;
 	long st = ctx->prev_state;
 	bool voluntary = !(st & TASK_REPORT_MAX) && (st & 0xff) != 0;
@@ -246,6 +248,7 @@ static __always_inline void woken(struct sc_task *t)
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(btf_sched_wakeup, struct task_struct *p)
 {
+	RAN(SC_P_SCHED_WAKEUP);
 	struct sc_task *t;
 
 	if (!armed() || (__u32)p->tgid != TGID)
@@ -258,6 +261,7 @@ int BPF_PROG(btf_sched_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p)
 {
+	RAN(SC_P_SCHED_WAKEUP_NEW);
 	struct sc_task *t;
 
 	if (!armed() || (__u32)p->tgid != TGID)
@@ -278,6 +282,7 @@ struct tp_sched_wakeup {
 SEC("tracepoint/sched/sched_wakeup")
 int tp_sched_wakeup(struct tp_sched_wakeup *ctx)
 {
+	RAN(SC_P_SCHED_WAKEUP);
 	struct sc_task *t;
 
 	if (!armed())
@@ -291,6 +296,7 @@ int tp_sched_wakeup(struct tp_sched_wakeup *ctx)
 SEC("tracepoint/sched/sched_wakeup_new")
 int tp_sched_wakeup_new(struct tp_sched_wakeup *ctx)
 {
+	RAN(SC_P_SCHED_WAKEUP_NEW);
 	struct sc_task *t;
 
 	if (!armed())
@@ -312,6 +318,7 @@ static __always_inline void migrated(void)
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(btf_sched_migrate_task, struct task_struct *p, int dest_cpu)
 {
+	RAN(SC_P_SCHED_MIGRATE_TASK);
 	if (armed() && (__u32)p->tgid == TGID)
 		migrated();
 	return 0;
@@ -329,6 +336,7 @@ struct tp_sched_migrate_task {
 SEC("tracepoint/sched/sched_migrate_task")
 int tp_sched_migrate_task(struct tp_sched_migrate_task *ctx)
 {
+	RAN(SC_P_SCHED_MIGRATE_TASK);
 	if (armed() && task_get(ctx->pid, false))
 		migrated();
 	return 0;

@@ -17,8 +17,6 @@ struct {
 
 static __always_inline void clone_enter(__u32 kind)
 {
-	if (!current_is_target())
-		return;
 	count(kind == SC_SYS_CLONE ? SC_CLONE_CALLS : SC_CLONE3_CALLS, 1);
 	syscall_enter(kind);
 }
@@ -30,8 +28,6 @@ static __always_inline void clone_exit(__u32 kind, long ret)
 	__u32 key;
 	__u64 *n;
 
-	if (!current_is_target())
-		return;
 	if (ret == 0) { /* the new task returning from the syscall */
 		count(clone ? SC_CLONE_CHILD_RETURNS : SC_CLONE3_CHILD_RETURNS, 1);
 		return;
@@ -53,69 +49,15 @@ static __always_inline void clone_exit(__u32 kind, long ret)
 		__sync_fetch_and_add(n, 1);
 }
 
-SEC("tracepoint/syscalls/sys_enter_clone")
-int tp_sys_enter_clone(struct tp_sys_enter *ctx)
-{
-	clone_enter(SC_SYS_CLONE);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_clone")
-int tp_sys_exit_clone(struct tp_sys_exit *ctx)
-{
-	clone_exit(SC_SYS_CLONE, ctx->ret);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_clone3")
-int tp_sys_enter_clone3(struct tp_sys_enter *ctx)
-{
-	clone_enter(SC_SYS_CLONE3);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_clone3")
-int tp_sys_exit_clone3(struct tp_sys_exit *ctx)
-{
-	clone_exit(SC_SYS_CLONE3, ctx->ret);
-	return 0;
-}
-
 /* mmap, munmap, mprotect, madvise: calls and bytes asked for (len is the second argument of all). */
-static __always_inline void memory_call(struct tp_sys_enter *ctx, __u32 calls)
+static __always_inline void memory_call(__u32 calls, __u64 len)
 {
-	if (!current_is_target())
-		return;
-	count(calls, 1);
-	count(calls + 1, ctx->args[1]);
-}
+	struct vec_counters *c = phase_vec();
 
-SEC("tracepoint/syscalls/sys_enter_mmap")
-int tp_sys_enter_mmap(struct tp_sys_enter *ctx)
-{
-	memory_call(ctx, SC_MMAP_CALLS);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_munmap")
-int tp_sys_enter_munmap(struct tp_sys_enter *ctx)
-{
-	memory_call(ctx, SC_MUNMAP_CALLS);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_mprotect")
-int tp_sys_enter_mprotect(struct tp_sys_enter *ctx)
-{
-	memory_call(ctx, SC_MPROTECT_CALLS);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_madvise")
-int tp_sys_enter_madvise(struct tp_sys_enter *ctx)
-{
-	memory_call(ctx, SC_MADVISE_CALLS);
-	return 0;
+	if (c) {
+		c->v[calls] += 1;
+		c->v[calls + 1] += len;
+	}
 }
 
 /*
@@ -137,62 +79,184 @@ int tp_sys_enter_madvise(struct tp_sys_enter *ctx)
 #endif
 #define STDOUT_FD 1
 
-SEC("tracepoint/syscalls/sys_enter_write")
-int tp_sys_enter_write(struct tp_sys_enter *ctx)
+static __always_inline void write_enter(__u64 fd, __u64 buf, __u64 len)
 {
 	__u64 head[2], seen;
 
-	if (!cfg[SC_CFG_PHASES_FROM_STDOUT] || ctx->args[0] != STDOUT_FD || ctx->args[2] < 16 ||
-	    !current_is_target())
-		return 0;
-	if (bpf_probe_read_user(head, sizeof(head), (void *)ctx->args[1]))
-		return 0;
+	if (!cfg[SC_CFG_PHASES_FROM_STDOUT] || fd != STDOUT_FD || len < 16)
+		return;
+	if (bpf_probe_read_user(head, sizeof(head), (void *)buf))
+		return;
 	if (head[0] != WORD8('{', '"', 'e', 'v', 'e', 'n', 't', '"') ||
 	    head[1] != WORD8(':', '"', 'p', 'h', 'a', 's', 'e', '"'))
-		return 0;
+		return;
 	/* The workload's events come from one thread at a time: no atomics needed. */
 	seen = state[SC_ST_PHASE_EVENTS];
 	if (seen < SC_PHASE_SLOTS)
 		phase_seen_ns[seen] = bpf_ktime_get_ns();
 	state[SC_ST_PHASE_EVENTS] = seen + 1;
-	return 0;
 }
 
 /* getrusage(RUSAGE_SELF) by the target: its entry and its return each open a new epoch, so the
  * cross-checks can compare rusage with what was counted before the workload's last call (its
  * result event) -- nothing after it, such as its threads' exit, stands between the two. */
-SEC("tracepoint/syscalls/sys_enter_getrusage")
-int tp_sys_enter_getrusage(struct tp_sys_enter *ctx)
+static __always_inline void getrusage_enter(__u64 who)
 {
-	if (!current_is_target() || (int)ctx->args[0] != RUSAGE_SELF)
-		return 0;
+	if ((int)who != RUSAGE_SELF)
+		return;
 	state[SC_ST_LAST_GETRUSAGE_NS] = bpf_ktime_get_ns();
 	state[SC_ST_GETRUSAGE_TID] = (__u32)bpf_get_current_pid_tgid() + 1;
 	syscall_enter(SC_SYS_GETRUSAGE);
 	__sync_fetch_and_add(&state[SC_ST_GETRUSAGE_CALLS], 1);
-	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_getrusage")
-int tp_sys_exit_getrusage(struct tp_sys_exit *ctx)
+static __always_inline void getrusage_exit(__u32 tid)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct sc_task *t;
+	struct sc_task *t = task_get(tid, false);
 
-	if (!current_is_target())
-		return 0;
-	t = task_get(tid, false);
 	if (t) {
 		if (t->sys_kind != SC_SYS_GETRUSAGE)
-			return 0;
+			return;
 		t->sys_kind = SC_NR_SYS;
 	} else if (state[SC_ST_GETRUSAGE_TID] != (__u64)tid + 1) {
 		/* Without per-thread state: the return of the call entered last, by this thread. Calls
 		 * that overlap (two threads at once; not the workloads, which call it once) lose the
 		 * earlier return: the cross-checks then compare totals and say so. */
-		return 0;
+		return;
 	}
 	state[SC_ST_GETRUSAGE_TID] = 0;
 	__sync_fetch_and_add(&state[SC_ST_GETRUSAGE_RETURNS], 1);
+}
+
+/*
+ * Every syscall above reaches its counting through one pair of programs on raw_syscalls
+ * sys_enter/sys_exit, which filter on the traced process before anything else and then switch
+ * on the syscall's number. One classic syscalls:sys_enter_<name> program per syscall (as before)
+ * costs more at every syscall of every task on the machine: each enabled one makes the kernel
+ * build a perf record of the call (perf_syscall_enter/exit) and hop through trace_call_bpf,
+ * 4-5 times the programs' own run time (docs/probes-cost.md). The raw pair still puts every task
+ * on the syscall-tracing slow path, as any syscall tracepoint does; that part is counted in the
+ * run's stated perturbation (the pair's runs are the machine's syscalls).
+ *
+ * The numbers are the architecture's (arch/x86/entry/syscalls/syscall_64.tbl; the generic table
+ * of include/uapi/asm-generic/unistd.h for arm64). tp_btf reads the arguments and, at the exit,
+ * the number from the task's user registers; the classic raw_syscalls twin has both in its
+ * record.
+ */
+#if defined(__TARGET_ARCH_x86)
+#define NR_WRITE 1
+#define NR_MMAP 9
+#define NR_MPROTECT 10
+#define NR_MUNMAP 11
+#define NR_MADVISE 28
+#define NR_CLONE 56
+#define NR_GETRUSAGE 98
+#define NR_FUTEX 202
+#define SYSCALL_ARG(regs, n) ((n) == 0 ? (regs)->di : (n) == 1 ? (regs)->si : (n) == 2 ? (regs)->dx : (regs)->r10)
+#define SYSCALL_NR(regs) ((long)(regs)->orig_ax)
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_WRITE 64
+#define NR_MMAP 222
+#define NR_MPROTECT 226
+#define NR_MUNMAP 215
+#define NR_MADVISE 233
+#define NR_CLONE 220
+#define NR_GETRUSAGE 165
+#define NR_FUTEX 98
+#define SYSCALL_ARG(regs, n) ((regs)->regs[n])
+#define SYSCALL_NR(regs) ((long)(regs)->syscallno)
+#else
+#error "syscall numbers are known for x86_64 and arm64 only"
+#endif
+/* The same on both (added after the tables were unified, 5.3+). */
+#define NR_CLONE3 435
+#define NR_FUTEX_WAITV 449
+#define NR_FUTEX_WAKE 454
+#define NR_FUTEX_WAIT 455
+
+/* The target's syscall `nr` enters, with its first four arguments. */
+static __always_inline void target_sys_enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
+{
+	switch (nr) {
+	case NR_WRITE: write_enter(a0, a1, a2); break;
+	case NR_MMAP: memory_call(SC_MMAP_CALLS, a1); break;
+	case NR_MUNMAP: memory_call(SC_MUNMAP_CALLS, a1); break;
+	case NR_MPROTECT: memory_call(SC_MPROTECT_CALLS, a1); break;
+	case NR_MADVISE: memory_call(SC_MADVISE_CALLS, a1); break;
+	case NR_FUTEX: futex_op_enter(a0, a1); break;
+	case NR_FUTEX_WAIT: futex_enter(SC_SYS_FUTEX_WAIT, a0, a3 & FUTEX2_PRIVATE, true); break;
+	/* Several futexes at once: its time counts, its buckets are not followed. */
+	case NR_FUTEX_WAITV: futex_enter(SC_SYS_FUTEX_WAIT, 0, false, false); break;
+	case NR_FUTEX_WAKE: futex_enter(SC_SYS_FUTEX_WAKE, a0, a3 & FUTEX2_PRIVATE, true); break;
+	case NR_CLONE: clone_enter(SC_SYS_CLONE); break;
+	case NR_CLONE3: clone_enter(SC_SYS_CLONE3); break;
+	case NR_GETRUSAGE: getrusage_enter(a0); break;
+	}
+}
+
+/* The target's syscall `nr` returns `ret` (a new thread returns from clone here too: ret 0). */
+static __always_inline void target_sys_exit(long nr, long ret)
+{
+	switch (nr) {
+	case NR_FUTEX:
+	case NR_FUTEX_WAIT:
+	case NR_FUTEX_WAITV:
+	case NR_FUTEX_WAKE: futex_exit(ret); break;
+	case NR_CLONE: clone_exit(SC_SYS_CLONE, ret); break;
+	case NR_CLONE3: clone_exit(SC_SYS_CLONE3, ret); break;
+	case NR_GETRUSAGE: getrusage_exit((__u32)bpf_get_current_pid_tgid()); break;
+	}
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(btf_sys_enter, struct pt_regs *regs, long id)
+{
+	RAN(SC_P_SYS_ENTER);
+	if (!current_is_target())
+		return 0;
+	target_sys_enter(id, SYSCALL_ARG(regs, 0), SYSCALL_ARG(regs, 1), SYSCALL_ARG(regs, 2),
+			 SYSCALL_ARG(regs, 3));
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(btf_sys_exit, struct pt_regs *regs, long ret)
+{
+	RAN(SC_P_SYS_EXIT);
+	if (!current_is_target())
+		return 0;
+	target_sys_exit(SYSCALL_NR(regs), ret);
+	return 0;
+}
+
+struct tp_raw_sys_enter {
+	__u64 common;
+	long id;
+	unsigned long args[6];
+};
+
+struct tp_raw_sys_exit {
+	__u64 common;
+	long id;
+	long ret;
+};
+
+SEC("tracepoint/raw_syscalls/sys_enter")
+int tp_sys_enter(struct tp_raw_sys_enter *ctx)
+{
+	RAN(SC_P_SYS_ENTER);
+	if (!current_is_target())
+		return 0;
+	target_sys_enter(ctx->id, ctx->args[0], ctx->args[1], ctx->args[2], ctx->args[3]);
+	return 0;
+}
+
+SEC("tracepoint/raw_syscalls/sys_exit")
+int tp_sys_exit(struct tp_raw_sys_exit *ctx)
+{
+	RAN(SC_P_SYS_EXIT);
+	if (!current_is_target())
+		return 0;
+	target_sys_exit(ctx->id, ctx->ret);
 	return 0;
 }

@@ -19,6 +19,7 @@ static __always_inline void arm(__u64 now)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(btf_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	RAN(SC_P_SCHED_PROCESS_EXEC);
 	__u64 now = bpf_ktime_get_ns();
 	struct sc_task *t;
 
@@ -59,6 +60,7 @@ struct tp_sched_process_exec {
 SEC("tracepoint/sched/sched_process_exec")
 int tp_sched_process_exec(struct tp_sched_process_exec *ctx)
 {
+	RAN(SC_P_SCHED_PROCESS_EXEC);
 	__u64 now = bpf_ktime_get_ns();
 	struct sc_task *t;
 
@@ -111,6 +113,7 @@ static __always_inline void new_task(__u32 tid, __u64 clone_flags, __u64 nvcsw, 
 SEC("tp_btf/task_newtask")
 int BPF_PROG(btf_task_newtask, struct task_struct *task, __u64 clone_flags)
 {
+	RAN(SC_P_TASK_NEWTASK);
 	if (!current_is_target())
 		return 0;
 	new_task(task->pid, clone_flags, task->nvcsw, true);
@@ -128,6 +131,7 @@ struct tp_task_newtask {
 SEC("tracepoint/task/task_newtask")
 int tp_task_newtask(struct tp_task_newtask *ctx)
 {
+	RAN(SC_P_TASK_NEWTASK);
 	if (!current_is_target())
 		return 0;
 	/* A new thread's nvcsw starts at 0 (copy_process). */
@@ -149,6 +153,7 @@ static __always_inline void thread_exit(void)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(btf_sched_process_exit, struct task_struct *p)
 {
+	RAN(SC_P_SCHED_PROCESS_EXIT);
 	if (armed() && (__u32)p->tgid == TGID)
 		thread_exit();
 	return 0;
@@ -157,6 +162,7 @@ int BPF_PROG(btf_sched_process_exit, struct task_struct *p)
 SEC("tracepoint/sched/sched_process_exit")
 int tp_sched_process_exit(void *ctx)
 {
+	RAN(SC_P_SCHED_PROCESS_EXIT);
 	if (current_is_target()) /* the exiting task is current */
 		thread_exit();
 	return 0;

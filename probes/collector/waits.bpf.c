@@ -181,8 +181,6 @@ static __always_inline void futex_hash_enter(__u32 kind, __u64 uaddr, bool priva
 /* futex(2): op & FUTEX_CMD_MASK says whether the call may sleep or wakes others. */
 static __always_inline void futex_enter(__u32 kind, __u64 uaddr, bool private_op, bool hashed)
 {
-	if (!current_is_target())
-		return;
 	count(SC_FUTEX_CALLS, 1);
 	if (kind == SC_SYS_FUTEX_WAIT)
 		count(SC_FUTEX_WAITS, 1);
@@ -205,8 +203,6 @@ static __always_inline void futex_exit(long ret)
 	__u64 now, took = 0;
 	__u32 kind = SC_NR_SYS, key;
 
-	if (!current_is_target())
-		return;
 	now = bpf_ktime_get_ns();
 	t = task_get(tid, false);
 	if (t) {
@@ -266,10 +262,10 @@ static __always_inline void futex_exit(long ret)
 #define FUTEX_PRIVATE_FLAG 128
 #define FUTEX2_PRIVATE 128
 
-SEC("tracepoint/syscalls/sys_enter_futex")
-int tp_sys_enter_futex(struct tp_sys_enter *ctx)
+/* futex(2)'s entry: its op (args[1]) says whether it waits or wakes. */
+static __always_inline void futex_op_enter(__u64 uaddr, __u64 op)
 {
-	__u32 cmd = ctx->args[1] & 0x7f; /* FUTEX_CMD_MASK: without PRIVATE and CLOCK_REALTIME */
+	__u32 cmd = op & 0x7f; /* FUTEX_CMD_MASK: without PRIVATE and CLOCK_REALTIME */
 	__u32 kind = SC_NR_SYS;
 
 	switch (cmd) {
@@ -290,59 +286,7 @@ int tp_sys_enter_futex(struct tp_sys_enter *ctx)
 		kind = SC_SYS_FUTEX_WAKE;
 		break;
 	}
-	futex_enter(kind, ctx->args[0], ctx->args[1] & FUTEX_PRIVATE_FLAG, true);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex")
-int tp_sys_exit_futex(struct tp_sys_exit *ctx)
-{
-	futex_exit(ctx->ret);
-	return 0;
-}
-
-/* futex2 (6.7+): futex_wait, futex_waitv and futex_wake. */
-SEC("tracepoint/syscalls/sys_enter_futex_wait")
-int tp_sys_enter_futex_wait(struct tp_sys_enter *ctx)
-{
-	futex_enter(SC_SYS_FUTEX_WAIT, ctx->args[0], ctx->args[3] & FUTEX2_PRIVATE, true);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex_wait")
-int tp_sys_exit_futex_wait(struct tp_sys_exit *ctx)
-{
-	futex_exit(ctx->ret);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_futex_waitv")
-int tp_sys_enter_futex_waitv(struct tp_sys_enter *ctx)
-{
-	/* Several futexes at once: its time counts, its buckets are not followed. */
-	futex_enter(SC_SYS_FUTEX_WAIT, 0, false, false);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex_waitv")
-int tp_sys_exit_futex_waitv(struct tp_sys_exit *ctx)
-{
-	futex_exit(ctx->ret);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_futex_wake")
-int tp_sys_enter_futex_wake(struct tp_sys_enter *ctx)
-{
-	futex_enter(SC_SYS_FUTEX_WAKE, ctx->args[0], ctx->args[3] & FUTEX2_PRIVATE, true);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex_wake")
-int tp_sys_exit_futex_wake(struct tp_sys_exit *ctx)
-{
-	futex_exit(ctx->ret);
-	return 0;
+	futex_enter(kind, uaddr, op & FUTEX_PRIVATE_FLAG, true);
 }
 
 /* ---- the kernel's waits: tp_btf only (task storage holds each wait's start) --------------- */
@@ -419,6 +363,7 @@ static __always_inline __u32 wait_kind(void *lock, __u32 flags)
 SEC("tp_btf/contention_begin")
 int BPF_PROG(btf_contention_begin, void *lock, unsigned int flags)
 {
+	RAN(SC_P_CONTENTION_BEGIN);
 	struct sc_waits *w;
 	__u32 d;
 
@@ -456,6 +401,8 @@ int BPF_PROG(btf_contention_begin, void *lock, unsigned int flags)
 SEC("tp_btf/contention_end")
 int BPF_PROG(btf_contention_end, void *lock, int ret)
 {
+	RAN(SC_P_CONTENTION_END);
+	struct vec_counters *c;
 	struct sc_waits *w;
 	__u64 now, took;
 	__u32 top, kind;
@@ -472,21 +419,28 @@ int BPF_PROG(btf_contention_end, void *lock, int ret)
 			return 0;
 		top = 0;
 	}
+	/* This runs with the lock taken: every other waiter queues behind it. The kind was told at
+	 * contention_begin (the mmap_lock's address read there, not here); what is left is one
+	 * clock read and one counter vector. */
 	now = bpf_ktime_get_ns();
 	took = now > w->lock_ts[top] ? now - w->lock_ts[top] : 0;
 	kind = w->lock_kind[top];
 	w->lock_depth = top;
+	c = phase_vec();
+	if (!c)
+		return 0;
 	if (kind == LK_MMAP_READ || kind == LK_MMAP_WRITE) {
-		count_at(kind == LK_MMAP_WRITE ? SC_MMAP_LOCK_WRITE_WAITS : SC_MMAP_LOCK_READ_WAITS, 1);
-		count_at(kind == LK_MMAP_WRITE ? SC_MMAP_LOCK_WRITE_WAIT_NS : SC_MMAP_LOCK_READ_WAIT_NS,
-			 took);
+		bool write = kind == LK_MMAP_WRITE;
+
+		c->v[write ? SC_MMAP_LOCK_WRITE_WAITS : SC_MMAP_LOCK_READ_WAITS] += 1;
+		c->v[write ? SC_MMAP_LOCK_WRITE_WAIT_NS : SC_MMAP_LOCK_READ_WAIT_NS] += took;
 		if (ret)
-			count_at(SC_MMAP_LOCK_FAILED, 1);
+			c->v[SC_MMAP_LOCK_FAILED] += 1;
 		return 0;
 	}
 	if (kind >= LK_NR)
 		kind = LK_OTHER;
-	count_at(SC_LOCK_SPIN_WAITS + 2 * kind, 1);
-	count_at(SC_LOCK_SPIN_WAIT_NS + 2 * kind, took);
+	c->v[SC_LOCK_SPIN_WAITS + 2 * kind] += 1;
+	c->v[SC_LOCK_SPIN_WAIT_NS + 2 * kind] += took;
 	return 0;
 }
