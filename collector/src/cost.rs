@@ -221,7 +221,11 @@ mod tests {
     #[test]
     fn a_programs_time_is_its_runs_at_the_sampled_rate() {
         assert_eq!(estimated_ns(1000, 100, 15_000), 150_000);
-        assert_eq!(estimated_ns(1000, 0, 0), 0, "nothing sampled: no time, not a guess");
+        assert_eq!(
+            estimated_ns(1000, 0, 0),
+            0,
+            "nothing sampled: no time, not a guess"
+        );
         assert_eq!(estimated_ns(0, 10, 500), 0);
     }
 }
