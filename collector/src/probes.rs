@@ -330,7 +330,10 @@ print fmt: \"prev_comm=%s\", REC->prev_comm
         names.sort_unstable();
         let mut slots = prog::NAMES.to_vec();
         slots.sort_unstable();
-        assert_eq!(names, slots, "enum sc_prog and PROBES name the same tracepoints");
+        assert_eq!(
+            names, slots,
+            "enum sc_prog and PROBES name the same tracepoints"
+        );
     }
 
     #[test]
