@@ -8,6 +8,7 @@ pub mod compare;
 pub mod derive;
 pub mod docs;
 pub mod flame;
+pub mod pairs;
 pub mod report;
 pub mod run;
 pub mod schema;
