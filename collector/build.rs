@@ -1,4 +1,4 @@
-//! Compiles ../probes/collector.bpf.c into a BPF object (embedded into the crate with
+//! Compiles ../probes/collector.bpf.c (which includes its parts, ../probes/collector/*) into a BPF object (embedded into the crate with
 //! `include_bytes!`) and turns the enums of ../probes/collector.h into Rust constants, so the two
 //! sides agree on every map layout by construction.
 
@@ -13,7 +13,8 @@ fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     let probes = manifest.join("../probes");
-    for file in ["collector.bpf.c", "collector.h", "vmlinux.h"] {
+    for file in ["collector.bpf.c", "collector.h", "vmlinux.h", "collector"] {
+        // A directory: cargo reruns when any file under it changes.
         println!("cargo:rerun-if-changed={}", probes.join(file).display());
     }
 

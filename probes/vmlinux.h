@@ -19,8 +19,7 @@
  * The tracepoint context structs of the classic (non-BTF) programs are not here: they are plain
  * layouts in collector.bpf.c, checked against tracefs `format` files at load time.
  *
- * Nothing here is arch-specific: pt_regs is only read for `sp`, which both x86_64 and arm64 name
- * so. (The exceptions:page_fault_* tracepoints exist on x86 only; on arm64 those probes are
+ * pt_regs holds both x86_64's and arm64's members: each build reads only its own. (The exceptions:page_fault_* tracepoints exist on x86 only; on arm64 those probes are
  * reported missing.)
  */
 #ifndef __VMLINUX_H__
@@ -110,8 +109,18 @@ struct vm_area_struct {
 	struct file *vm_file;
 };
 
+/* sp on both; the syscall's arguments and number (raw_syscalls): di, si, dx, r10 and orig_ax on
+ * x86_64, regs[] and syscallno on arm64. Only the running architecture's are read (see
+ * collector/syscalls.bpf.c), so the other's never need to resolve. */
 struct pt_regs {
 	unsigned long sp;
+	unsigned long di;
+	unsigned long si;
+	unsigned long dx;
+	unsigned long r10;
+	unsigned long orig_ax;
+	__u64 regs[31];
+	int syscallno;
 };
 
 #ifndef BPF_NO_PRESERVE_ACCESS_INDEX

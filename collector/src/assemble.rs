@@ -134,6 +134,8 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
         },
         program_costs: Vec::new(),
         program_costs_note: None,
+        program_stats_on_ms: None,
+        program_stats_of_ms: None,
         waits: Some(waits),
     }
 }

@@ -78,7 +78,7 @@ impl Loaded {
         } = self;
         drop(links);
         let (raw, mut errors) = maps::read(&obj, &sizing, finished_ns);
-        let (costs, cost_errors) = cost::read_programs(&obj);
+        let (costs, cost_errors) = cost::read_programs(&obj, &raw.prog_runs);
         errors.extend(cost_errors);
         (raw, errors, costs)
     }

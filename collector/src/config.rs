@@ -1,5 +1,6 @@
 //! What to trace, and how big to make the kernel-side maps.
 
+use crate::cost::ProgramStats;
 use crate::model::FaultKinds;
 
 /// What to trace and how big to make the kernel-side maps.
@@ -40,6 +41,9 @@ pub struct Config {
     /// the report says so (`diagnostics.net_syscalls` false) and leaves their metrics out — not
     /// measured, not 0.
     pub net_syscalls: bool,
+    /// When the kernel's BPF run-time statistics are on (each program's ns per run): in short
+    /// windows by default, since while on they cost two clock reads per program run.
+    pub program_stats: ProgramStats,
     /// Use only the classic tracepoint programs, as on a kernel without BTF (for tests and
     /// comparisons; off by default).
     pub classic_only: bool,
@@ -62,6 +66,7 @@ impl Config {
             per_thread: false,
             net_syscalls: false,
             classic_only: false,
+            program_stats: ProgramStats::default(),
             refuse_btf_for: None,
         }
     }

@@ -1,60 +1,164 @@
-//! What the probes themselves cost, measured by the kernel: with run-time statistics on, every BPF
-//! program counts how often it ran and the nanoseconds spent in it (`bpf_prog_info.run_cnt`,
-//! `run_time_ns`). The statistics are turned on with `BPF_ENABLE_STATS`, which hands back a file
-//! descriptor: the kernel counts while any such descriptor is open and stops by itself when the
-//! last one closes — on every exit path, SIGKILL included — so `kernel.bpf_stats_enabled` is never
-//! left changed, and nothing here has to restore it.
+//! What the probes themselves cost. Each program counts its own runs (a per-CPU add, map
+//! `prog_runs`); the nanoseconds a run takes come from the kernel's run-time statistics
+//! (`bpf_prog_info.run_cnt`, `run_time_ns`), which cost two clock reads per program run while
+//! they are on — about as much as a lean program itself, and counted in no program's time. So
+//! they are not left on for the measured run: by default they are on in short windows (20 ms of
+//! every 200 ms), a calibration sampled across the run's own mix of events, and each program's
+//! time is its runs times the ns per run of those windows.
+//!
+//! The statistics are turned on with `BPF_ENABLE_STATS`, which hands back a file descriptor: the
+//! kernel counts while any such descriptor is open and stops by itself when the last one closes
+//! — on every exit path, SIGKILL included — so `kernel.bpf_stats_enabled` is never left changed.
 
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::Object;
 
+use crate::layout::prog;
 use crate::model::ProgramCost;
 use crate::probes::PROBES;
 
-/// Run-time statistics, on for as long as this lives.
-pub(crate) struct StatsOn {
-    _fd: Option<OwnedFd>,
-    /// Why there are no statistics, when there are none.
-    pub note: Option<String>,
+/// When the kernel's run-time statistics are on during a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgramStats {
+    /// On for `on` of every `every`: the default (20 ms of 200 ms).
+    Sampled { on: Duration, every: Duration },
+    /// On for the whole run: exact per-program times, at the statistics' own cost.
+    Always,
+    /// Off: runs counted, no times.
+    Off,
 }
 
-/// Turns the kernel's BPF run-time statistics on for this collector's life.
-pub(crate) fn stats_on() -> StatsOn {
+impl Default for ProgramStats {
+    fn default() -> Self {
+        ProgramStats::Sampled {
+            on: Duration::from_millis(20),
+            every: Duration::from_millis(200),
+        }
+    }
+}
+
+/// The statistics' descriptor: counting while it is open.
+fn enable() -> Result<OwnedFd, String> {
     // SAFETY: bpf_enable_stats takes a plain enum and returns a new descriptor or -errno.
     let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
     if fd < 0 {
-        let err = std::io::Error::from_raw_os_error(-fd);
-        return StatsOn {
-            _fd: None,
-            note: Some(format!(
-                "BPF run-time statistics could not be turned on (BPF_ENABLE_STATS: {err}); the probes' cost is not measured"
-            )),
+        return Err(format!(
+            "BPF run-time statistics could not be turned on (BPF_ENABLE_STATS: {}); the probes' time is not measured, only their runs",
+            std::io::Error::from_raw_os_error(-fd)
+        ));
+    }
+    // SAFETY: fd is a descriptor the kernel just gave this process, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The statistics, on as `ProgramStats` says for as long as this lives.
+pub(crate) struct Stats {
+    always: Option<OwnedFd>,
+    sampler: Option<(Arc<AtomicBool>, JoinHandle<Duration>)>,
+    started: Instant,
+    /// Why there are no times, when there are none.
+    pub note: Option<String>,
+}
+
+impl Stats {
+    pub fn start(mode: ProgramStats) -> Stats {
+        let mut stats = Stats {
+            always: None,
+            sampler: None,
+            started: Instant::now(),
+            note: None,
         };
+        // Probe once: a kernel or a process that cannot turn them on says why here.
+        let probe = match mode {
+            ProgramStats::Off => return stats,
+            _ => enable(),
+        };
+        match (mode, probe) {
+            (_, Err(why)) => stats.note = Some(why),
+            (ProgramStats::Always, Ok(fd)) => stats.always = Some(fd),
+            (ProgramStats::Sampled { on, every }, Ok(fd)) => {
+                drop(fd);
+                let stop = Arc::new(AtomicBool::new(false));
+                let flag = Arc::clone(&stop);
+                let handle = std::thread::spawn(move || sample(&flag, on, every));
+                stats.sampler = Some((stop, handle));
+            }
+            (ProgramStats::Off, Ok(_)) => unreachable!(),
+        }
+        stats
     }
-    StatsOn {
-        // SAFETY: fd is a descriptor the kernel just gave this process, owned by nobody else.
-        _fd: Some(unsafe { OwnedFd::from_raw_fd(fd) }),
-        note: None,
+
+    /// Turns them off; (ms they were on, ms since start), None when never on.
+    pub fn stop(self) -> Option<(u64, u64)> {
+        let total = self.started.elapsed();
+        let on = if let Some((stop, handle)) = self.sampler {
+            stop.store(true, Ordering::Relaxed);
+            handle.join().unwrap_or_default()
+        } else if self.always.is_some() {
+            total
+        } else {
+            return None;
+        };
+        drop(self.always);
+        Some((on.as_millis() as u64, total.as_millis() as u64))
     }
+}
+
+/// On for `on`, off for the rest of `every`, until `stop`; the time it was on.
+fn sample(stop: &AtomicBool, on: Duration, every: Duration) -> Duration {
+    let mut was_on = Duration::ZERO;
+    let off = every.saturating_sub(on);
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(fd) = enable() else {
+            break;
+        };
+        let since = Instant::now();
+        std::thread::sleep(on);
+        drop(fd);
+        was_on += since.elapsed();
+        let mut slept = Duration::ZERO;
+        while slept < off && !stop.load(Ordering::Relaxed) {
+            let step = (off - slept).min(Duration::from_millis(10));
+            std::thread::sleep(step);
+            slept += step;
+        }
+    }
+    was_on
 }
 
 /// The tracepoint a program of the object serves (`btf_<name>` / `tp_<name>`).
 fn tracepoint_of(program: &str) -> String {
-    let name = program
-        .strip_prefix("btf_")
-        .or_else(|| program.strip_prefix("tp_"))
-        .unwrap_or(program);
+    let name = probe_name(program);
     PROBES
         .iter()
         .find(|p| p.name() == name)
         .map_or_else(|| name.to_string(), |p| p.tracepoint.to_string())
 }
 
-/// Every loaded program's run count and run time, most expensive first. Read while the object
-/// still holds the programs (after detaching, so every run is in).
-pub(crate) fn read_programs(obj: &Object) -> (Vec<ProgramCost>, Vec<String>) {
+fn probe_name(program: &str) -> &str {
+    program
+        .strip_prefix("btf_")
+        .or_else(|| program.strip_prefix("tp_"))
+        .unwrap_or(program)
+}
+
+/// Runs times the sampled ns per run (0 when no run was sampled).
+pub(crate) fn estimated_ns(runs: u64, sampled_runs: u64, sampled_ns: u64) -> u64 {
+    if sampled_runs == 0 {
+        return 0;
+    }
+    (runs as f64 * sampled_ns as f64 / sampled_runs as f64).round() as u64
+}
+
+/// Every loaded program's runs (its own count, `prog_runs`) and time, most expensive first. Read
+/// while the object still holds the programs (after detaching, so every run is in).
+pub(crate) fn read_programs(obj: &Object, prog_runs: &[u64]) -> (Vec<ProgramCost>, Vec<String>) {
     let mut costs = Vec::new();
     let mut errors = Vec::new();
     for prog in obj.progs() {
@@ -76,12 +180,19 @@ pub(crate) fn read_programs(obj: &Object) -> (Vec<ProgramCost>, Vec<String>) {
             ));
             continue;
         }
+        let runs = prog::NAMES
+            .iter()
+            .position(|n| *n == probe_name(&name))
+            .and_then(|i| prog_runs.get(i).copied())
+            .unwrap_or(info.run_cnt);
         costs.push(ProgramCost {
             tracepoint: tracepoint_of(&name),
             program: name,
-            run_cnt: info.run_cnt,
-            run_time_ns: info.run_time_ns,
+            run_cnt: runs,
+            run_time_ns: estimated_ns(runs, info.run_cnt, info.run_time_ns),
             recursion_misses: info.recursion_misses,
+            sampled_runs: info.run_cnt,
+            sampled_ns: info.run_time_ns,
         });
     }
     costs.sort_by(|a, b| {
@@ -103,6 +214,18 @@ mod tests {
             tracepoint_of("tp_page_fault_user"),
             "exceptions:page_fault_user"
         );
+        assert_eq!(tracepoint_of("btf_sys_enter"), "raw_syscalls:sys_enter");
         assert_eq!(tracepoint_of("helper"), "helper");
+    }
+
+    #[test]
+    fn a_programs_time_is_its_runs_at_the_sampled_rate() {
+        assert_eq!(estimated_ns(1000, 100, 15_000), 150_000);
+        assert_eq!(
+            estimated_ns(1000, 0, 0),
+            0,
+            "nothing sampled: no time, not a guess"
+        );
+        assert_eq!(estimated_ns(0, 10, 500), 0);
     }
 }

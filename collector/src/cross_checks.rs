@@ -344,6 +344,8 @@ mod tests {
             },
             program_costs: Vec::new(),
             program_costs_note: None,
+            program_stats_on_ms: None,
+            program_stats_of_ms: None,
             waits: None,
         }
     }

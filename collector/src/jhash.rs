@@ -1,6 +1,6 @@
 //! The kernel's `jhash2()` (include/linux/jhash.h: Bob Jenkins' lookup3 over 32-bit words), so
 //! user space can name the futex hash bucket of an address as kernel/futex/core.c picks it. The
-//! BPF side computes the same for two words (collector.bpf.c, `jhash2_2`).
+//! BPF side computes the same for two words (probes/collector/waits.bpf.c, `jhash2_2`).
 
 /// lookup3's starting value.
 const INITVAL: u32 = 0xdead_beef;

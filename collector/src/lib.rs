@@ -32,8 +32,8 @@
 //!
 //! Modules, bottom to top (each uses only those before it): `layout` (generated from
 //! probes/collector.h), [`clock`], [`launch`], [`jhash`], `model` (collector.json), `probes`,
-//! `net`, `config`, `sizing`, `held`, `maps`, `waits`, `assemble`, `summary`, `cross_checks`,
-//! `cost`, `attach`, and this facade.
+//! `net`, `cost`, `config`, `sizing`, `held`, `maps`, `waits`, `assemble`, `summary`,
+//! `cross_checks`, `attach`, and this facade.
 
 mod assemble;
 mod attach;
@@ -60,6 +60,7 @@ use std::sync::Mutex;
 pub use attach::{Error, PER_THREAD_ONLY};
 pub use clock::monotonic_ns;
 pub use config::Config;
+pub use cost::ProgramStats;
 pub use cross_checks::{CrossCheck, Verdict};
 pub use launch::Rusage;
 pub use model::{
@@ -87,8 +88,8 @@ pub struct Collector {
     held: Option<PreExec>,
     cfg: Config,
     phases: Mutex<Vec<PhaseMark>>,
-    /// The kernel's run-time statistics, on while the collector lives: what each probe costs.
-    stats: cost::StatsOn,
+    /// The kernel's run-time statistics, on in windows while the collector lives (cost.rs).
+    stats: cost::Stats,
 }
 
 impl Collector {
@@ -98,8 +99,8 @@ impl Collector {
         // Before attaching, while the child sleeps in its hold: the classic path's pre-exec
         // baseline (the tp_btf exec probe reads the exact one from task_struct).
         let held = held::held_counters(cfg.target_pid);
-        // On before the programs attach, so that every run of them is counted.
-        let stats = cost::stats_on();
+        // Started before the programs attach, so that a run always on counts every run.
+        let stats = cost::Stats::start(cfg.program_stats);
         let loaded = attach::load(cfg)?;
         let missing = loaded
             .probes
@@ -165,7 +166,7 @@ impl Collector {
         let (raw, errors, program_costs) = loaded.detach_and_read(finished_ns);
         // Counting stops with the last holder of the statistics' descriptor.
         let program_costs_note = stats.note.clone();
-        drop(stats);
+        let windows = stats.stop();
         let meta = assemble::Meta {
             tgid: cfg.target_pid,
             bucket_ns: sizing.bucket_ns,
@@ -189,6 +190,8 @@ impl Collector {
         let mut report = assemble::assemble(meta, &raw);
         report.program_costs = program_costs;
         report.program_costs_note = program_costs_note;
+        report.program_stats_on_ms = windows.map(|w| w.0);
+        report.program_stats_of_ms = windows.map(|w| w.1);
         report
     }
 }

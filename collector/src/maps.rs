@@ -3,7 +3,7 @@
 
 use libbpf_rs::{Map, MapCore, MapFlags, Object};
 
-use crate::layout::{counter, ctl, cut, faddr, fbucket, hist, rss, series, state, sys};
+use crate::layout::{counter, ctl, cut, faddr, fbucket, hist, prog, rss, series, state, sys};
 use crate::layout::{CUT_EPOCHS, ERRNO_SLOTS, FUTEX_BUCKETS, HIST_SLOTS, PHASE_SLOTS};
 use crate::sizing::Sizing;
 
@@ -32,6 +32,8 @@ pub(crate) struct Raw {
     pub futex_buckets: Vec<(u32, Vec<u64>)>,
     /// (futex address, [faddr word]).
     pub futex_addrs: Vec<(u64, Vec<u64>)>,
+    /// [enum sc_prog]: how often each tracepoint's program ran, counted by the program.
+    pub prog_runs: Vec<u64>,
 }
 
 impl Raw {
@@ -49,6 +51,7 @@ impl Raw {
             tasks_left: 0,
             futex_buckets: Vec::new(),
             futex_addrs: Vec::new(),
+            prog_runs: vec![0; prog::NR],
         }
     }
 }
@@ -122,6 +125,9 @@ pub(crate) fn read(obj: &Object, sizing: &Sizing, finished_ns: u64) -> (Raw, Vec
         }));
     }
     keep(futex_addrs(obj).map(|a| raw.futex_addrs = a));
+    for (p, runs) in raw.prog_runs.iter_mut().enumerate() {
+        keep(percpu(obj, "prog_runs", p as u32, 1).map(|w| *runs = w[0]));
+    }
     errors.dedup();
     (raw, errors)
 }

@@ -216,7 +216,8 @@ pub struct Diagnostics {
     pub read_errors: Vec<String>,
 }
 
-/// One BPF program's cost, as the kernel's run-time statistics counted it.
+/// One BPF program's cost: its runs (counted by the program itself) and its time (those runs at
+/// the ns per run the kernel's run-time statistics measured while they were on: see cost.rs).
 #[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramCost {
     /// The program's name in collector.bpf.c (`btf_<tracepoint>` or `tp_<tracepoint>`).
@@ -226,10 +227,16 @@ pub struct ProgramCost {
     /// How often it ran: every time its tracepoint fired, on any CPU, for any task (the filter to
     /// the workload is inside the program).
     pub run_cnt: u64,
-    /// Nanoseconds spent in it, in all.
+    /// Nanoseconds spent in it, in all: `run_cnt` × `sampled_ns` / `sampled_runs` (exact when the
+    /// statistics were on for the whole run; 0 when no run of it was sampled).
     pub run_time_ns: u64,
     /// Runs the kernel skipped because the program was already running on that CPU.
     pub recursion_misses: u64,
+    /// Runs while the kernel's run-time statistics were on, and their nanoseconds.
+    #[serde(default)]
+    pub sampled_runs: u64,
+    #[serde(default)]
+    pub sampled_ns: u64,
 }
 
 fn kept() -> bool {
@@ -259,6 +266,12 @@ pub struct Report {
     /// What each program cost (empty in files written before it was measured).
     #[serde(default)]
     pub program_costs: Vec<ProgramCost>,
+    /// How long the kernel's run-time statistics were on (their windows, ms) of how long the
+    /// probes were attached (ms); None when never on: program times are then not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_stats_on_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_stats_of_ms: Option<u64>,
     /// Why `program_costs` is empty, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_costs_note: Option<String>,

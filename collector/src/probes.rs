@@ -78,8 +78,7 @@ const fn btf_only(tracepoint: &'static str) -> Probe {
     }
 }
 
-/// A syscall probe: classic tracepoint only (raw_syscalls would fire for every process). Also any
-/// other probe without a tp_btf program.
+/// A probe with a classic tracepoint program only: the serving syscalls' exits, csd_queue_cpu.
 const fn syscall(tracepoint: &'static str, fields: &'static [(&'static str, u32)]) -> Probe {
     Probe {
         tracepoint,
@@ -130,36 +129,11 @@ pub(crate) const PROBES: &[Probe] = &[
         "kmem:rss_stat",
         &[("curr", 12), ("member", 16), ("size", 24)],
     )),
-    syscall("syscalls:sys_enter_clone", &[]),
-    syscall("syscalls:sys_exit_clone", RET),
-    syscall("syscalls:sys_enter_clone3", &[]),
-    syscall("syscalls:sys_exit_clone3", RET),
-    syscall("syscalls:sys_enter_mmap", &[("len", 24)]),
-    syscall("syscalls:sys_enter_munmap", &[("len", 24)]),
-    syscall("syscalls:sys_enter_mprotect", &[("len", 24)]),
-    syscall("syscalls:sys_enter_madvise", &[("len_in", 24)]),
-    // The futex exits serve the wait and wake times, kept in task storage without per-thread
-    // state (a kernel with BTF), and the waiters each bucket of the futex hash holds.
-    syscall("syscalls:sys_enter_futex", &[("uaddr", 16), ("op", 24)]),
-    syscall("syscalls:sys_exit_futex", RET),
-    syscall(
-        "syscalls:sys_enter_futex_wait",
-        &[("uaddr", 16), ("flags", 40)],
-    ),
-    syscall("syscalls:sys_exit_futex_wait", RET),
-    syscall("syscalls:sys_enter_futex_waitv", &[]),
-    syscall("syscalls:sys_exit_futex_waitv", RET),
-    syscall(
-        "syscalls:sys_enter_futex_wake",
-        &[("uaddr", 16), ("flags", 40)],
-    ),
-    syscall("syscalls:sys_exit_futex_wake", RET),
-    syscall("syscalls:sys_enter_getrusage", &[("who", 16)]),
-    syscall("syscalls:sys_exit_getrusage", RET),
-    syscall(
-        "syscalls:sys_enter_write",
-        &[("fd", 16), ("buf", 24), ("count", 32)],
-    ),
+    // The syscalls the run counts (clone, clone3, mmap, munmap, mprotect, madvise, the futex
+    // calls, getrusage, write to stdout): one pair for all, filtered on the process first
+    // (probes/collector/syscalls.bpf.c), not one classic syscalls:* program each.
+    btf("raw_syscalls:sys_enter", &[("id", 8), ("args", 16)]),
+    btf("raw_syscalls:sys_exit", &[("id", 8), ("ret", 16)]),
     // The kernel's waits, for the workload's tasks (see waits.rs for which figure needs which).
     btf_only("lock:contention_begin"),
     btf_only("lock:contention_end"),
@@ -347,6 +321,19 @@ print fmt: \"prev_comm=%s\", REC->prev_comm
         );
         let missing = check_fields(SWITCH, &[("next_pid", 56)]).unwrap_err();
         assert!(missing.contains("next_pid"), "{missing}");
+    }
+
+    #[test]
+    fn every_probe_counts_its_runs_in_its_own_slot() {
+        use crate::layout::prog;
+        let mut names: Vec<&str> = PROBES.iter().map(Probe::name).collect();
+        names.sort_unstable();
+        let mut slots = prog::NAMES.to_vec();
+        slots.sort_unstable();
+        assert_eq!(
+            names, slots,
+            "enum sc_prog and PROBES name the same tracepoints"
+        );
     }
 
     #[test]

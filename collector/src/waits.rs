@@ -36,7 +36,7 @@ struct Figure {
     needs: Needs,
 }
 
-const FUTEX_PROBES: &[&str] = &["syscalls:sys_enter_futex", "syscalls:sys_exit_futex"];
+const FUTEX_PROBES: &[&str] = &["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"];
 
 /// Each wait figure: its counters (enum sc_counter) and the probes that must all be attached.
 const FIGURES: &[Figure] = &[

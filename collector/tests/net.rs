@@ -17,7 +17,7 @@ use common::{serial, skip, ChildRun};
 use serde_json::json;
 use spawnscope_collector::{Attach, Report};
 
-/// How each syscall's return is counted (as probes/collector.bpf.c does).
+/// How each syscall's return is counted (as probes/collector/serving.bpf.c does).
 #[derive(Clone, Copy)]
 enum Kind {
     /// calls, bytes (ret > 0), eagain

@@ -67,6 +67,24 @@ pub enum Command {
         #[arg(long)]
         diff: bool,
     },
+    /// The figures of a benchmark's alternating traced/untraced pairs (scripts/bench-overhead.sh's
+    /// pairs.csv) as one JSON object on stdout: the wall and CPU ratios traced/untraced as the mean
+    /// of the per-pair ratios with a 95 % t-interval, the CPU difference, the BPF programs' own
+    /// time and the part of the difference it does not explain.
+    Pairs {
+        /// The CSV: workload,pair,first,untraced_wall_s,untraced_cpu_s,traced_wall_s,traced_cpu_s,bpf_s.
+        csv: PathBuf,
+        /// The workload whose pairs are read (the CSV's `workload` column).
+        #[arg(long)]
+        workload: String,
+        /// Pair numbers to leave out (e.g. the benchmark's outliers), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        exclude: Vec<u32>,
+        /// The margin the CPU ratio's half-width must be below, as a ratio (0.01: one
+        /// percentage point).
+        #[arg(long, default_value_t = 0.01)]
+        margin: f64,
+    },
     /// Shell completions on stdout, e.g. `spawnscope completions bash >
     /// /usr/share/bash-completion/completions/spawnscope`.
     Completions {

@@ -50,6 +50,12 @@ fn main() -> ExitCode {
         Command::Compare(args) => commands::compare::command(*args),
         Command::Report { dirs, out } => commands::report::command(&dirs, out),
         Command::Flame { dirs, out, diff } => commands::flame::command(&dirs, &out, diff),
+        Command::Pairs {
+            csv,
+            workload,
+            exclude,
+            margin,
+        } => commands::pairs::command(&csv, &workload, &exclude, margin),
         Command::Completions { shell } => commands::docs::completions(shell),
         Command::Man => commands::docs::man(),
         Command::Docs { action } => commands::docs::command(action),

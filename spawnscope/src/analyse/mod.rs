@@ -7,6 +7,7 @@ pub mod attribution;
 pub mod compare;
 pub mod headline;
 pub mod kernel_gaps;
+pub mod paired;
 pub mod phases;
 pub mod probes;
 pub mod regression;

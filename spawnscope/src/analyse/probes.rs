@@ -72,6 +72,11 @@ pub struct ProbeCost {
     /// measured that the measuring took. BPF programs run on the CPU of the task that hits the
     /// tracepoint, mostly the workload's own, so most of it is inside that CPU time.
     pub share_of_cpu: Option<f64>,
+    /// The share of the run the kernel's run-time statistics were on: each program's time is then
+    /// its runs (counted by the program) at the ns per run of those windows, an estimate. None:
+    /// on for the whole run (runs recorded before the collector sampled them), exact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_share: Option<f64>,
 }
 
 /// The probes' cost from collector.json; None when the collector did not measure it.
@@ -100,6 +105,11 @@ pub fn probe_cost(report: &CollectorReport, run: &RunRecord) -> Option<ProbeCost
         events: programs.iter().map(|p| p.events).sum(),
         total_ns,
         share_of_cpu: cpu_us.map(|us| total_ns as f64 / (us as f64 * 1000.0)),
+        sampled_share: report
+            .program_stats_on_ms
+            .zip(report.program_stats_of_ms)
+            .filter(|&(_, of)| of > 0)
+            .map(|(on, of)| on as f64 / of as f64),
         programs,
     })
 }

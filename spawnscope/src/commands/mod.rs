@@ -9,6 +9,7 @@ pub mod derive;
 pub mod docs;
 pub mod flame;
 pub mod published;
+pub mod pairs;
 pub mod report;
 pub mod run;
 pub mod schema;

@@ -589,8 +589,16 @@ pub fn cost_line(cost: &ProbeCost) -> String {
     let share = cost.share_of_cpu.map_or(String::new(), |s| {
         format!(", {:.1} % of the workload's CPU time", s * 100.0)
     });
+    let basis = match cost.sampled_share {
+        // Recorded with the statistics on for the whole run: what they measured.
+        None => "the kernel's run-time statistics".to_string(),
+        Some(on) => format!(
+            "each program's runs at its ns per run while the kernel's run-time statistics were on, {:.0} % of the run; not in it: the tracepoints' dispatch and the syscall-tracing slow path around the programs, see docs/manual/probe-cost.md; every time figure of this run includes all of it",
+            on * 100.0
+        ),
+    };
     format!(
-        "{} in BPF programs over {} runs{share} (the kernel's run-time statistics)",
+        "{} in BPF programs over {} runs{share} ({basis})",
         in_unit(cost.total_ns as f64, "ns"),
         count(cost.events)
     )

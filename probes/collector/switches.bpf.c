@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * Scheduling: context switches (voluntary or not, as rusage counts them), on-CPU and run-queue
+ * time, wakeups, migrations, and the on-CPU time of tasks outside the run.
+ *
+ * A part of ../collector.bpf.c, which includes it after common.bpf.h: not compiled alone.
+ */
+
+/* When this CPU's current task got it (sched_switch): on-CPU time of tasks outside the run. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} cpu_since SEC(".maps");
+
+/* On-CPU time of the task leaving this CPU when it is outside the run: not the target's, not the
+ * collector's own process, not the idle task. */
+static __always_inline void outside_switch(__u32 prev_pid, __u32 prev_tgid, __u64 now)
+{
+	__u32 zero = 0;
+	__u64 *since = bpf_map_lookup_elem(&cpu_since, &zero);
+
+	if (!since)
+		return;
+	if (*since && now > *since && prev_pid != 0 && prev_tgid != TGID &&
+	    prev_tgid != (__u32)cfg[SC_CFG_SELF_TGID])
+		count_at(SC_OUTSIDE_ONCPU_NS, now - *since);
+	*since = now;
+}
+
+/* ---- scheduling --------------------------------------------------------------------------- */
+
+/* How a target thread's switch stands to the rusage its parent will read. */
+enum rusage_sight {
+	IN_RUSAGE,    /* counted in every rusage read after it */
+	AFTER_EXIT,   /* the thread's counts were already folded into the process's: in none */
+	WHILE_REAPED, /* the group leader's, after its parent claimed it in wait4 (exit_state
+		       * EXIT_DEAD): the reaper's getrusage sums the leader's counters meanwhile, so
+		       * this switch is in the rusage wait4 returns or not, by a race. */
+};
+
+/* prev, a target thread, leaves its CPU. voluntary: the kernel counted the switch in nvcsw.
+ * last: the thread's final switch (it is dead). */
+static __always_inline void switch_out(__u32 tid, struct sc_task *t, bool voluntary,
+				       enum rusage_sight sight, bool last, __u64 now)
+{
+	bool after_exit = sight == AFTER_EXIT;
+
+	struct vec_counters *c = phase_vec();
+	struct vec_series *s = series_vec(now);
+	struct vec_cut *k = cut_vec();
+	__u64 slice;
+
+	if (c) {
+		c->v[voluntary ? SC_SWITCHES_VOLUNTARY : SC_SWITCHES_INVOLUNTARY] += 1;
+		if (after_exit)
+			c->v[voluntary ? SC_SWITCHES_VOLUNTARY_AFTER_EXIT : SC_SWITCHES_INVOLUNTARY_AFTER_EXIT] += 1;
+	}
+	if (k) {
+		k->v[voluntary ? SC_CUT_SWITCHES_VOLUNTARY : SC_CUT_SWITCHES_INVOLUNTARY] += 1;
+		if (after_exit)
+			k->v[voluntary ? SC_CUT_SWITCHES_VOLUNTARY_AFTER_EXIT
+				       : SC_CUT_SWITCHES_INVOLUNTARY_AFTER_EXIT] += 1;
+		if (sight == WHILE_REAPED)
+			k->v[voluntary ? SC_CUT_SWITCHES_VOLUNTARY_WHILE_REAPED
+				       : SC_CUT_SWITCHES_INVOLUNTARY_WHILE_REAPED] += 1;
+	}
+	if (s)
+		s->v[voluntary ? SC_S_SWITCHES_VOLUNTARY : SC_S_SWITCHES_INVOLUNTARY] += 1;
+	if (!t)
+		return;
+	if (t->on_ts && now > t->on_ts) {
+		slice = now - t->on_ts;
+		hist_add(SC_H_ONCPU_SLICE_NS, slice);
+		t->oncpu_ns += slice;
+		if (c)
+			c->v[SC_ONCPU_NS] += slice;
+		if (s)
+			s->v[SC_S_ONCPU_NS] += slice;
+	}
+	t->on_ts = 0;
+	/* Preempted (or yielded): still runnable, so its run-queue wait starts now. */
+	t->wake_ts = voluntary ? 0 : now;
+	if (last) {
+		hist_add(SC_H_THREAD_ONCPU_NS, t->oncpu_ns);
+		bpf_map_delete_elem(&tasks, &tid);
+	}
+}
+
+/* next, a target thread, gets a CPU. */
+static __always_inline void switch_in(struct sc_task *t, __u64 now)
+{
+	struct vec_counters *c;
+	struct vec_series *s;
+	__u64 wait;
+
+	t->on_ts = now;
+	if (!t->wake_ts || now < t->wake_ts)
+		return;
+	wait = now - t->wake_ts;
+	t->wake_ts = 0;
+	hist_add(SC_H_RUNQ_NS, wait);
+	c = phase_vec();
+	if (c) {
+		c->v[SC_RUNQ_NS] += wait;
+		c->v[SC_RUNQ_WAITS] += 1;
+	}
+	s = series_vec(now);
+	if (s)
+		s->v[SC_S_RUNQ_NS] += wait;
+}
+
+/*
+ * Voluntary or not: __schedule() bumps prev->nvcsw when the task blocks (!preempt && a non-running
+ * state) and prev->nivcsw otherwise, just before this tracepoint. Reading which counter moved
+ * since the thread's last switch is exact. The state rule (preempt || prev_state == RUNNING means
+ * involuntary) is not: when a signal is pending as the task tries to block, try_to_block_task()
+ * leaves it running and (since early 2025: 6.14 and stable) rewrites prev_state to RUNNING, while
+ * nvcsw is still the counter bumped. The rule serves when the thread's previous count is unknown, and every
+ * disagreement is counted (SC_SWITCH_RULE_DISAGREES).
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	RAN(SC_P_SCHED_SWITCH);
+	__u64 now;
+	struct sc_task *t;
+
+	if (!armed())
+		return 0;
+	now = bpf_ktime_get_ns();
+	outside_switch(prev->pid, prev->tgid, now);
+	if ((__u32)prev->tgid == TGID) {
+		__u32 tid = prev->pid;
+		__u64 nvcsw = prev->nvcsw;
+		bool by_rule = !preempt && prev_state != TASK_RUNNING;
+		bool voluntary = by_rule;
+		struct vec_counters *c;
+
+		t = task_get(tid, true);
+		if (t) {
+			if (t->flags & TF_NV_KNOWN)
+				voluntary = nvcsw != t->nvcsw_seen;
+			t->nvcsw_seen = nvcsw;
+			t->flags |= TF_NV_KNOWN;
+		} else {
+			__u64 *seen = bpf_map_lookup_elem(&nv_by_tid, &tid);
+
+			if (seen && *seen)
+				voluntary = nvcsw + 1 != *seen;
+			else
+				__sync_fetch_and_add(&state[SC_ST_NV_UNTRACKED], 1);
+			if (seen)
+				*seen = nvcsw + 1;
+		}
+		if (voluntary != by_rule) {
+			c = phase_vec();
+			if (c)
+				c->v[SC_SWITCH_RULE_DISAGREES] += 1;
+		}
+		/* __exit_signal() adds a dying thread's counts to the process's and clears
+		 * ->sighand: switches after that are in no rusage. The leader's come last: its parent
+		 * reaps it (wait_task_zombie: exit_state to EXIT_DEAD, then getrusage, then
+		 * release_task) once it is a zombie, which may be before its own final switch. */
+		enum rusage_sight sight = IN_RUSAGE;
+
+		/* The leader first: once claimed, even a switch seen after release_task may have
+		 * been bumped before the reaper's getrusage read it. (No barrier orders the bump
+		 * before this read of exit_state; the gap is a few instructions.) */
+		if (prev->pid == prev->tgid && (prev->exit_state & EXIT_DEAD))
+			sight = WHILE_REAPED;
+		else if (prev->sighand == NULL)
+			sight = AFTER_EXIT;
+		switch_out(tid, t, voluntary, sight, prev_state & TASK_DEAD, now);
+	}
+	if ((__u32)next->tgid == TGID) {
+		t = task_get(next->pid, true);
+		if (t)
+			switch_in(t, now);
+	}
+	return 0;
+}
+
+struct tp_sched_switch {
+	__u64 common;
+	char prev_comm[16];
+	pid_t prev_pid;
+	int prev_prio;
+	long prev_state;
+	char next_comm[16];
+	pid_t next_pid;
+	int next_prio;
+};
+
+/*
+ * Classic twin: no preempt argument, but the kernel encodes it in prev_state (TASK_REPORT_MAX,
+ * the "+" of "R+"), and prev is current. Without task_struct the rule is all there is (see above
+ * for where it errs), and "after exit" is approximated by the X/Z state of the last switch.
+ */
+SEC("tracepoint/sched/sched_switch")
+int tp_sched_switch(struct tp_sched_switch *ctx)
+{
+	RAN(SC_P_SCHED_SWITCH);
+	bool current_target = (__u32)(bpf_get_current_pid_tgid() >> 32) == TGID;
+	long st = ctx->prev_state;
+	bool voluntary = !(st & TASK_REPORT_MAX) && (st & 0xff) != 0;
+	__u64 now;
+	struct sc_task *t;
+
+	if (!armed()) {
+		/* The held child before its exec: user space knows its counters up to the hold
+		 * (/proc), these probes the rest. */
+		if (current_target)
+			__sync_fetch_and_add(&state[voluntary ? SC_ST_PREARM_VOLUNTARY
+							      : SC_ST_PREARM_INVOLUNTARY], 1);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	/* prev is current: its tgid is ours to read. */
+	outside_switch(ctx->prev_pid, (__u32)(bpf_get_current_pid_tgid() >> 32), now);
+	if (current_target) {
+		bool last = st & (REPORT_EXIT_DEAD | REPORT_EXIT_ZOMBIE);
+		__u32 tid = ctx->prev_pid;
+
+		t = task_get(tid, true);
+		switch_out(tid, t, voluntary, last ? AFTER_EXIT : IN_RUSAGE, last, now);
+	}
+	/* next's tgid is not in the record: a target thread is one with an entry. */
+	t = task_get(ctx->next_pid, false);
+	if (t)
+		switch_in(t, now);
+	return 0;
+}
+
+/* A target thread became runnable; t: its entry, when per-thread state is kept. */
+static __always_inline void woken(struct sc_task *t)
+{
+	struct vec_counters *c = phase_vec();
+
+	if (t)
+		t->wake_ts = bpf_ktime_get_ns();
+	if (c)
+		c->v[SC_WAKEUPS] += 1;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(btf_sched_wakeup, struct task_struct *p)
+{
+	RAN(SC_P_SCHED_WAKEUP);
+	struct sc_task *t;
+
+	if (!armed() || (__u32)p->tgid != TGID)
+		return 0;
+	t = task_get(p->pid, true);
+	woken(t);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p)
+{
+	RAN(SC_P_SCHED_WAKEUP_NEW);
+	struct sc_task *t;
+
+	if (!armed() || (__u32)p->tgid != TGID)
+		return 0;
+	t = task_get(p->pid, true);
+	woken(t);
+	return 0;
+}
+
+struct tp_sched_wakeup {
+	__u64 common;
+	char comm[16];
+	pid_t pid;
+	int prio;
+	int target_cpu;
+};
+
+SEC("tracepoint/sched/sched_wakeup")
+int tp_sched_wakeup(struct tp_sched_wakeup *ctx)
+{
+	RAN(SC_P_SCHED_WAKEUP);
+	struct sc_task *t;
+
+	if (!armed())
+		return 0;
+	t = task_get(ctx->pid, false);
+	if (t)
+		woken(t);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_wakeup_new")
+int tp_sched_wakeup_new(struct tp_sched_wakeup *ctx)
+{
+	RAN(SC_P_SCHED_WAKEUP_NEW);
+	struct sc_task *t;
+
+	if (!armed())
+		return 0;
+	t = task_get(ctx->pid, false);
+	if (t)
+		woken(t);
+	return 0;
+}
+
+static __always_inline void migrated(void)
+{
+	struct vec_counters *c = phase_vec();
+
+	if (c)
+		c->v[SC_MIGRATIONS] += 1;
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(btf_sched_migrate_task, struct task_struct *p, int dest_cpu)
+{
+	RAN(SC_P_SCHED_MIGRATE_TASK);
+	if (armed() && (__u32)p->tgid == TGID)
+		migrated();
+	return 0;
+}
+
+struct tp_sched_migrate_task {
+	__u64 common;
+	__u32 comm_loc;
+	pid_t pid;
+	int prio;
+	int orig_cpu;
+	int dest_cpu;
+};
+
+SEC("tracepoint/sched/sched_migrate_task")
+int tp_sched_migrate_task(struct tp_sched_migrate_task *ctx)
+{
+	RAN(SC_P_SCHED_MIGRATE_TASK);
+	if (armed() && task_get(ctx->pid, false))
+		migrated();
+	return 0;
+}
