@@ -81,7 +81,7 @@ run_check() {
   wanted "$name" || return 0
   local before
   before=$(find "$out/runs" -mindepth 1 -maxdepth 1 -type d | sort)
-  "$spawnscope" run "$@" --out "$out/runs" >"$out/$name.log" 2>&1
+  "$spawnscope" run --out "$out/runs" "$@" >"$out/$name.log" 2>&1
   rc=$?
   dir=$(comm -13 <(echo "$before") <(find "$out/runs" -mindepth 1 -maxdepth 1 -type d | sort) | tail -1)
   summary="$dir/summary.json"
@@ -168,7 +168,7 @@ perf_check() {
 bpftrace_check() {
   local name=$1 rc last
   wanted "$name" || return 0
-  "$repo/scripts/test-bpftrace-tools.sh" >"$out/$name.log" 2>&1
+  SPAWNSCOPE_PREBUILT=1 "$repo/scripts/test-bpftrace-tools.sh" >"$out/$name.log" 2>&1
   rc=$?
   last=$(tail -1 "$out/$name.log")
   if [ "$rc" -eq 0 ] && [[ "$last" == *" 0 failed"* ]]; then

@@ -359,6 +359,11 @@ pub fn fingerprint(toolchains: &Toolchains) -> Fingerprint {
     }
 }
 
+/// This machine's CPU is emulated (QEMU's TCG): everything takes many times longer.
+pub fn cpu_emulated() -> bool {
+    hypervisor_signature().as_deref() == Some("TCGTCGTCGTCG")
+}
+
 /// The hypervisor's CPUID signature (leaf 0x40000000, 12 bytes in EBX, ECX, EDX), when CPUID
 /// leaf 1 says a hypervisor is present (ECX bit 31).
 #[cfg(target_arch = "x86_64")]

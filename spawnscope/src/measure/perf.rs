@@ -299,7 +299,10 @@ impl Recorder {
         // perf starts disabled; "enable" is acknowledged once the events are on.
         ctl.write_all(b"enable\n")
             .context("writing to perf's control FIFO")?;
-        let deadline = Instant::now() + Duration::from_secs(60);
+        // perf synthesizes every task's maps before it samples: seconds on a real CPU, minutes
+        // under QEMU's emulation (the kernel matrix's VMs).
+        let wait_s = if crate::host::machine::cpu_emulated() { 600 } else { 60 };
+        let deadline = Instant::now() + Duration::from_secs(wait_s);
         loop {
             if readable(&ack, Duration::from_millis(200)) {
                 let mut buf = [0u8; 16];
@@ -316,7 +319,7 @@ impl Recorder {
                 );
             }
             if Instant::now() > deadline {
-                bail!("perf record did not start within 60 s: {}", log_tail(dir));
+                bail!("perf record did not start within {wait_s} s: {}", log_tail(dir));
             }
         }
     }
