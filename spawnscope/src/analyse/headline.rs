@@ -72,7 +72,7 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
     keys.into_iter()
         .filter_map(|(machine, workload)| {
             let emulated = runs.iter().any(|r| r.machine == machine && r.emulated);
-            let mut sides: Vec<Side> = DESCRIPTORS
+            let sides: Vec<Side> = DESCRIPTORS
                 .iter()
                 .filter_map(|d| {
                     let mine: Vec<&Summary> = runs
@@ -104,24 +104,12 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                 })
                 .filter(|s| s.memory_kib.is_some())
                 .collect();
-            if sides.len() < 2 {
-                return None;
-            }
-            sides.sort_by(|a, b| {
-                b.memory_kib
-                    .unwrap_or(0.0)
-                    .total_cmp(&a.memory_kib.unwrap_or(0.0))
-            });
-            let cheaper = sides.pop()?;
-            let dearer = sides.remove(0);
-            Some(Headline {
-                machine: several_machines.then(|| machine.to_string()),
-                workload: workload.into(),
-                dearer,
-                cheaper,
-                between: sides,
-                times_emulated: emulated,
-            })
+            Headline::of_sides(
+                several_machines.then(|| machine.to_string()),
+                workload,
+                sides,
+                emulated,
+            )
         })
         .collect()
 }
@@ -138,6 +126,34 @@ fn factor(dearer: f64, cheaper: f64) -> f64 {
 }
 
 impl Headline {
+    /// The headline of a workload's sides (one per runtime): the dearest in memory against the
+    /// cheapest, the others between; None with fewer than two.
+    pub fn of_sides(
+        machine: Option<String>,
+        workload: &str,
+        mut sides: Vec<Side>,
+        times_emulated: bool,
+    ) -> Option<Headline> {
+        if sides.len() < 2 {
+            return None;
+        }
+        sides.sort_by(|a, b| {
+            b.memory_kib
+                .unwrap_or(0.0)
+                .total_cmp(&a.memory_kib.unwrap_or(0.0))
+        });
+        let cheaper = sides.pop()?;
+        let dearer = sides.remove(0);
+        Some(Headline {
+            machine,
+            workload: workload.into(),
+            dearer,
+            cheaper,
+            between: sides,
+            times_emulated,
+        })
+    }
+
     /// "hold: a thread costs 13.5× a goroutine in memory (36.5 KiB against 2.7 KiB per task) and
     /// 12.7× in spawn time (40.5 µs against 3.2 µs); threads at N = 100,000 (3 runs), goroutines
     /// at N = 1,000,000 (3 runs), medians". With three runtimes, one such clause per runtime

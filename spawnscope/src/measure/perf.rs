@@ -301,7 +301,11 @@ impl Recorder {
             .context("writing to perf's control FIFO")?;
         // perf synthesizes every task's maps before it samples: seconds on a real CPU, minutes
         // under QEMU's emulation (the kernel matrix's VMs).
-        let wait_s = if crate::host::machine::cpu_emulated() { 600 } else { 60 };
+        let wait_s = if crate::host::machine::cpu_emulated() {
+            600
+        } else {
+            60
+        };
         let deadline = Instant::now() + Duration::from_secs(wait_s);
         loop {
             if readable(&ack, Duration::from_millis(200)) {
@@ -319,7 +323,10 @@ impl Recorder {
                 );
             }
             if Instant::now() > deadline {
-                bail!("perf record did not start within {wait_s} s: {}", log_tail(dir));
+                bail!(
+                    "perf record did not start within {wait_s} s: {}",
+                    log_tail(dir)
+                );
             }
         }
     }

@@ -205,36 +205,18 @@ fn headlines_of(set: &Comparison) -> Vec<Headline> {
     workloads
         .into_iter()
         .filter_map(|w| {
-            let mut sides: Vec<Side> =
-                ordered_runtimes(set.cells.iter().map(|c| c.runtime.as_str()))
-                    .into_iter()
-                    .filter_map(|rt| {
-                        set.cells
-                            .iter()
-                            .filter(|c| c.workload == w && c.runtime == rt && c.measured_runs > 0)
-                            .max_by_key(|c| c.n)
-                            .and_then(side_of)
-                    })
-                    .collect();
-            if sides.len() < 2 {
-                return None;
-            }
-            sides.sort_by(|a, b| {
-                b.memory_kib
-                    .unwrap_or(0.0)
-                    .total_cmp(&a.memory_kib.unwrap_or(0.0))
-            });
-            let cheaper = sides.pop()?;
-            let dearer = sides.remove(0);
-            Some(Headline {
-                machine: None,
-                workload: w.into(),
-                dearer,
-                cheaper,
-                between: sides,
-                // Sets this old had no spawn times in their sides to leave out.
-                times_emulated: false,
-            })
+            let sides: Vec<Side> = ordered_runtimes(set.cells.iter().map(|c| c.runtime.as_str()))
+                .into_iter()
+                .filter_map(|rt| {
+                    set.cells
+                        .iter()
+                        .filter(|c| c.workload == w && c.runtime == rt && c.measured_runs > 0)
+                        .max_by_key(|c| c.n)
+                        .and_then(side_of)
+                })
+                .collect();
+            // Sets this old had no spawn times in their sides to leave out.
+            Headline::of_sides(None, w, sides, false)
         })
         .collect()
 }
