@@ -28,6 +28,9 @@ esac
 
 record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$results"; }
 
+# The last run run_check made (its directory), for the checks that read it further.
+last_run=
+
 wanted() { [ -z "${SPAWNSCOPE_KERNEL_CHECKS:-}" ] || [[ " $SPAWNSCOPE_KERNEL_CHECKS " == *" $1 "* ]]; }
 
 # kb FILE KEY: KEY's value in a "Key: value kB" file.
@@ -111,7 +114,7 @@ run_check() {
 # missing_check NAME: in the run last_run names, every probe the kernel could not load is said
 # so (named in left_out), and the figures that need it read "not available here", never 0.
 missing_check() {
-  local name=$1 summary="$last_run/summary.json" md="$last_run/summary.md" missing said=0 wrong=()
+  local name=$1 summary="${last_run:-}/summary.json" md="${last_run:-}/summary.md" missing said=0 wrong=()
   wanted "$name" || return 0
   if [ -z "${last_run:-}" ] || [ ! -f "$summary" ]; then
     record "$name" fail "no run to read"
