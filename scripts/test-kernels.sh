@@ -183,7 +183,7 @@ for kernel in "${kernels[@]}"; do
   kout="$out/$release"
   mkdir -p "$kout"
   echo "$how" >"$kout/accel.txt"
-  timeout "$vm_timeout" vng --run "$vmlinuz" "${kvm_flag[@]}" --cpus "$cpus" --memory "$memory" \
+  timeout "$vm_timeout" vng --verbose --run "$vmlinuz" "${kvm_flag[@]}" --cpus "$cpus" --memory "$memory" \
     --rwdir "$kout" -- "SPAWNSCOPE_KERNEL_SUITE=$suite SPAWNSCOPE_KERNEL_CHECKS='${SPAWNSCOPE_KERNEL_CHECKS:-}' $REPO_ROOT/scripts/lib/kernel-suite.sh $kout" \
     </dev/null >"$kout/vm.log" 2>&1 || echo "$?" >"$kout/vm-exit.txt"
   cgroup=$(awk '$1 == "cgroup" { print $2 }' "$kout/machine.txt" 2>/dev/null)
