@@ -361,7 +361,7 @@ pub fn fingerprint(toolchains: &Toolchains) -> Fingerprint {
 
 /// This machine's CPU is emulated (QEMU's TCG): everything takes many times longer.
 pub fn cpu_emulated() -> bool {
-    hypervisor_signature().as_deref() == Some("TCGTCGTCGTCG")
+    hypervisor_signature().as_deref() == Some(crate::record::machine::TCG_SIGNATURE)
 }
 
 /// The hypervisor's CPUID signature (leaf 0x40000000, 12 bytes in EBX, ECX, EDX), when CPUID

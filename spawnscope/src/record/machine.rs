@@ -65,6 +65,9 @@ pub struct Fingerprint {
     pub hypervisor: Option<String>,
 }
 
+/// The CPUID hypervisor signature of QEMU's emulation (TCG).
+pub const TCG_SIGNATURE: &str = "TCGTCGTCGTCG";
+
 impl Fingerprint {
     /// The memory controller is on cgroup v2 ("v2", or a hybrid whose memory is v2).
     pub fn memory_cgroup_v2(&self) -> bool {
@@ -76,7 +79,7 @@ impl Fingerprint {
     /// emulator, not the kernel. Older fingerprints have no signature; TCG names itself in the
     /// CPU model as well ("QEMU TCG CPU version 2.5+").
     pub fn emulator(&self) -> Option<&'static str> {
-        let tcg = self.hypervisor.as_deref() == Some("TCGTCGTCGTCG")
+        let tcg = self.hypervisor.as_deref() == Some(TCG_SIGNATURE)
             || self.cpu_model.contains("QEMU TCG");
         tcg.then_some("QEMU TCG")
     }
