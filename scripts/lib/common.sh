@@ -162,13 +162,16 @@ need_toolchains() {
 MDBOOK_VERSION=0.5.4
 
 # need_mdbook: mdbook on PATH, installed from crates.io when it is missing (cargo install, into
-# ~/.cargo/bin; a few minutes on 2 cores). Returns 1, saying why, when it cannot be had.
+# ~/.cargo/bin). Only its `search` feature: `serve` and `watch` (a web server, tokio, a file
+# watcher) are half its build and nothing here uses them — 3 min 20 s on 2 busy cores without
+# them. Returns 1, saying why, when it cannot be had.
 need_mdbook() {
   add_toolchain_paths
   command -v mdbook >/dev/null 2>&1 && return 0
   command -v cargo >/dev/null 2>&1 || { warn "mdbook is missing and cargo is not on PATH to install it"; return 1; }
-  say "installing mdbook $MDBOOK_VERSION from crates.io (cargo install mdbook --locked)"
-  cargo install mdbook --version "$MDBOOK_VERSION" --locked --quiet >&2 ||
+  say "installing mdbook $MDBOOK_VERSION from crates.io (cargo install mdbook --locked, the search feature only)"
+  cargo install mdbook --version "$MDBOOK_VERSION" --locked --quiet \
+    --no-default-features --features search >&2 ||
     { warn "cargo install mdbook failed (no access to crates.io?)"; return 1; }
   command -v mdbook >/dev/null 2>&1
 }

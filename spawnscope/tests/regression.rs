@@ -9,7 +9,9 @@
 //! (`resolved`, …), and compare.md, where the fixture's lines through two points have no standard
 //! error, says so before each of their slopes and states the rule; the threads runs' summaries
 //! their exit path (`stacks_freed_by_threads`, the "Exit path" line); compare.json each workload
-//! run's own figures from its result event (`program`: `spawn_ns_per_task`, `throughput_per_s`):
+//! run's own figures from its result event (`program`: `spawn_ns_per_task`, `throughput_per_s`);
+//! each run's memory per task its resolution (`resolved`, …: the goroutine runs, 2–8 MiB held,
+//! say "not resolved" in their summary.md, in compare.md's runs table (‡) and in the headline):
 //! every number they had before is as recorded.
 
 mod common;

@@ -67,6 +67,10 @@ pub struct Cell {
     /// the tables mark them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cpu_emulated: bool,
+    /// A run of the cell had too little memory held to resolve its memory per task
+    /// (`resolution::judge_held`): the memory figures are marked not resolved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memory_unresolved: bool,
 }
 
 /// What one figure is regressed on: tasks alive at the peak (memory) or tasks spawned (time,
@@ -511,6 +515,11 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 wall_us: per_spawned(|r| r.wall_s * 1e6),
                 minor_faults: per_spawned(|r| r.minor_faults as f64),
                 cpu_emulated: false,
+                memory_unresolved: ok.iter().any(|r| {
+                    r.memory_per_task
+                        .as_ref()
+                        .is_some_and(|m| !m.resolution.resolved)
+                }),
             }
         })
         .collect();

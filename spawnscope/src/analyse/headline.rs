@@ -25,6 +25,10 @@ pub struct Side {
     /// Medians: memory per task alive (KiB), spawn time per task spawned (µs).
     pub memory_kib: Option<f64>,
     pub spawn_us: Option<f64>,
+    /// A run at this N held too little memory to resolve its memory per task
+    /// (`resolution::judge_held`): the line says the memory factor is not resolved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memory_unresolved: bool,
 }
 
 #[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -95,6 +99,11 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                             at_n.iter()
                                 .filter_map(|s| Some(s.memory_per_task.as_ref()?.total_kb)),
                         ),
+                        memory_unresolved: at_n.iter().any(|s| {
+                            s.memory_per_task
+                                .as_ref()
+                                .is_some_and(|m| !m.resolution.resolved)
+                        }),
                         spawn_us: median(
                             at_n.iter()
                                 .filter_map(|s| s.time_per_task.as_ref()?.spawn_us),
@@ -201,6 +210,10 @@ fn clause(a: &Side, b: &Side) -> String {
         bytes(ma * 1024.0),
         bytes(mb * 1024.0)
     );
+    if a.memory_unresolved || b.memory_unresolved {
+        // Said inside the clause it qualifies: the factor is not a figure at these N.
+        text.insert_str(text.len() - 1, "; not resolved at these N");
+    }
     if let (Some(sa), Some(sb)) = (a.spawn_us, b.spawn_us) {
         let f = factor(sa, sb);
         let how = if f >= 1.0 {
@@ -246,6 +259,33 @@ mod tests {
                 emulated: false,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_memory_factor_not_resolved_at_its_n_says_so_in_its_clause() {
+        let resolved = Side {
+            runtime: "threads".into(),
+            n: 3_000,
+            runs: 1,
+            memory_kib: Some(36.5),
+            spawn_us: None,
+            memory_unresolved: false,
+        };
+        let unresolved = Side {
+            runtime: "goroutines".into(),
+            memory_kib: Some(2.7),
+            memory_unresolved: true,
+            ..resolved.clone()
+        };
+        assert_eq!(
+            clause(&resolved, &unresolved),
+            "a thread costs 13.5× a goroutine in memory (36.5 KiB against 2.7 KiB per task; not resolved at these N)"
+        );
+        let both = Side {
+            memory_unresolved: false,
+            ..unresolved
+        };
+        assert!(!clause(&resolved, &both).contains("not resolved"));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::regression::LineFit;
-use crate::units::count;
+use crate::units::{bytes, count};
 
 /// A slope is resolved when |slope| ≥ this many standard errors. 4 rather than the 2 of a ~95 %
 /// interval: with the few points a sweep has (often one residual degree of freedom or two) the
@@ -38,6 +38,9 @@ pub enum Unresolved {
     Negative,
     /// Clear of 0 but its standard error is more than a quarter of it.
     Imprecise,
+    /// One run's memory per task, where the tasks alive at the moment measured held less than
+    /// MIN_HELD_KB in all: a reading of free memory moves by as much without them.
+    TooLittleHeld,
 }
 
 /// The verdict on one fitted slope (flattened into compare.json's fits beside the line).
@@ -127,6 +130,39 @@ pub fn judge(line: &LineFit, x_min: f64, x_max: f64) -> Resolution {
     )
 }
 
+/// One run's memory per task is resolved when the tasks alive at the moment measured held at
+/// least this much in all (KiB). Why 16 MiB: between two readings on a quiet machine free memory
+/// moves by up to ~0.8 MiB without the run (per-CPU lists, slab, RCU's deferred frees: goroutine
+/// `hold` runs of 1,000–2,000 scattered ±0.75 MiB, their "381 B ± 373 B" a task), and 0.8 MiB is
+/// the ±5 % a run must add up within at 16 MiB. Below it, a `churn` whose --batch lets ~100
+/// threads live at once (4 MiB) read −158 % and +37 % in the kernel matrix's VMs.
+pub const MIN_HELD_KB: f64 = 16.0 * 1024.0;
+
+/// Judges one run's memory per task: `held_kb`, what the tasks alive at the moment measured held
+/// in all (the parts, averaged over the moments read), `per_task_kb` each, `alive` of them.
+pub fn judge_held(held_kb: f64, per_task_kb: f64, alive: u64) -> Resolution {
+    if held_kb >= MIN_HELD_KB {
+        return Resolution::default();
+    }
+    let resolve_at_n =
+        (per_task_kb > 0.0).then(|| round_up_two_figures(MIN_HELD_KB / per_task_kb));
+    Resolution {
+        resolved: false,
+        unresolved: Some(Unresolved::TooLittleHeld),
+        resolve_at_n,
+        resolution_note: format!(
+            "not resolved: the {} tasks alive at the moment measured held {} in all, below the {} one reading of free memory resolves within ±5 %{}",
+            count(alive),
+            bytes(held_kb * 1024.0),
+            bytes(MIN_HELD_KB * 1024.0),
+            resolve_at_n.map_or(String::new(), |n| format!(
+                "; needs ≈ {} tasks alive at once (an estimate)",
+                count(n)
+            ))
+        ),
+    }
+}
+
 /// The largest N at which a sweep like this one would resolve a slope clear of 0 but imprecise
 /// (`slope > 0`, `se > slope / RESOLVED_T`).
 ///
@@ -182,6 +218,22 @@ mod tests {
         // An exact line, a zero cost included (a goroutine's kernel stack), is resolved.
         assert!(judged(&sweep(&ns, 0.0, 0.0), &ns).resolved);
         assert!(judged(&sweep(&ns, 16.0, 0.0), &ns).resolved);
+    }
+
+    #[test]
+    fn a_run_holding_less_than_the_floor_is_not_resolved_and_names_the_n() {
+        // churn in a VM: 137 threads of 40 KiB alive at the moment measured, 5.4 MiB in all.
+        let r = judge_held(137.0 * 40.0, 40.0, 137);
+        assert!(!r.resolved);
+        assert_eq!(r.unresolved, Some(Unresolved::TooLittleHeld));
+        // 16 MiB / 40 KiB = 409.6 → 410 tasks.
+        assert_eq!(r.resolve_at_n, Some(410));
+        assert!(r.resolution_note.contains("137 tasks"), "{}", r.resolution_note);
+        // 2,000 threads of 40 KiB (78 MiB) and 100,000 tokio tasks of 0.42 KiB (41 MiB) are.
+        assert!(judge_held(2_000.0 * 40.0, 40.0, 2_000).resolved);
+        assert!(judge_held(100_000.0 * 0.42, 0.42, 100_000).resolved);
+        // A negative or zero part gives no N.
+        assert_eq!(judge_held(-10.0, -0.01, 1_000).resolve_at_n, None);
     }
 
     #[test]

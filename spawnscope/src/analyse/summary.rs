@@ -14,6 +14,7 @@ use crate::analyse::phases::{phase_costs, phase_names, stopped_ns_between, Phase
 use crate::analyse::probes::{probe_summary, ProbeSummary};
 use crate::analyse::sentinels::SentinelFigures;
 use crate::analyse::verdict::Verdict;
+use crate::analyse::resolution::{self, Resolution};
 use crate::analyse::waits::{waits, Waits};
 use crate::record::{
     CgroupStats, CgroupVersion, MemoryRecord, PeakChoice, PeakMoment, RunRecord, Snapshot, Stage,
@@ -108,6 +109,11 @@ pub struct MemoryPerTask {
     /// The moments averaged, when more than one (the most tasks alive and those near it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moments: Option<Moments>,
+    /// Whether these figures are resolved: the tasks alive at the moment measured held at least
+    /// `resolution::MIN_HELD_KB` in all (a `churn` of a hundred threads alive does not). Where
+    /// not, the figures stay here for the record and every page says "not resolved" instead.
+    #[serde(flatten)]
+    pub resolution: Resolution,
 }
 
 /// How many moments memory per task was averaged over, and the tasks alive in them.
@@ -499,6 +505,7 @@ fn per_task(
             alive_min: moments.iter().map(|(_, a)| *a).min().unwrap_or(0),
             alive_max: moments.iter().map(|(_, a)| *a).max().unwrap_or(0),
         }),
+        resolution: Resolution::default(),
     };
     // On the sums, before dividing: the figures recorded before stay byte for byte.
     let compared = drop_compared(
@@ -510,6 +517,12 @@ fn per_task(
     m.adds_up = m
         .difference_percent
         .is_some_and(|d| d.abs() <= ADDS_UP_PERCENT);
+    // What one moment held, so that averaging over several does not pass a small figure.
+    m.resolution = resolution::judge_held(
+        total / moments.len() as f64,
+        m.total_kb,
+        alive / moments.len() as u64,
+    );
     Some(m)
 }
 
@@ -1149,6 +1162,12 @@ mod tests {
             m.difference_percent.unwrap().abs() < 1e-9 && m.adds_up,
             "{m:?}"
         );
+        // It adds up, yet 300 threads held 10.8 MiB: below what one reading resolves, so no
+        // page quotes it; 16 MiB / 37 KiB ≈ 443 → 450 alive would.
+        assert!(!m.resolution.resolved, "{m:?}");
+        assert_eq!(m.resolution.resolve_at_n, Some(450));
+        let twice = memory_per_task_over(&base, &[(&peak, 300), (&peak, 300)]).unwrap();
+        assert!(!twice.resolution.resolved, "two moments are not twice the memory held");
         // Without the slab and zone readings (older records), MemAvailable alone: the half of
         // the reclaimed cache it counted and the pending stacks break the sum.
         let strip = |mut s: Snapshot| {

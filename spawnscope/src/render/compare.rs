@@ -78,27 +78,27 @@ const CELL_COLUMNS: &[Column<Cell>] = &[
         several_machines: false,
     },
     Column {
-        shown: figure("memory / task alive", |c| kb_spread(&c.memory_kb)),
+        shown: figure("memory / task alive", |c| memory_cell(c, &c.memory_kb)),
         raw: Raw::Spread("memory_kib_per_task", |c| &c.memory_kb),
         several_machines: false,
     },
     Column {
-        shown: figure("RSS / task", |c| kb_spread(&c.rss_kb)),
+        shown: figure("RSS / task", |c| memory_cell(c, &c.rss_kb)),
         raw: Raw::Spread("rss_kib_per_task", |c| &c.rss_kb),
         several_machines: false,
     },
     Column {
-        shown: figure("kernel stack / task", |c| kb_spread(&c.kernel_stack_kb)),
+        shown: figure("kernel stack / task", |c| memory_cell(c, &c.kernel_stack_kb)),
         raw: Raw::Spread("kernel_stack_kib_per_task", |c| &c.kernel_stack_kb),
         several_machines: false,
     },
     Column {
-        shown: figure("page tables / task", |c| kb_spread(&c.page_tables_kb)),
+        shown: figure("page tables / task", |c| memory_cell(c, &c.page_tables_kb)),
         raw: Raw::Spread("page_tables_kib_per_task", |c| &c.page_tables_kb),
         several_machines: false,
     },
     Column {
-        shown: figure("slab / task", |c| kb_spread(&c.slab_kb)),
+        shown: figure("slab / task", |c| memory_cell(c, &c.slab_kb)),
         raw: Raw::Spread("slab_kib_per_task", |c| &c.slab_kb),
         several_machines: false,
     },
@@ -245,6 +245,26 @@ pub fn fits_table(r: &Comparison) -> Table {
 pub const EMULATED_MARK: &str = "†";
 pub const EMULATED_NOTE: &str = "† the CPU was emulated (QEMU's TCG): these times are the emulator's, not the kernel's; memory and counts are real.";
 
+/// What marks memory per task that a run of the cell held too little of to resolve, and the note
+/// under a table that has one.
+pub const UNRESOLVED_MARK: &str = "‡";
+pub fn unresolved_note() -> String {
+    format!(
+        "‡ not resolved: the tasks alive at the moment measured held less than {} in all, within what free memory moves by without them (each run's summary names the N that would resolve it).",
+        crate::units::bytes(crate::analyse::resolution::MIN_HELD_KB * 1024.0)
+    )
+}
+
+/// Memory per task, marked when a run of the cell held too little to resolve it.
+fn memory_cell(c: &Cell, s: &Option<Spread>) -> String {
+    let cell = kb_spread(s);
+    if c.memory_unresolved && s.is_some() {
+        format!("{cell} {UNRESOLVED_MARK}")
+    } else {
+        cell
+    }
+}
+
 /// A time in seconds, marked when the cell's machine emulated its CPU.
 fn time_cell(c: &Cell, s: &Option<Spread>) -> String {
     let cell = spread_cell(s, 2);
@@ -360,6 +380,9 @@ pub fn markdown(r: &Comparison) -> String {
     md.push_str(&runs_table(r).markdown());
     if r.cells.iter().any(|c| c.cpu_emulated) {
         let _ = writeln!(md, "\n{EMULATED_NOTE}");
+    }
+    if r.cells.iter().any(|c| c.memory_unresolved) {
+        let _ = writeln!(md, "\n{}", unresolved_note());
     }
     md.push_str(&repeats::markdown(&r.repeats));
     let _ = writeln!(
@@ -694,8 +717,16 @@ mod tests {
             "{line}"
         );
         assert!(csv.lines().nth(1).unwrap().ends_with(",true,,"));
-        // All resolved: no verdict and no rule.
-        let r = with_standard_errors([0.01, 0.2]);
+        // All resolved (the fits, and the runs' memory, which the recorded goroutines' is
+        // not: 2–8 MiB held): no verdict and no rule.
+        let mut r = with_standard_errors([0.01, 0.2]);
+        for c in &mut r.cells {
+            c.memory_unresolved = false;
+        }
+        for h in &mut r.headlines {
+            h.dearer.memory_unresolved = false;
+            h.cheaper.memory_unresolved = false;
+        }
         let md = markdown(&r);
         assert!(
             !md.contains("not resolved") && !md.contains(resolution::RULE),

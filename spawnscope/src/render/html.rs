@@ -129,6 +129,12 @@ const CHECK_COLUMNS: &[CheckColumn] = &[
     }),
     ("parts vs drop", |r| {
         r.memory_per_task.as_ref().map_or("—".into(), |m| {
+            if !m.resolution.resolved {
+                return format!(
+                    "not resolved ({})",
+                    super::summary::percent_or_no_drop(m.difference_percent)
+                );
+            }
             format!(
                 "{} {}",
                 super::summary::percent_or_no_drop(m.difference_percent),
@@ -256,6 +262,9 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
     }
     h.push_str("<h2 id=\"runs\">Runs: median (min … max) over repeats</h2>\n");
     h.push_str(&compare::runs_table(report).html("cells"));
+    if report.cells.iter().any(|c| c.memory_unresolved) {
+        let _ = write!(h, "<p>{}</p>", escape(&compare::unresolved_note()));
+    }
     if report.cells.iter().any(|c| c.cpu_emulated) {
         let _ = write!(h, "<p>{}</p>", escape(compare::EMULATED_NOTE));
     }

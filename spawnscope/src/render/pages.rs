@@ -189,6 +189,7 @@ fn side_of(cell: &Cell) -> Option<Side> {
         runs: cell.measured_runs,
         memory_kib: Some(cell.memory_kb.as_ref()?.median),
         spawn_us: None,
+        memory_unresolved: cell.memory_unresolved,
     })
 }
 

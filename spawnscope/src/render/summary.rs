@@ -85,7 +85,9 @@ fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
             ),
         ));
     }
-    if let Some(m) = &s.memory_per_task {
+    if s.memory_per_task.as_ref().is_some_and(|m| !m.resolution.resolved) {
+        rows.push(("memory", "not resolved (below)".into()));
+    } else if let Some(m) = &s.memory_per_task {
         rows.push(("RSS", kb(m.rss_kb)));
         if let Some(huge) = m.huge_pages_kb {
             rows.push(("of which transparent huge pages", kb(huge)));
@@ -160,6 +162,16 @@ fn adds_up_line(s: &Summary) -> Option<String> {
             },
             kb(m.total_kb),
             kb(m.mem_available_drop_kb)
+        ));
+    }
+    // Too little held to resolve: the note and the raw comparison, no figure to quote.
+    if !m.resolution.resolved {
+        return Some(format!(
+            "Memory per task {} (recorded in summary.json: parts {} vs MemAvailable drop {} per task, {}).",
+            m.resolution.resolution_note,
+            kb(m.total_kb),
+            kb(m.mem_available_drop_kb),
+            percent_or_no_drop(m.difference_percent)
         ));
     }
     let corrections = m.slab_room_used_kb.is_some()
