@@ -98,6 +98,10 @@ replace-with = "vendored-sources"
 [source.vendored-sources]
 directory = "$cargoDeps"
 EOF
+  # The release profile without optimisation: this double proves what the derivations build and
+  # install, not how fast the programs run, and each package builds its whole dependency tree
+  # afresh (three trees in test-nix.sh, a few minutes of CI's time). nixpkgs builds it as set.
+  export CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=false
   # shellcheck disable=SC2086 # a list attribute arrives space-separated
   cargo build --release --frozen --offline $cargoBuildFlags
   mkdir -p "$out/bin"
