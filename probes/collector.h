@@ -184,6 +184,7 @@ enum sc_cut {
 	SC_CUT_SWITCHES_VOLUNTARY_WHILE_REAPED,   /* the leader's, racing its parent's wait4 */
 	SC_CUT_SWITCHES_INVOLUNTARY_WHILE_REAPED,
 	SC_CUT_NEW_THREADS,
+	SC_CUT_SIGNALS_DELIVERED,  /* signal:signal_deliver: each lets one fault be taken twice */
 	SC_NR_CUT
 };
 
@@ -314,6 +315,7 @@ enum sc_faddr {
 enum sc_prog {
 	SC_P_PAGE_FAULT_USER,
 	SC_P_PAGE_FAULT_KERNEL,
+	SC_P_SIGNAL_DELIVER,
 	SC_P_RSS_STAT,
 	SC_P_MM_VMSCAN_DIRECT_RECLAIM_BEGIN,
 	SC_P_MM_VMSCAN_DIRECT_RECLAIM_END,

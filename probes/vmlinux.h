@@ -83,6 +83,8 @@ struct percpu_counter {
 struct file;
 struct sighand_struct;
 struct linux_binprm;
+struct kernel_siginfo;
+struct k_sigaction;
 
 struct mm_struct {
 	unsigned long start_brk;

@@ -227,6 +227,7 @@ fn cut_counts(words: &[u64]) -> CutCounts {
         switches_voluntary_while_reaped: words[cut::SWITCHES_VOLUNTARY_WHILE_REAPED],
         switches_involuntary_while_reaped: words[cut::SWITCHES_INVOLUNTARY_WHILE_REAPED],
         new_threads: words[cut::NEW_THREADS],
+        signals_delivered: words[cut::SIGNALS_DELIVERED],
     }
 }
 

@@ -140,6 +140,12 @@ pub struct CutCounts {
     #[serde(default)]
     pub switches_involuntary_while_reaped: u64,
     pub new_threads: u64,
+    /// Signals delivered to the target's threads (signal:signal_deliver): each lets one page fault
+    /// be entered twice for one completion (a fault interrupted by a pending signal is taken
+    /// again once it is delivered), so they bound how far faults may exceed rusage's. 0 when the
+    /// probe was not attached (see `probes`) and in files from before it was counted.
+    #[serde(default)]
+    pub signals_delivered: u64,
 }
 
 /// The task's own counters when it exec'd: what its rusage already held from between fork and exec.

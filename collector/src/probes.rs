@@ -125,6 +125,9 @@ pub(crate) const PROBES: &[Probe] = &[
     btf("sched:sched_migrate_task", &[("pid", 12)]),
     btf("exceptions:page_fault_user", FAULT),
     btf("exceptions:page_fault_kernel", FAULT),
+    // Signals delivered to the target: each lets one fault be entered twice (the faults'
+    // cross-check). The classic program reads no field of its record.
+    btf("signal:signal_deliver", &[]),
     per_thread_only(btf(
         "kmem:rss_stat",
         &[("curr", 12), ("member", 16), ("size", 24)],

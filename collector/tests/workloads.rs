@@ -1,5 +1,6 @@
 //! The collector on the real workloads, as root: what it counts must agree with the kernel's own
-//! accounting (the workload's getrusage) and with what the workload says it did.
+//! accounting (the workload's getrusage) and with what the workload says it did; and on a child
+//! of this test binary (re-exec'd) whose signals are known.
 //! Without root or BPF each test prints `SKIP <test>: <reason>` and returns.
 
 mod common;
@@ -8,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use common::{assert_checks_pass, assert_consistent, run, serial, skip, Run};
-use spawnscope_collector::{Attach, Collector, Config, Error, FaultKinds};
+use spawnscope_collector::{Attach, Collector, Config, Error, FaultKinds, Rusage};
 
 const THREADS: u64 = 2_000;
 const GOROUTINES: u64 = 100_000;
@@ -240,6 +241,94 @@ fn a_tp_btf_program_the_kernel_refuses_falls_back_alone() {
     );
     assert_consistent(&run);
     assert_checks_pass(test, &run, 200);
+}
+
+/// SIGUSR1s the child raises before its getrusage call, and after.
+const SIGNALS_BEFORE: u64 = 40;
+const SIGNALS_AFTER: u64 = 7;
+
+extern "C" fn on_usr1(_: libc::c_int) {}
+
+fn raise_usr1(times: u64) {
+    for _ in 0..times {
+        // SAFETY: SIGUSR1 has a handler that does nothing; raise delivers it before returning.
+        assert_eq!(unsafe { libc::raise(libc::SIGUSR1) }, 0);
+    }
+}
+
+#[test]
+#[ignore = "a child of signals_delivered_to_the_target_are_counted_up_to_its_getrusage"]
+fn child_signals() {
+    // SAFETY: installs a handler that touches nothing.
+    let old = unsafe { libc::signal(libc::SIGUSR1, on_usr1 as *const () as libc::sighandler_t) };
+    assert_ne!(old, libc::SIG_ERR);
+    raise_usr1(SIGNALS_BEFORE);
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) }, 0);
+    raise_usr1(SIGNALS_AFTER);
+    println!(
+        "{}",
+        serde_json::json!({"event": "result", "rusage": Rusage::from(&ru)})
+    );
+}
+
+/// Each signal delivered to the target's threads is counted (signal:signal_deliver, tp_btf and
+/// its classic twin), cut at its getrusage like the faults they bound, and the faults'
+/// cross-check carries them.
+#[test]
+fn signals_delivered_to_the_target_are_counted_up_to_its_getrusage() {
+    let _one = serial();
+    for classic in [false, true] {
+        let test = if classic {
+            "signals_delivered_classic"
+        } else {
+            "signals_delivered"
+        };
+        let Some(run) = common::run_child(test, "child_signals", 1, |c| c.classic_only = classic)
+        else {
+            return;
+        };
+        let r = &run.report;
+        let probe = r
+            .probes
+            .iter()
+            .find(|p| p.probe == "signal:signal_deliver")
+            .unwrap();
+        let Some(attach) = probe.attach else {
+            return skip(test, &format!("signal:signal_deliver: {:?}", probe.note));
+        };
+        assert_eq!(classic, attach == Attach::Tracepoint, "{probe:?}");
+        let window = r
+            .rusage_basis
+            .at_last_getrusage
+            .as_ref()
+            .expect("a cut at the child's getrusage");
+        assert_eq!(
+            (
+                window.entered.signals_delivered,
+                window.returned.signals_delivered
+            ),
+            (SIGNALS_BEFORE, SIGNALS_BEFORE)
+        );
+        // The rest after it (and, at the exit, a SIGKILL for any thread still running).
+        assert!(
+            r.rusage_basis.total.signals_delivered >= SIGNALS_BEFORE + SIGNALS_AFTER,
+            "{:?}",
+            r.rusage_basis.total
+        );
+        let rusage: Rusage = serde_json::from_value(run.result["rusage"].clone()).unwrap();
+        let faults = &r.cross_checks(&rusage, None)[0];
+        println!("{test}: {faults:?}");
+        assert!(faults.pass(), "{faults:#?}");
+        assert!(
+            faults.basis.contains(&format!(
+                "+ {SIGNALS_BEFORE} signals delivered to the target"
+            )),
+            "{}",
+            faults.basis
+        );
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
 /*
- * Memory: page faults (user and kernel mode, by kind) and RSS over time.
+ * Memory: page faults (user and kernel mode, by kind), the signals that make a fault be taken
+ * twice, and RSS over time.
  *
  * A part of ../collector.bpf.c, which includes it after common.bpf.h: not compiled alone.
  */
@@ -162,6 +163,45 @@ int tp_page_fault_kernel(struct tp_page_fault *ctx)
 	RAN(SC_P_PAGE_FAULT_KERNEL);
 	if ((long)ctx->address >= 0)
 		classic_fault(false);
+	return 0;
+}
+
+/* ---- signals delivered: faults taken twice ------------------------------------------------- */
+
+/*
+ * The fault tracepoints fire at each fault's entry; rusage counts faults completed. A fault that
+ * waits (a major fault's I/O, mmap_lock dropped) and finds a signal pending returns to user space
+ * unfinished (fault_signal_pending), the signal is delivered, and the instruction faults again:
+ * two entries, one fault. So every extra entry needs a signal delivered to that thread in
+ * between, and the signals delivered to the target's threads bound the faults' cross-check.
+ * get_signal fires signal_deliver in the thread the signal is delivered to: current. Cut at
+ * getrusage like the faults it bounds.
+ */
+static __always_inline void signal_delivered(void)
+{
+	struct vec_cut *k = cut_vec();
+
+	if (k)
+		k->v[SC_CUT_SIGNALS_DELIVERED] += 1;
+}
+
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(btf_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	RAN(SC_P_SIGNAL_DELIVER);
+	if (!current_is_target())
+		return 0;
+	signal_delivered();
+	return 0;
+}
+
+SEC("tracepoint/signal/signal_deliver")
+int tp_signal_deliver(void *ctx)
+{
+	RAN(SC_P_SIGNAL_DELIVER);
+	if (!current_is_target())
+		return 0;
+	signal_delivered();
 	return 0;
 }
 

@@ -144,8 +144,7 @@ pub fn judge_held(held_kb: f64, per_task_kb: f64, alive: u64) -> Resolution {
     if held_kb >= MIN_HELD_KB {
         return Resolution::default();
     }
-    let resolve_at_n =
-        (per_task_kb > 0.0).then(|| round_up_two_figures(MIN_HELD_KB / per_task_kb));
+    let resolve_at_n = (per_task_kb > 0.0).then(|| round_up_two_figures(MIN_HELD_KB / per_task_kb));
     Resolution {
         resolved: false,
         unresolved: Some(Unresolved::TooLittleHeld),
@@ -228,7 +227,11 @@ mod tests {
         assert_eq!(r.unresolved, Some(Unresolved::TooLittleHeld));
         // 16 MiB / 40 KiB = 409.6 → 410 tasks.
         assert_eq!(r.resolve_at_n, Some(410));
-        assert!(r.resolution_note.contains("137 tasks"), "{}", r.resolution_note);
+        assert!(
+            r.resolution_note.contains("137 tasks"),
+            "{}",
+            r.resolution_note
+        );
         // 2,000 threads of 40 KiB (78 MiB) and 100,000 tokio tasks of 0.42 KiB (41 MiB) are.
         assert!(judge_held(2_000.0 * 40.0, 40.0, 2_000).resolved);
         assert!(judge_held(100_000.0 * 0.42, 0.42, 100_000).resolved);

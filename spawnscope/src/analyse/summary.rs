@@ -12,9 +12,9 @@ use spawnscope_collector::Report as CollectorReport;
 use crate::analyse::attribution::Attribution;
 use crate::analyse::phases::{phase_costs, phase_names, stopped_ns_between, PhaseCost};
 use crate::analyse::probes::{probe_summary, ProbeSummary};
+use crate::analyse::resolution::{self, Resolution};
 use crate::analyse::sentinels::SentinelFigures;
 use crate::analyse::verdict::Verdict;
-use crate::analyse::resolution::{self, Resolution};
 use crate::analyse::waits::{waits, Waits};
 use crate::record::{
     CgroupStats, CgroupVersion, MemoryRecord, PeakChoice, PeakMoment, RunRecord, Snapshot, Stage,
@@ -1167,7 +1167,10 @@ mod tests {
         assert!(!m.resolution.resolved, "{m:?}");
         assert_eq!(m.resolution.resolve_at_n, Some(450));
         let twice = memory_per_task_over(&base, &[(&peak, 300), (&peak, 300)]).unwrap();
-        assert!(!twice.resolution.resolved, "two moments are not twice the memory held");
+        assert!(
+            !twice.resolution.resolved,
+            "two moments are not twice the memory held"
+        );
         // Without the slab and zone readings (older records), MemAvailable alone: the half of
         // the reclaimed cache it counted and the pending stacks break the sum.
         let strip = |mut s: Snapshot| {

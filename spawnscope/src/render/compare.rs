@@ -88,7 +88,9 @@ const CELL_COLUMNS: &[Column<Cell>] = &[
         several_machines: false,
     },
     Column {
-        shown: figure("kernel stack / task", |c| memory_cell(c, &c.kernel_stack_kb)),
+        shown: figure("kernel stack / task", |c| {
+            memory_cell(c, &c.kernel_stack_kb)
+        }),
         raw: Raw::Spread("kernel_stack_kib_per_task", |c| &c.kernel_stack_kb),
         several_machines: false,
     },

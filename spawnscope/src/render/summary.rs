@@ -85,7 +85,10 @@ fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
             ),
         ));
     }
-    if s.memory_per_task.as_ref().is_some_and(|m| !m.resolution.resolved) {
+    if s.memory_per_task
+        .as_ref()
+        .is_some_and(|m| !m.resolution.resolved)
+    {
         rows.push(("memory", "not resolved (below)".into()));
     } else if let Some(m) = &s.memory_per_task {
         rows.push(("RSS", kb(m.rss_kb)));
