@@ -185,6 +185,7 @@ enum sc_cut {
 	SC_CUT_SWITCHES_INVOLUNTARY_WHILE_REAPED,
 	SC_CUT_NEW_THREADS,
 	SC_CUT_SIGNALS_DELIVERED,  /* signal:signal_deliver: each lets one fault be taken twice */
+	SC_CUT_FAULTS_UNHANDLED,   /* kernel-mode faults with page faults disabled: in no rusage */
 	SC_NR_CUT
 };
 

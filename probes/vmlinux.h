@@ -103,6 +103,7 @@ struct task_struct {
 	unsigned long maj_flt;
 	struct mm_struct *mm;
 	struct sighand_struct *sighand;
+	int pagefault_disabled;
 };
 
 struct vm_area_struct {

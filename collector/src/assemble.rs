@@ -228,6 +228,7 @@ fn cut_counts(words: &[u64]) -> CutCounts {
         switches_involuntary_while_reaped: words[cut::SWITCHES_INVOLUNTARY_WHILE_REAPED],
         new_threads: words[cut::NEW_THREADS],
         signals_delivered: words[cut::SIGNALS_DELIVERED],
+        faults_unhandled: words[cut::FAULTS_UNHANDLED],
     }
 }
 

@@ -146,6 +146,13 @@ pub struct CutCounts {
     /// probe was not attached (see `probes`) and in files from before it was counted.
     #[serde(default)]
     pub signals_delivered: u64,
+    /// Kernel-mode faults on user addresses taken with page faults disabled (perf's user
+    /// call-chain walks from NMI, atomic user accesses): fixed up unhandled, counted by no rusage,
+    /// and left out of `faults`. An atomic futex op's fault is then retried through
+    /// fixup_user_fault, which rusage counts without an exception: the faults' check takes these
+    /// as the upper end of its window. 0 in files from before they were told apart.
+    #[serde(default)]
+    pub faults_unhandled: u64,
 }
 
 /// The task's own counters when it exec'd: what its rusage already held from between fork and exec.
