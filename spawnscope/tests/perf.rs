@@ -196,6 +196,27 @@ fn goroutines_show_the_runtime_and_pair_with_threads() {
         "{a}"
     );
     svg_with(&dir, "flame.svg", &["runtime.newproc1", "runtime.malg"]);
+    // perf's user call-chain walks take a kernel-mode fault with page faults disabled on nearly
+    // every sample of a Go process (the frame chain ends in an unmapped word): counted apart,
+    // at most one a sample, and the faults still agree with rusage.
+    let collector = read_json(dir.join("collector.json"));
+    let unhandled = collector["rusage_basis"]["total"]["faults_unhandled"]
+        .as_u64()
+        .unwrap();
+    let samples = a["samples"].as_u64().unwrap();
+    assert!(
+        unhandled > 0 && unhandled <= samples,
+        "{unhandled} unhandled faults, {samples} samples"
+    );
+    let summary = read_json(dir.join("summary.json"));
+    let faults = summary["probes"]["cross_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "page faults vs rusage minflt+majflt")
+        .unwrap()
+        .clone();
+    assert_eq!(faults["verdict"], "pass", "{faults}");
 
     // A threads run beside it: one graph on one CPU-time scale, and a differential.
     let threads = Sandbox::new();
