@@ -98,7 +98,8 @@ done
 
 echo
 echo "chain, $events events per sender, queue $queue, median of $repeats runs; M messages/s"
-"$BIN_DIR/spawnscope" published bench-of-chan | head -1
+# Its first line (the source); read whole: a reader that stops early would end it on EPIPE.
+"$BIN_DIR/spawnscope" published bench-of-chan | sed -n 1p
 echo "(– where the article has no row, or where Kotlin did not run here)"
 echo
 echo "| workers | type | goroutines | tokio | threads | kotlin | published Go | published Rust (tokio) | published Kotlin |"
