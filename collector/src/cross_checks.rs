@@ -472,7 +472,9 @@ mod tests {
         let c = check(&with(9_500, 399));
         assert_eq!(c.verdict, Verdict::Fail, "{c:?}");
         // Without any, the basis is worded as before.
-        assert!(!check(&with(10_000, 0)).basis.contains("page faults disabled"));
+        assert!(!check(&with(10_000, 0))
+            .basis
+            .contains("page faults disabled"));
     }
 
     #[test]
