@@ -7,7 +7,9 @@
 # check's output in OUT/<name>.log and the runs' directories in OUT/runs/. A check that fails does
 # not stop the others. SPAWNSCOPE_KERNEL_SUITE: full [default] or ci (what CI runs: the memory
 # modes at their smaller sizes and the leash; see the end). SPAWNSCOPE_KERNEL_CHECKS
-# (space-separated names) runs only those.
+# (space-separated names) runs only those. SPAWNSCOPE_KERNEL_RESUME=1 keeps OUT/results.tsv and
+# runs only the checks it does not hold yet (test-kernels.sh, after the VM's kernel panicked).
+# OUT/suite-done is written at the end: without it, the suite did not finish.
 set -uo pipefail
 
 if [ $# -ne 1 ]; then
@@ -24,14 +26,21 @@ case $suite in
   full | ci) ;;
   *) echo "$0: SPAWNSCOPE_KERNEL_SUITE must be full or ci, not '$suite'" >&2; exit 2 ;;
 esac
-: >"$results"
+resume=${SPAWNSCOPE_KERNEL_RESUME:-}
+[ -n "$resume" ] || : >"$results"
+rm -f "$out/suite-done"
 
 record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$results"; }
 
 # The last run run_check made (its directory), for the checks that read it further.
 last_run=
 
-wanted() { [ -z "${SPAWNSCOPE_KERNEL_CHECKS:-}" ] || [[ " $SPAWNSCOPE_KERNEL_CHECKS " == *" $1 "* ]]; }
+wanted() {
+  if [ -n "$resume" ] && cut -f1 "$results" | grep -qxF -- "$1"; then
+    return 1
+  fi
+  [ -z "${SPAWNSCOPE_KERNEL_CHECKS:-}" ] || [[ " $SPAWNSCOPE_KERNEL_CHECKS " == *" $1 "* ]]
+}
 
 # kb FILE KEY: KEY's value in a "Key: value kB" file.
 kb() { awk -v k="$2:" '$1 == k { print $2; exit }' "$1"; }
@@ -241,3 +250,4 @@ leash_check leash-fork-bomb pids_max spawnscope-leash-bomb --tasks 100 --timeout
   -- bash -c 'bomb() { bomb | bomb & }; bomb' spawnscope-leash-bomb
 leash_check leash-timeout timeout 'sleep 987654' --timeout 3s -- sh -c 'sleep 987654 & sleep 987654'
 echo "suite done: $(wc -l <"$results") checks" >&2
+touch "$out/suite-done"
