@@ -12,7 +12,7 @@ pub fn known_gaps(release: &str, cgroup_v2: bool, thp: &str) -> Vec<String> {
     };
     if version < (6, 7) {
         out.push(format!(
-            "{release}: before 6.7 some tracepoints the collector uses are missing (6.1: futex_wait/futex_wake syscalls, ipi_send_cpu/cpumask, csd_queue_cpu, khugepaged_collapse_file): their wait and IPI figures read \"not available here\", never 0"
+            "{release}: before 6.7 some tracepoints the collector uses are missing (6.1: ipi_send_cpu/cpumask, csd_queue_cpu, khugepaged_collapse_file): their IPI and collapse figures read \"not available here\", never 0"
         ));
     }
     if version < (6, 2) {
