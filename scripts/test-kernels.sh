@@ -24,9 +24,11 @@
 # checks (names in kernel-suite.sh).
 #
 # Results: results/kernels-<UTC time>/<release>/ (results.tsv, each check's log, the runs); a
-# table kernel × check × result at the end. Exit 0 when every check passed on every kernel, 1
-# when one failed (or a VM gave no results), 2 on bad arguments, 77 when this host cannot run a
-# VM at all (not root, no apt-get, no QEMU to be had: the one line "skipped: why" says which).
+# table kernel × check × result at the end. A VM whose kernel panicked (QEMU's emulation can meet
+# a static branch mid-patch) is booted once more and its suite resumes. Exit 0 when every check
+# passed on every kernel, 1 when one failed (or a VM gave no results, or its suite did not reach
+# its end), 2 on bad arguments, 77 when this host cannot run a VM at all (not root, no apt-get, no
+# QEMU to be had: the one line "skipped: why" says which).
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
