@@ -111,8 +111,8 @@ trace() {
   # Fields after "pid (comm) ": minflt is the 8th, majflt the 10th.
   stat=$(sed 's/^.*) //' "/proc/$wpid/stat")
   pre_faults=$(awk '{print $8 + $10}' <<<"$stat")
-  pre_nvcsw=$(awk '/^voluntary_ctxt_switches:/ { print $2 }' "/proc/$wpid/status")
-  pre_nivcsw=$(awk '/^nonvoluntary_ctxt_switches:/ { print $2 }' "/proc/$wpid/status")
+  read -r pre_nvcsw pre_nivcsw < <(awk '/^voluntary_ctxt_switches:/ { v = $2 }
+    /^nonvoluntary_ctxt_switches:/ { n = $2 } END { print v, n }' "/proc/$wpid/status")
   echo go >&7
   wait "$wpid" || true # a workload stopped at a limit exits 3; its result says so
   exec 7>&-

@@ -14,7 +14,7 @@ use crate::analyse::repeats::{repeated, Repeated};
 use crate::analyse::reproduce::Reproduce;
 use crate::analyse::resolution::{self, Resolution};
 pub use crate::analyse::run_point::RunPoint;
-use crate::analyse::summary::{MemoryPerTask, Summary};
+use crate::analyse::summary::{memory_unresolved, MemoryPerTask, Summary};
 use crate::record::{Fingerprint, LoadedRun, Plan, Target};
 use crate::runtime::{result_event, Runtime, WorkloadKind};
 use crate::units::count;
@@ -523,11 +523,9 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 wall_us: per_spawned(|r| r.wall_s * 1e6),
                 minor_faults: per_spawned(|r| r.minor_faults as f64),
                 cpu_emulated: false,
-                memory_unresolved: ok.iter().any(|r| {
-                    r.memory_per_task
-                        .as_ref()
-                        .is_some_and(|m| !m.resolution.resolved)
-                }),
+                memory_unresolved: ok
+                    .iter()
+                    .any(|r| memory_unresolved(r.memory_per_task.as_ref())),
             }
         })
         .collect();
@@ -600,9 +598,6 @@ pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
     }
     out
 }
-
-// ---------------------------------------------------------------------------------------------
-// Hansen 2023, side by side.
 
 #[cfg(test)]
 mod tests {

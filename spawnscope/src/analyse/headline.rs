@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::regression::spread;
-use crate::analyse::summary::Summary;
+use crate::analyse::summary::{memory_unresolved, Summary};
 use crate::runtime::DESCRIPTORS;
 use crate::units::{bytes, count};
 
@@ -99,11 +99,9 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                             at_n.iter()
                                 .filter_map(|s| Some(s.memory_per_task.as_ref()?.total_kb)),
                         ),
-                        memory_unresolved: at_n.iter().any(|s| {
-                            s.memory_per_task
-                                .as_ref()
-                                .is_some_and(|m| !m.resolution.resolved)
-                        }),
+                        memory_unresolved: at_n
+                            .iter()
+                            .any(|s| memory_unresolved(s.memory_per_task.as_ref())),
                         spawn_us: median(
                             at_n.iter()
                                 .filter_map(|s| s.time_per_task.as_ref()?.spawn_us),
@@ -202,18 +200,20 @@ impl Headline {
 /// spawn time (40.5 µs against 3.2 µs)".
 fn clause(a: &Side, b: &Side) -> String {
     let (ma, mb) = (a.memory_kib.unwrap_or(0.0), b.memory_kib.unwrap_or(0.0));
+    // Said inside the parenthesis it qualifies: the factor is not a figure at these N.
+    let unresolved = if a.memory_unresolved || b.memory_unresolved {
+        "; not resolved at these N"
+    } else {
+        ""
+    };
     let mut text = format!(
-        "a {} costs {:.1}× a {} in memory ({} against {} per task)",
+        "a {} costs {:.1}× a {} in memory ({} against {} per task{unresolved})",
         one_task(&a.runtime),
         factor(ma, mb),
         one_task(&b.runtime),
         bytes(ma * 1024.0),
         bytes(mb * 1024.0)
     );
-    if a.memory_unresolved || b.memory_unresolved {
-        // Said inside the clause it qualifies: the factor is not a figure at these N.
-        text.insert_str(text.len() - 1, "; not resolved at these N");
-    }
     if let (Some(sa), Some(sb)) = (a.spawn_us, b.spawn_us) {
         let f = factor(sa, sb);
         let how = if f >= 1.0 {

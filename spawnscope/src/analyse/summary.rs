@@ -116,6 +116,12 @@ pub struct MemoryPerTask {
     pub resolution: Resolution,
 }
 
+/// Whether a run's memory per task was judged not resolved (too little held); false where there
+/// is none, and for records from before the rule.
+pub fn memory_unresolved(m: Option<&MemoryPerTask>) -> bool {
+    m.is_some_and(|m| !m.resolution.resolved)
+}
+
 /// How many moments memory per task was averaged over, and the tasks alive in them.
 #[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Moments {

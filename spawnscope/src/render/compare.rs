@@ -257,24 +257,23 @@ pub fn unresolved_note() -> String {
     )
 }
 
-/// Memory per task, marked when a run of the cell held too little to resolve it.
-fn memory_cell(c: &Cell, s: &Option<Spread>) -> String {
-    let cell = kb_spread(s);
-    if c.memory_unresolved && s.is_some() {
-        format!("{cell} {UNRESOLVED_MARK}")
+/// A figure's cell with `mark` after it when `on` and there is a figure to mark.
+fn marked(cell: String, s: &Option<Spread>, on: bool, mark: &str) -> String {
+    if on && s.is_some() {
+        format!("{cell} {mark}")
     } else {
         cell
     }
 }
 
+/// Memory per task, marked when a run of the cell held too little to resolve it.
+fn memory_cell(c: &Cell, s: &Option<Spread>) -> String {
+    marked(kb_spread(s), s, c.memory_unresolved, UNRESOLVED_MARK)
+}
+
 /// A time in seconds, marked when the cell's machine emulated its CPU.
 fn time_cell(c: &Cell, s: &Option<Spread>) -> String {
-    let cell = spread_cell(s, 2);
-    if c.cpu_emulated && s.is_some() {
-        format!("{cell} {EMULATED_MARK}")
-    } else {
-        cell
-    }
+    marked(spread_cell(s, 2), s, c.cpu_emulated, EMULATED_MARK)
 }
 
 fn spread_cell(s: &Option<Spread>, digits: usize) -> String {

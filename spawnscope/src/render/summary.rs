@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::analyse::probes::{ProbeCost, ProbeSummary};
-use crate::analyse::summary::{ExitPath, Summary, ADDS_UP_PERCENT};
+use crate::analyse::summary::{memory_unresolved, ExitPath, Summary, ADDS_UP_PERCENT};
 use crate::record::{AliveCount, Fingerprint, PeakChoice, StopAt, WorkloadStop};
 use crate::render::table::{Cell, Table};
 use crate::render::{attribution, sentinels, serving, verdict, waits};
@@ -85,10 +85,7 @@ fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
             ),
         ));
     }
-    if s.memory_per_task
-        .as_ref()
-        .is_some_and(|m| !m.resolution.resolved)
-    {
+    if memory_unresolved(s.memory_per_task.as_ref()) {
         rows.push(("memory", "not resolved (below)".into()));
     } else if let Some(m) = &s.memory_per_task {
         rows.push(("RSS", kb(m.rss_kb)));
