@@ -124,6 +124,8 @@ enum sc_counter {
 	SC_MACHINE_DIRECT_COMPACTIONS, /* mm_compaction_try_to_compact_pages: allocation stalls */
 	SC_MACHINE_THP_COLLAPSES,      /* huge_memory: collapse work (khugepaged) */
 	SC_OUTSIDE_ONCPU_NS,     /* on-CPU time of tasks neither the target's nor the collector's */
+	SC_OUTSIDE_KTHREAD_ONCPU_NS, /* ... of them kernel threads' (PF_KTHREAD): kworkers, RCU, */
+	                             /* kswapd: mostly work the run itself queued (frees at exit) */
 	/* -- the syscalls that serve requests: only with Config::net_syscalls (else not attached) -- */
 	/* Counted at their return (syscalls:sys_exit_*), in the phase they return in, on any fd: */
 	/* sockets, pipes and files alike. _bytes: positive returns summed; _eagain: returned */

@@ -94,6 +94,7 @@ struct mm_struct {
 
 struct task_struct {
 	unsigned int __state;
+	unsigned int flags;
 	pid_t pid;
 	pid_t tgid;
 	int exit_state;

@@ -180,7 +180,7 @@ const FIGURES: &[Figure] = &[
     },
     Figure {
         figure: "CPU time outside the run (machine)",
-        metrics: &["outside_oncpu_ns"],
+        metrics: &["outside_oncpu_ns", "outside_kthread_oncpu_ns"],
         probes: &["sched:sched_switch"],
         needs: Needs::Nothing,
     },

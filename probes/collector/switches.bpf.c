@@ -14,9 +14,14 @@ struct {
 	__type(value, __u64);
 } cpu_since SEC(".maps");
 
+/* PF_KTHREAD (include/linux/sched.h): the task is a kernel thread. */
+#define SC_PF_KTHREAD 0x00200000
+
 /* On-CPU time of the task leaving this CPU when it is outside the run: not the target's, not the
- * collector's own process, not the idle task. */
-static __always_inline void outside_switch(__u32 prev_pid, __u32 prev_tgid, __u64 now)
+ * collector's own process, not the idle task. Kernel threads' share is counted apart as well:
+ * at a big run's exit they free what it left (stacks, task structs through RCU) on its behalf. */
+static __always_inline void outside_switch(__u32 prev_pid, __u32 prev_tgid, __u32 prev_flags,
+					   __u64 now)
 {
 	__u32 zero = 0;
 	__u64 *since = bpf_map_lookup_elem(&cpu_since, &zero);
@@ -24,8 +29,11 @@ static __always_inline void outside_switch(__u32 prev_pid, __u32 prev_tgid, __u6
 	if (!since)
 		return;
 	if (*since && now > *since && prev_pid != 0 && prev_tgid != TGID &&
-	    prev_tgid != (__u32)cfg[SC_CFG_SELF_TGID])
+	    prev_tgid != (__u32)cfg[SC_CFG_SELF_TGID]) {
 		count_at(SC_OUTSIDE_ONCPU_NS, now - *since);
+		if (prev_flags & SC_PF_KTHREAD)
+			count_at(SC_OUTSIDE_KTHREAD_ONCPU_NS, now - *since);
+	}
 	*since = now;
 }
 
@@ -131,7 +139,7 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 	if (!armed())
 		return 0;
 	now = bpf_ktime_get_ns();
-	outside_switch(prev->pid, prev->tgid, now);
+	outside_switch(prev->pid, prev->tgid, prev->flags, now);
 	if ((__u32)prev->tgid == TGID) {
 		__u32 tid = prev->pid;
 		__u64 nvcsw = prev->nvcsw;
@@ -219,7 +227,8 @@ int tp_sched_switch(struct tp_sched_switch *ctx)
 	}
 	now = bpf_ktime_get_ns();
 	/* prev is current: its tgid is ours to read. */
-	outside_switch(ctx->prev_pid, (__u32)(bpf_get_current_pid_tgid() >> 32), now);
+	outside_switch(ctx->prev_pid, (__u32)(bpf_get_current_pid_tgid() >> 32),
+		       BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), flags), now);
 	if (current_target) {
 		bool last = st & (REPORT_EXIT_DEAD | REPORT_EXIT_ZOMBIE);
 		__u32 tid = ctx->prev_pid;

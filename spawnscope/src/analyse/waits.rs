@@ -97,6 +97,11 @@ pub struct MachineNoise {
     /// On-CPU time of tasks neither the workload's nor the measuring's, and per phase.
     pub outside_oncpu_ns: Option<u64>,
     pub outside_per_phase_ns: Vec<u64>,
+    /// Of it, kernel threads' (kworkers, RCU, kswapd): absent where not told apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_kthread_oncpu_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_kthread_per_phase_ns: Vec<u64>,
 }
 
 /// The section "Where the system time goes (exact, from the kernel's tracepoints)".
@@ -352,6 +357,8 @@ pub fn waits(
         thp_collapses: total("machine_thp_collapses"),
         outside_oncpu_ns: total("outside_oncpu_ns"),
         outside_per_phase_ns: per_phase("outside_oncpu_ns"),
+        outside_kthread_oncpu_ns: total("outside_kthread_oncpu_ns"),
+        outside_kthread_per_phase_ns: per_phase("outside_kthread_oncpu_ns"),
     };
     Some(Waits {
         phases: phases.to_vec(),

@@ -132,7 +132,16 @@ pub fn machine_line(w: &Waits) -> String {
             .zip(&m.outside_per_phase_ns)
             .map(|(p, v)| format!("{p} {}", ns(*v)))
             .collect();
-        format!("{} ({})", ns(v), phases.join(", "))
+        let kthreads = m.outside_kthread_oncpu_ns.map_or(String::new(), |k| {
+            let phases: Vec<String> = w
+                .phases
+                .iter()
+                .zip(&m.outside_kthread_per_phase_ns)
+                .map(|(p, v)| format!("{p} {}", ns(*v)))
+                .collect();
+            format!("; of it kernel threads {} ({})", ns(k), phases.join(", "))
+        });
+        format!("{} ({}){kthreads}", ns(v), phases.join(", "))
     });
     format!(
         "the machine during the run, all tasks: direct reclaim {}, {} pages reclaimed; \
