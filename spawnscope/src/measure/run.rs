@@ -570,9 +570,13 @@ fn toolchain_in(runtime_version: &str, prefix: &str) -> Option<String> {
 }
 
 /// A command's base: the machine just before its release. The command does not exist yet: its
-/// RSS, page tables and threads are zero (the gated child is still a copy of the conductor).
-fn command_base(cgroup: Option<&RunCgroup>) -> Snapshot {
+/// RSS, page tables and threads are zero (the gated child is still a copy of the conductor), and
+/// what that copy holds alone is freed at its exec: counted free already (`freed_at_exec_kb`).
+fn command_base(cgroup: Option<&RunCgroup>, gated: u32) -> Snapshot {
+    let rollup = procfs::read_key_values(format!("/proc/{gated}/smaps_rollup")).unwrap_or_default();
+    let status = procfs::read_key_values(format!("/proc/{gated}/status")).unwrap_or_default();
     let mut base = snapshot(None, cgroup, false);
+    base.freed_at_exec_kb = (!rollup.is_empty()).then(|| Snapshot::freed_at_exec(&rollup, &status));
     base.status = [
         ("VmRSS".to_string(), 0),
         ("RssAnon".to_string(), 0),
@@ -809,7 +813,7 @@ fn measure(
     let mut sentinels = SentinelWatch::new(cgroup, pid);
     sentinels.mark("start");
     if workload.is_none() {
-        memory.before = command_base(cgroup);
+        memory.before = command_base(cgroup, pid);
     }
     let start = Instant::now();
     let released_t_ns = monotonic_ns();
