@@ -22,6 +22,35 @@ pub struct Reproduce {
     pub caveats: Vec<String>,
 }
 
+impl Reproduce {
+    /// The same table with "here" (the machine the reproduction ran on, as the terminal says it)
+    /// replaced by that machine's name, for pages read elsewhere: "here: max RSS" becomes
+    /// "M1: max RSS", "skipped here: …" "skipped on M1: …", "go-sleepers here: …" "go-sleepers
+    /// on M1: …". Only those label forms are touched; the figures are not.
+    pub fn on_machine(&self, name: &str) -> Reproduce {
+        let label = |s: &str| match s.strip_prefix("here: ") {
+            Some(rest) => format!("{name}: {rest}"),
+            None => s.to_string(),
+        };
+        let words = |s: &str| {
+            label(s)
+                .replace("skipped here: ", &format!("skipped on {name}: "))
+                .replace(" here: ", &format!(" on {name}: "))
+        };
+        Reproduce {
+            title: self.title.clone(),
+            source: self.source.clone(),
+            columns: self.columns.iter().map(|c| label(c)).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|(l, values)| (label(l), values.iter().map(|v| words(v)).collect()))
+                .collect(),
+            caveats: self.caveats.iter().map(|c| words(c)).collect(),
+        }
+    }
+}
+
 pub fn hansen_title() -> String {
     "Hansen 2023".into()
 }
@@ -117,4 +146,35 @@ pub fn outcomes(runs: &[&RunPoint]) -> String {
         }
     }
     seen.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn here_becomes_the_machines_name_in_labels_and_notes_only() {
+        let rep = Reproduce {
+            title: "An article".into(),
+            source: "where: here".into(),
+            columns: vec!["article: MB".into(), "here: max RSS, MB".into()],
+            rows: vec![
+                ("here: goroutines".into(), vec!["3.5".into(), "8.1".into()]),
+                (
+                    "C#".into(),
+                    vec!["3.6".into(), "skipped here: no dotnet SDK".into()],
+                ),
+            ],
+            caveats: vec!["go-sleepers here: go build".into(), "fits here".into()],
+        };
+        let named = rep.on_machine("M1");
+        assert_eq!(named.columns, ["article: MB", "M1: max RSS, MB"]);
+        assert_eq!(
+            named.rows[0],
+            ("M1: goroutines".into(), vec!["3.5".into(), "8.1".into()])
+        );
+        assert_eq!(named.rows[1].1[1], "skipped on M1: no dotnet SDK");
+        assert_eq!(named.caveats, ["go-sleepers on M1: go build", "fits here"]);
+        assert_eq!(named.source, "where: here");
+    }
 }

@@ -206,7 +206,7 @@ pub const ASYNC_2024_TABLE: [PublishedMb; 9] = [
     PublishedMb {
         runtime: "Rust async-std",
         mb: Figures::None(
-            "the article ran async-std too; its figures are not carried here (shared/anchors.md has none)",
+            "the article ran async-std too; its figures are not carried in this project (the anchors it keeps have none)",
         ),
     },
     PublishedMb {

@@ -369,7 +369,7 @@ pub fn table(runs: &[RunPoint], plan: &Plan) -> Reproduce {
     caveats.push(format!(
         "libco, libgo and libcopp rows: {NOT_PACKAGED}. Ours stand beside the nearest published row: fcontext-coroutines (Boost.Context's make_fcontext/jump_fcontext) beside libcopp, whose context switch is Boost.Context's fcontext assembly; fcontext-coroutines-pool beside its stack pool; ucontext-coroutines beside linux ucontext."
     ));
-    caveats.push("Create here, as the article's benchmark: mmap a stack (and mprotect its guard page), make the context and switch into it once (its stack's first touch) and back; a pooled program's create is that of its later rounds, its stacks taken back from the pool. Switch: one resume and the yield that returns, round-robin over all N. Both are the program's own clock (its result line in each run's command.stdout).".into());
+    caveats.push("Our create, as the article's benchmark: mmap a stack (and mprotect its guard page), make the context and switch into it once (its stack's first touch) and back; a pooled program's create is that of its later rounds, its stacks taken back from the pool. Switch: one resume and the yield that returns, round-robin over all N. Both are the program's own clock (its result line in each run's command.stdout).".into());
     caveats.push("Page faults per create: the program's own count of minor faults over its create loop, per coroutine (getrusage); in brackets the whole run's minor faults (spawnscope's, startup included) per coroutine. A fresh stack costs one fault at its first switch; a pooled one none, which is the article's point: that fault is most of a create.".into());
     // What a pool saves: a pooled program's first round creates on fresh stacks, its later
     // rounds on stacks taken back from the pool.
@@ -392,7 +392,7 @@ pub fn table(runs: &[RunPoint], plan: &Plan) -> Reproduce {
         }
     }
     caveats.push(format!(
-        "goroutines: create is hold's spawn time per goroutine; switch is 2 / pingpong's hops per second (one pair per coroutine, {ROUNDS} round trips each), both on one processor (--gomaxprocs 1) as the article's single thread; the article's Go 1.10 goroutine rows had no stack size of their own (goroutine stacks start at 2 KiB here, whatever the column says)."
+        "goroutines: create is hold's spawn time per goroutine; switch is 2 / pingpong's hops per second (one pair per coroutine, {ROUNDS} round trips each), both on one processor (--gomaxprocs 1) as the article's single thread; the article's Go 1.10 goroutine rows had no stack size of their own (goroutine stacks start at 2 KiB since Go 1.4, whatever the column says)."
     ));
     for c in &plan.commands {
         caveats.push(format!(

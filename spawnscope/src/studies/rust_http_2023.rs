@@ -214,7 +214,7 @@ pub fn table(runs: &[RunPoint], _plan: &Plan) -> Reproduce {
         .collect(),
         rows,
         caveats: vec![
-            format!("Each request sleeps 1.5 s here (`--work {WORK}`), as the article's servers did, with no memory guard of their own (`--reserve 0`); wrk as the article ran it (-t = -c, --timeout {LOAD_TIMEOUT_S}s); the workload pinned to CPUs {CPUS} (the article's docker quota was 2 CPUs); the limit is the run's cgroup memory limit."),
+            format!("In our runs each request sleeps 1.5 s (`--work {WORK}`), as the article's servers did, with no memory guard of their own (`--reserve 0`); wrk as the article ran it (-t = -c, --timeout {LOAD_TIMEOUT_S}s); the workload pinned to CPUs {CPUS} (the article's docker quota was 2 CPUs); the limit is the run's cgroup memory limit."),
             "Latency is wrk's mean, as the article's AVG. \"fell over\" names what happened: the cgroup's OOM kill, connections refused or reset, timeouts.".into(),
             "On cgroup v1 the server's socket buffers are counted apart (memory.kmem.tcp) and not held to the limit; on v2 they are inside it.".into(),
         ],
