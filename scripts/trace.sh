@@ -60,6 +60,17 @@ run_main() {
   "$spawnscope" run --runtime "$runtime" --workload "$workload" --n "$n" --out "$dir" "$@"
 }
 say "main job: goroutines hold 1,000,000 and threads hold 100,000, one warm-up and $repeats counted runs each (results in ${out#"$REPO_ROOT"/})"
+# The set's plan (plan.json, as compare writes one), written before the first run; its wall time
+# (elapsed_s, warm-up included, nothing built in it) is added after the last.
+mkdir -p "$out"
+started_ns=$(date +%s%N)
+jq -n --arg created "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" --argjson repeats "$repeats" \
+  --argjson warmup "${#main_runs[@]}" --args '{schema: 1, created_utc: $created,
+    argv: ["./scripts/trace.sh"], reproduce: null, repeats: $repeats, stopped: null,
+    warmup_runs: $warmup,
+    cells: [$ARGS.positional[] | split(" ") |
+      {runtime: .[0], workload: .[1], requested_n: (.[2] | tonumber), n: (.[2] | tonumber), note: null}]}' \
+  "${main_runs[@]}" >"$out/plan.json"
 # The warm-up is recorded (warmup/) but not counted, as hyperfine's --warmup: the first big run
 # after boot or an idle spell uses memory the kernel or the hypervisor must first set up (memory
 # never initialized since boot, memory handed back to the host), and its times show it.
@@ -91,6 +102,9 @@ for ((r = 1; r <= repeats; r++)); do
     fi
   done
 done
+elapsed_s=$(( ($(date +%s%N) - started_ns) / 1000000 ))
+jq --argjson ms "$elapsed_s" '.elapsed_s = $ms / 1000' "$out/plan.json" >"$out/plan.json.new" &&
+  mv "$out/plan.json.new" "$out/plan.json"
 mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)
 # One report over every counted run: its headline and tables are medians over the repeats
 # (compare.md), and side-by-side.md is cut from it, so the two never disagree.

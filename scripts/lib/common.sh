@@ -124,9 +124,10 @@ need_command() {
 
 # The OS packages every part of the project builds or runs with on Debian/Ubuntu (read by the
 # scripts that source this file). clang, libelf, zlib, pkg-config: the BPF collector;
-# perf: Debian's linux-perf, Ubuntu's linux-tools for the running kernel; bpftrace: the .bt tools.
+# perf: Debian's linux-perf, Ubuntu's linux-tools for the running kernel; bpftrace: the .bt tools;
+# jq: trace.sh writes its main job's plan.json with it, and the scripts read JSON with it.
 # shellcheck disable=SC2034
-BUILD_PACKAGES=(build-essential pkg-config clang libelf-dev zlib1g-dev)
+BUILD_PACKAGES=(build-essential pkg-config clang libelf-dev zlib1g-dev jq)
 # shellcheck disable=SC2034
 TRACE_PACKAGES=(bpftrace "linux-perf|linux-tools-$(uname -r)")
 # wrk: the load generator of the serve workload (spawnscope/src/measure/loadgen.rs).
@@ -207,6 +208,9 @@ build_coroutines() {
     return 77
   fi
   mkdir -p "$out"
+  if [ "$out/coroutines-ucontext" -nt "$src" ] && [ "$out/coroutines-boost" -nt "$src" ]; then
+    return 0
+  fi
   say "building examples/coroutines (c++ -O2: coroutines-ucontext; with -lboost_context: coroutines-boost)"
   c++ -O2 -g -DNDEBUG -o "$out/coroutines-ucontext" "$src" || return 1
   if ! c++ -O2 -g -DNDEBUG -o "$out/coroutines-boost" "$src" -DWITH_BOOST_CONTEXT -lboost_context 2>/dev/null; then

@@ -29,7 +29,7 @@ fn a_figure_edited_by_hand_is_found_and_named() {
     let repo = common::repo_root();
     let root = tempfile::tempdir().unwrap();
     let docs = root.path().join("docs");
-    for set in ["compare", "example-results/compare"] {
+    for set in ["compare", "example-results/compare", "main-job"] {
         std::fs::create_dir_all(docs.join(set)).unwrap();
         std::fs::copy(
             repo.join("docs").join(set).join("compare.json"),

@@ -72,7 +72,9 @@ pub fn command(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
     let Some(target) = target else {
         return ExitCode::SUCCESS;
     };
-    let plan = record::find_plan(dirs);
+    // A set's plan is in a compare directory given, or where the exports go: trace.sh's main job
+    // writes its own there, beside its runs.
+    let plan = record::find_plan(dirs).or_else(|| record::find_plan(std::slice::from_ref(&target)));
     // Said before anything there is replaced.
     let replaced: Vec<&str> = EXPORTS
         .iter()

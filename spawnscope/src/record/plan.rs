@@ -19,6 +19,13 @@ pub struct Plan {
     /// What a reproduction could not run on this host, and why (a runtime not installed…).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
+    /// The set's wall time in seconds, from before its first run (warm-up included) to the end of
+    /// its last, where its maker timed it (trace.sh's main job; nothing built in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_s: Option<f64>,
+    /// Runs made before the counted ones and left out of the set (trace.sh's `warmup/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_runs: Option<u32>,
 }
 
 /// A command of the sweep: its words with `{n}` where N goes, and what it runs on.

@@ -7,7 +7,7 @@ use crate::analyse::compare::{Cell, Comparison, Fit, Machine, Over};
 use crate::analyse::regression::Spread;
 use crate::analyse::reproduce::Reproduce;
 use crate::analyse::resolution;
-use crate::record::Fingerprint;
+use crate::record::{Fingerprint, Plan};
 use crate::render::columns::{figure, label, raw_table, shown_table, Column, Raw};
 use crate::render::repeats;
 use crate::render::table::{self, Table};
@@ -352,6 +352,20 @@ pub fn machine_line(m: &Fingerprint) -> String {
     format!("{host}: {}; cgroup {}", m.describe(), m.cgroup)
 }
 
+/// How long the set took, where its maker timed it: "took 74 s from its first run to the end of
+/// its last, 2 warm-up runs (not counted) included".
+pub fn elapsed_line(plan: &Plan) -> Option<String> {
+    let s = plan.elapsed_s?;
+    let warmup = match plan.warmup_runs {
+        Some(0) | None => String::new(),
+        Some(1) => ", 1 warm-up run (not counted) included".into(),
+        Some(w) => format!(", {w} warm-up runs (not counted) included"),
+    };
+    Some(format!(
+        "took {s:.0} s from its first run to the end of its last{warmup}"
+    ))
+}
+
 /// compare.md: hyperfine-like tables.
 pub fn markdown(r: &Comparison) -> String {
     let mut md = String::from("# spawnscope compare\n\n");
@@ -375,6 +389,9 @@ pub fn markdown(r: &Comparison) -> String {
         }
         if let Some(why) = &plan.stopped {
             let _ = writeln!(md, "- Stopped early: {why}");
+        }
+        if let Some(line) = elapsed_line(plan) {
+            let _ = writeln!(md, "- The set {line}");
         }
     }
     let _ = writeln!(md, "\n## Runs: median (min … max) over repeats\n");

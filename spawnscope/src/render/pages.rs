@@ -26,7 +26,7 @@ pub const OPEN: &str = "<!-- figure:";
 pub const CLOSE: &str = "<!-- /figure -->";
 
 /// The kinds of figure, and what each renders.
-pub const KINDS: [(&str, &str); 6] = [
+pub const KINDS: [(&str, &str); 7] = [
     (
         "machine",
         "the set's machine, date and command, in one line",
@@ -45,6 +45,10 @@ pub const KINDS: [(&str, &str); 6] = [
     ),
     ("fits", "WORKLOAD: the regression table"),
     ("reproduce", "the published figures beside ours"),
+    (
+        "mainjob",
+        "how long the set took and the most memory its tasks held at once (trace.sh's main job)",
+    ),
 ];
 
 /// One figure's mark: what to render, from which set.
@@ -160,16 +164,60 @@ fn one_task(runtime: &str) -> String {
         .map_or(runtime.to_string(), |d| format!("a {}", d.one_task))
 }
 
-/// The set's machines, when it was made and by which command, in one line.
-fn machine_figure(set: &Comparison) -> String {
+/// How long a timed set took (its plan's `elapsed_s`) and the most memory its tasks held at once:
+/// the largest MemAvailable drop at a run's peak (per task alive × tasks alive, medians).
+fn main_job_figure(set: &Comparison) -> Result<String, String> {
+    let plan = set.plan.as_ref().ok_or("the set has no plan.json")?;
+    let elapsed = crate::render::compare::elapsed_line(plan)
+        .ok_or("the set's plan has no elapsed_s: not timed by its maker (trace.sh's main job)")?;
+    let peak = set
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let held_kib =
+                c.mem_available_drop_kb.as_ref()?.median * c.alive_at_peak.as_ref()?.median;
+            Some((held_kib, c))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .ok_or("the set has no run with its memory measured")?;
+    let (kib, cell) = peak;
+    let runs: usize = set.cells.iter().map(|c| c.measured_runs).sum();
+    Ok(format!(
+        "On {} (UTC) the main job {elapsed}, {runs} counted runs; the most memory its tasks held \
+         at once: {} ({} {} {}: what MemAvailable lost at the peak, median over its runs).",
+        set_date(set),
+        crate::units::bytes(kib * 1024.0),
+        cell.runtime,
+        cell.workload,
+        count(cell.n)
+    ))
+}
+
+/// The day the set was made (UTC): its plan's, else its first run's.
+fn set_date(set: &Comparison) -> String {
     let started = set
         .plan
         .as_ref()
         .map(|p| p.created_utc.clone())
         .or_else(|| set.runs.iter().map(|r| r.started_utc.clone()).min())
         .unwrap_or_default();
-    let date = started.get(..10).unwrap_or("an unrecorded date");
+    started
+        .get(..10)
+        .unwrap_or("an unrecorded date")
+        .to_string()
+}
+
+/// The set's machines, when it was made and by which command, in one line.
+fn machine_figure(set: &Comparison) -> String {
+    let date = set_date(set);
     let command = match set.plan.as_ref().map(|p| p.argv.as_slice()) {
+        // trace.sh's main job writes its own plan, named by the script.
+        Some([script, args @ ..]) if script.ends_with("trace.sh") => {
+            format!(
+                "`{}`",
+                [vec![script.clone()], args.to_vec()].concat().join(" ")
+            )
+        }
         Some([_, args @ ..]) => format!("`spawnscope {}`", args.join(" ")),
         _ => "runs gathered by hand, rendered with `spawnscope report`".into(),
     };
@@ -294,6 +342,7 @@ pub fn figure(spec: &Spec, set: &Comparison) -> Result<String, String> {
             }
             lines.join("\n")
         }
+        "mainjob" => format!("{}\n", main_job_figure(set)?),
         "pertask" => per_task_figure(&scoped),
         "runs" => runs_table(&scoped).markdown(),
         "fits" => fits_table(&scoped).markdown(),
@@ -302,7 +351,13 @@ pub fn figure(spec: &Spec, set: &Comparison) -> Result<String, String> {
                 .reproduce
                 .as_ref()
                 .ok_or("the set is not a reproduction (compare.json has no reproduce)")?;
-            reproduce_markdown(rep).trim_start().to_string()
+            // A page is read away from the machine: "here" becomes the machine's name when
+            // the set ran on one ("M1 (vm)" → "M1").
+            let named = match set.machines.as_slice() {
+                [one] => rep.on_machine(one.id.split(' ').next().unwrap_or(&one.id)),
+                _ => rep.clone(),
+            };
+            reproduce_markdown(&named).trim_start().to_string()
         }
         other => return Err(format!("no figure kind '{other}'")),
     };
@@ -425,5 +480,39 @@ mod tests {
         assert_eq!(rebuilt[0].dearer.runtime, "threads");
         assert_eq!(rebuilt[0].cheaper.runtime, "goroutines");
         assert_eq!(rebuilt[0].dearer.memory_kib, recorded[0].dearer.memory_kib);
+    }
+
+    #[test]
+    fn the_main_job_figure_says_its_time_and_its_peak_or_why_not() {
+        let spec = Spec {
+            kind: "mainjob".into(),
+            set: "x".into(),
+            workload: None,
+        };
+        let mut set = example();
+        // A set without a timed plan cannot say how long it took.
+        let mut untimed = set.clone();
+        untimed.plan.as_mut().unwrap().elapsed_s = None;
+        assert!(figure(&spec, &untimed).unwrap_err().contains("elapsed_s"));
+        let plan = set.plan.as_mut().unwrap();
+        plan.argv = vec!["./scripts/trace.sh".into()];
+        plan.elapsed_s = Some(73.6);
+        plan.warmup_runs = Some(2);
+        let line = figure(&spec, &set).unwrap();
+        assert!(
+            line.starts_with("On 2026-11-23 (UTC) the main job took 74 s from its first run to the end of its last, 2 warm-up runs (not counted) included, 8 counted runs"),
+            "{line}"
+        );
+        // The peak is the threads' 3,000 at about 37 KiB each: a hundred-odd MiB, not KiB.
+        assert!(line.contains("MiB (threads hold 3,000"), "{line}");
+        let machine = figure(
+            &Spec {
+                kind: "machine".into(),
+                ..spec
+            },
+            &set,
+        )
+        .unwrap();
+        assert!(machine.contains("by `./scripts/trace.sh`;"), "{machine}");
     }
 }
