@@ -283,3 +283,33 @@ pub struct CgroupStats {
     pub pids_current: Option<u64>,
     pub pids_peak: Option<u64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn what_the_gated_child_frees_at_its_exec_is_free_in_the_base() {
+        // The child's own dirty pages and page tables, not what it still shares with the
+        // conductor (Shared_*) nor file pages only it maps (clean: they stay in the page cache).
+        let rollup = kv(&[
+            ("Private_Dirty", 6_500),
+            ("Private_Clean", 300),
+            ("Shared_Dirty", 900),
+        ]);
+        let status = kv(&[("VmPTE", 76), ("VmRSS", 7_700)]);
+        assert_eq!(Snapshot::freed_at_exec(&rollup, &status), 6_576);
+        let mut base = Snapshot {
+            meminfo: kv(&[("MemAvailable", 1_000_000)]),
+            pcp_free_kb: Some(2_000),
+            ..Default::default()
+        };
+        assert_eq!(base.available_kb(), Some(1_002_000));
+        base.freed_at_exec_kb = Some(6_576);
+        assert_eq!(base.available_kb(), Some(1_008_576));
+    }
+}
