@@ -142,13 +142,23 @@ fn threads_sleeping_10ms_add_up_at_the_moment_most_are_alive() {
     // in a clean-clone CI run): the slab room is the cgroup's slab charge less the host's own
     // Slab growth, and the whole host's slab moves by a few hundred KiB, which at 200 tasks is
     // several percent (README, "Where few tasks are alive").
+    // The stop is taken when the count levels off; a run whose stops all fell short of half
+    // the most seen alive is read on the run instead (most_alive, as the tool documents), which
+    // this test is not about: up to three runs are given to get a stopped reading (a CI run had
+    // its three levelled stops short of the 404 it saw once).
+    let stopped_run = || {
+        let mut last = Value::Null;
+        for _ in 0..3 {
+            last = sleep_at_its_peak("threads", "100000", Some("10ms"));
+            if last["peak_moment"]["chosen"]["kind"] == "stopped" {
+                return last;
+            }
+        }
+        panic!("no stopped reading in three runs: {last}");
+    };
     let mut differences: Vec<f64> = (0..3)
         .map(|_| {
-            let summary = sleep_at_its_peak("threads", "100000", Some("10ms"));
-            assert_eq!(
-                summary["peak_moment"]["chosen"]["kind"], "stopped",
-                "{summary}"
-            );
+            let summary = stopped_run();
             let difference = difference_percent(&summary);
             assert!(
                 difference.abs() <= 10.0,
