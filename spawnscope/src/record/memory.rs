@@ -60,23 +60,20 @@ impl Snapshot {
     pub fn available_kb(&self) -> Option<u64> {
         let kb = |k: &str| self.meminfo.get(k).copied();
         let pcp = self.pcp_free_kb.unwrap_or(0);
-        let at_exec = self.freed_at_exec_kb.unwrap_or(0);
-        Some(
-            at_exec
-                + match self.zone_free_kb {
-                    Some(zones) => {
-                        let reclaimable = kb("KReclaimable").or(kb("SReclaimable")).unwrap_or(0);
-                        let uninitialized = self.uninitialized_kb().unwrap_or(0);
-                        zones
-                            + pcp
-                            + uninitialized
-                            + kb("Active(file)")?
-                            + kb("Inactive(file)")?
-                            + reclaimable
-                    }
-                    None => kb("MemAvailable")? + pcp,
-                },
-        )
+        let available = match self.zone_free_kb {
+            Some(zones) => {
+                let reclaimable = kb("KReclaimable").or(kb("SReclaimable")).unwrap_or(0);
+                let uninitialized = self.uninitialized_kb().unwrap_or(0);
+                zones
+                    + pcp
+                    + uninitialized
+                    + kb("Active(file)")?
+                    + kb("Inactive(file)")?
+                    + reclaimable
+            }
+            None => kb("MemAvailable")? + pcp,
+        };
+        Some(available + self.freed_at_exec_kb.unwrap_or(0))
     }
 
     /// The gated child's own memory, freed at its exec (`freed_at_exec_kb`), from its

@@ -212,11 +212,8 @@ fn machine_figure(set: &Comparison) -> String {
     let date = set_date(set);
     let command = match set.plan.as_ref().map(|p| p.argv.as_slice()) {
         // trace.sh's main job writes its own plan, named by the script.
-        Some([script, args @ ..]) if script.ends_with("trace.sh") => {
-            format!(
-                "`{}`",
-                [vec![script.clone()], args.to_vec()].concat().join(" ")
-            )
+        Some(argv @ [script, ..]) if script.ends_with("trace.sh") => {
+            format!("`{}`", argv.join(" "))
         }
         Some([_, args @ ..]) => format!("`spawnscope {}`", args.join(" ")),
         _ => "runs gathered by hand, rendered with `spawnscope report`".into(),

@@ -125,23 +125,24 @@ pub fn machine_line(w: &Waits) -> String {
         (Some(n), Some(t)) => format!("{} ({})", count(n), ns(t)),
         _ => "not available here".into(),
     };
-    let outside = m.outside_oncpu_ns.map_or("not available here".into(), |v| {
+    // A total and its phases: "929.5 ms (startup 8.0 µs, spawn 97.8 ms, …)".
+    let by_phase = |total: u64, per_phase: &[u64]| {
         let phases: Vec<String> = w
             .phases
             .iter()
-            .zip(&m.outside_per_phase_ns)
+            .zip(per_phase)
             .map(|(p, v)| format!("{p} {}", ns(*v)))
             .collect();
+        format!("{} ({})", ns(total), phases.join(", "))
+    };
+    let outside = m.outside_oncpu_ns.map_or("not available here".into(), |v| {
         let kthreads = m.outside_kthread_oncpu_ns.map_or(String::new(), |k| {
-            let phases: Vec<String> = w
-                .phases
-                .iter()
-                .zip(&m.outside_kthread_per_phase_ns)
-                .map(|(p, v)| format!("{p} {}", ns(*v)))
-                .collect();
-            format!("; of it kernel threads {} ({})", ns(k), phases.join(", "))
+            format!(
+                "; of it kernel threads {}",
+                by_phase(k, &m.outside_kthread_per_phase_ns)
+            )
         });
-        format!("{} ({}){kthreads}", ns(v), phases.join(", "))
+        format!("{}{kthreads}", by_phase(v, &m.outside_per_phase_ns))
     });
     format!(
         "the machine during the run, all tasks: direct reclaim {}, {} pages reclaimed; \
