@@ -117,7 +117,8 @@ run_dir() {
 measure() {
   local out="$work/$1-$4-$3" extra=(--probes "$probes_mode") dir source
   [ "$3" = untraced ] && extra=(--no-probes)
-  "$spawnscope" run --runtime "$1" --workload hold --n "$2" --out "$out" "${extra[@]}" >"$out.log" 2>&1 ||
+  "$spawnscope" run --runtime "$1" --workload hold --n "$2" --out "$out" "${extra[@]}" \
+    --calibration-from "$work/warmup" >"$out.log" 2>&1 ||
     die "spawnscope run failed: $(tail -3 "$out.log")"
   dir=$(run_dir "$1" "$4" "$3")
   source=$(jq -r '.run_cpu_source // "none"' "$dir/sentinels.json")
@@ -235,6 +236,13 @@ cost_table() {
 }
 
 say "probes measured: $probes_mode (PROBES=lean|full); pairs: $min_pairs first, then until the CPU ratio's 95 % half-width is below $margin_pp point(s), at most $max_pairs (REPEATS, MARGIN, MAX_PAIRS); raw data in ${out#"$REPO_ROOT"/}/"
+# The warm-up, not counted (see trace.sh): the first big run after boot or an idle spell pays for
+# memory the kernel or the host must first set up, and would land on one kind. It calibrates each
+# workload once for every run after it (--calibration-from).
+say "warm-up: each workload calibrated once, then as much memory written as the largest run will use (not counted)"
+"$spawnscope" warm-up --out "$work/warmup" "threads:hold:$threads_n" "goroutines:hold:$goroutines_n" >"$work/warmup.log" 2>&1 ||
+  die "the warm-up failed: $(tail -3 "$work/warmup.log")"
+sed -n 's/^warm-up: wrote /  warm-up: wrote /p' "$work/warmup.log"
 rows=()
 for runtime in threads goroutines; do
   n=$threads_n
@@ -243,10 +251,6 @@ for runtime in threads goroutines; do
   echo
   echo "## $runtime hold --n $n, probes $probes_mode"
   echo
-  # A warm-up run first, not counted (see trace.sh): the first big run after boot or an idle
-  # spell pays for memory the kernel or the host must first set up, and would land on one kind.
-  say "$runtime hold --n $n: warm-up (not counted)"
-  measure "$runtime" "$n" untraced warmup >/dev/null
   pair=0 stop=""
   while [ -z "$stop" ]; do
     pair=$((pair + 1))

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark: how far the time figures move between identical runs, and whether the tool says why.
 # Runs the main job's workloads — goroutines hold 1,000,000 and threads hold 100,000 — K times
-# each, alternating, with the collector as `trace.sh` runs them (after one warm-up run of each,
-# recorded in warmup/ and not counted), then prints per time figure
+# each, alternating, with the collector as `trace.sh` runs them (after its warm-up, recorded in
+# warmup/ and not counted), then prints per time figure
 # (spawn, user and system time per task, wall time) the median and the max / min over every run
 # and over the runs whose verdict is "trustworthy", and each flagged run with its cause (the
 # verdict's findings). Goal on the 2-core development VM, K = 10: max / min ≤ 1.3 for the threads'
@@ -34,22 +34,23 @@ spawnscope="$BIN_DIR/spawnscope"
 out="$REPO_ROOT/results/bench-repeatability-$(date -u +%Y%m%dT%H%M%SZ)"
 say "repeatability: goroutines hold $goroutines_n and threads hold $threads_n, $k times each (results in ${out#"$REPO_ROOT"/})"
 started=$(date +%s)
-# A warm-up run of each first, recorded in warmup/ and not counted (see trace.sh): the first big
-# run after boot or an idle spell pays for memory the kernel or the host must first set up.
-say "warm-up: one run of each, recorded in warmup/, not counted"
-"$spawnscope" run --runtime goroutines --workload hold --n "$goroutines_n" --out "$out/warmup" --no-probes >/dev/null
-"$spawnscope" run --runtime threads --workload hold --n "$threads_n" --out "$out/warmup" --no-probes >/dev/null
+# The warm-up, recorded in warmup/ and not counted (see trace.sh): the first big run after boot or
+# an idle spell pays for memory the kernel or the host must first set up. Each workload is
+# calibrated there once, for every run (--calibration-from).
+say "warm-up: each workload calibrated once, then as much memory written as the largest run will use (recorded in warmup/, not counted)"
+"$spawnscope" warm-up --out "$out/warmup" "goroutines:hold:$goroutines_n" "threads:hold:$threads_n" | sed 's/^/  /'
+calibrated=(--calibration-from "$out/warmup")
 for ((r = 1; r <= k; r++)); do
   say "run $r of $k"
-  "$spawnscope" run --runtime goroutines --workload hold --n "$goroutines_n" --out "$out" >/dev/null
-  "$spawnscope" run --runtime threads --workload hold --n "$threads_n" --out "$out" >/dev/null
+  "$spawnscope" run --runtime goroutines --workload hold --n "$goroutines_n" --out "$out" "${calibrated[@]}" >/dev/null
+  "$spawnscope" run --runtime threads --workload hold --n "$threads_n" --out "$out" "${calibrated[@]}" >/dev/null
 done
 mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)
 "$spawnscope" report "${runs[@]}" --out "$out" >"$out/report.txt"
 give_to_invoker "$REPO_ROOT/results"
 
 echo
-echo "# Repeatability: $k runs of each workload after one warm-up run of each (not counted), in $(($(date +%s) - started)) s ($(nproc) CPUs, kernel $(uname -r))"
+echo "# Repeatability: $k runs of each workload after a warm-up (not counted), in $(($(date +%s) - started)) s ($(nproc) CPUs, kernel $(uname -r))"
 echo
 echo "| experiment | figure | median (all) | max / min (all) | median (trustworthy) | max / min (trustworthy) | trustworthy runs |"
 echo "|---|---|---:|---:|---:|---:|---:|"

@@ -3,8 +3,8 @@
 #
 #   sudo ./scripts/trace.sh            the main job: 1,000,000 goroutines and 100,000 OS threads,
 #                                      all alive at once, each in its own cgroup, per-task costs
-#                                      side by side; a warm-up run of each (recorded, not
-#                                      counted), then each run SPAWNSCOPE_REPEATS times [3],
+#                                      side by side; a warm-up (each calibrated once, memory
+#                                      written; not counted), then each run SPAWNSCOPE_REPEATS times [3],
 #                                      alternating, medians (min … max) with each outlier's cause
 #                                      (tokio is left out: see below)
 #   sudo ./scripts/trace.sh ARGS...    anything else goes to spawnscope, e.g.
@@ -59,47 +59,39 @@ run_main() {
   shift 4
   "$spawnscope" run --runtime "$runtime" --workload "$workload" --n "$n" --out "$dir" "$@"
 }
-say "main job: goroutines hold 1,000,000 and threads hold 100,000, one warm-up and $repeats counted runs each (results in ${out#"$REPO_ROOT"/})"
-# The set's plan (plan.json, as compare writes one), written before the first run; its wall time
-# (elapsed_s, warm-up included, nothing built in it) is added after the last.
+say "main job: goroutines hold 1,000,000 and threads hold 100,000, a warm-up and $repeats counted runs each (results in ${out#"$REPO_ROOT"/})"
+# The set's plan (plan.json, as compare writes one), written before the first run; the warm-up's
+# size and the set's wall time (elapsed_s, warm-up included, nothing built in it) are added after.
 mkdir -p "$out"
 started_ns=$(date +%s%N)
 jq -n --arg created "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" --argjson repeats "$repeats" \
-  --argjson warmup "${#main_runs[@]}" --args '{schema: 1, created_utc: $created,
+  --args '{schema: 1, created_utc: $created,
     argv: ["./scripts/trace.sh"], reproduce: null, repeats: $repeats, stopped: null,
-    warmup_runs: $warmup,
     cells: [$ARGS.positional[] | split(" ") |
       {runtime: .[0], workload: .[1], requested_n: (.[2] | tonumber), n: (.[2] | tonumber), note: null}]}' \
   "${main_runs[@]}" >"$out/plan.json"
-# The warm-up is recorded (warmup/) but not counted, as hyperfine's --warmup: the first big run
-# after boot or an idle spell uses memory the kernel or the hypervisor must first set up (memory
-# never initialized since boot, memory handed back to the host), and its times show it.
-say "warm-up: one run of each, without probes, recorded in warmup/ and not counted"
-mkdir -p "$out/warmup"
-for spec in "${main_runs[@]}"; do
-  read -r runtime workload n <<<"$spec"
-  log="$out/warmup/$runtime-$workload-$n.log"
-  if run_main "$out/warmup" "$runtime" "$workload" "$n" --no-probes >"$log" 2>&1; then
-    printf '  warm-up %s: %s\n' "$runtime" "$(grep -m1 -o 'time figures: .*' "$log" || echo 'no verdict')"
-  else
-    warn "the warm-up run of $runtime failed (see ${log#"$REPO_ROOT"/}); the counted runs go on"
-  fi
-done
-# The memory preflight calibrates once per runtime: the counted runs take the warm-up's
-# calibration (--calibration-from) instead of two short hold runs each.
-calibration_of() {
-  find "$out/warmup" -mindepth 1 -maxdepth 1 -type d -name "20*-$1-$2-$3" | sort | tail -1
-}
+# The warm-up (warmup/, not counted, as hyperfine's --warmup): the first big run after boot or an
+# idle spell uses memory the kernel or the hypervisor must first set up (memory never initialized
+# since boot, memory handed back to the host), and its times show it. `spawnscope warm-up` writes
+# as much memory as the largest run will use, a page at a time, and calibrates each workload once
+# for the counted runs (--calibration-from) — a few seconds where a warm-up run of each took 17.
+say "warm-up: each workload calibrated once, then as much memory written as the largest run will use (recorded in warmup/, not counted)"
+specs=()
+for spec in "${main_runs[@]}"; do specs+=("${spec// /:}"); done
+if "$spawnscope" warm-up --out "$out/warmup" "${specs[@]}" >"$out/warmup.log" 2>&1; then
+  sed -n 's/^warm-up: /  warm-up: /p' "$out/warmup.log"
+  jq --slurpfile w "$out/warmup/warmup.json" '.warmup_touched_bytes = $w[0].touched.bytes' \
+    "$out/plan.json" >"$out/plan.json.new" && mv "$out/plan.json.new" "$out/plan.json"
+  calibration=(--calibration-from "$out/warmup")
+else
+  warn "the warm-up failed (see ${out#"$REPO_ROOT"/}/warmup.log); each counted run calibrates itself"
+  calibration=()
+fi
 for ((r = 1; r <= repeats; r++)); do
   say "repeat $r of $repeats"
   for spec in "${main_runs[@]}"; do
     read -r runtime workload n <<<"$spec"
-    calibrated=$(calibration_of "$runtime" "$workload" "$n")
-    if [ -n "$calibrated" ] && [ -f "$calibrated/run.json" ]; then
-      run_main "$out" "$runtime" "$workload" "$n" --calibration-from "$calibrated"
-    else
-      run_main "$out" "$runtime" "$workload" "$n"
-    fi
+    run_main "$out" "$runtime" "$workload" "$n" "${calibration[@]}"
   done
 done
 elapsed_s=$(( ($(date +%s%N) - started_ns) / 1000000 ))

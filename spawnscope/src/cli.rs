@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::measure::leash::{parse_pids_limit, parse_timeout, PidsLimitArg};
 use crate::measure::probes::ProbeDetail;
@@ -41,6 +41,11 @@ pub enum Command {
     },
     /// Sweeps: runtimes × N × workloads × repeats; per-task costs by regression, charts, report.html.
     Compare(Box<CompareArgs>),
+    /// Before a set's counted runs: calibrate each workload once, and write every page of as much
+    /// memory as the largest will use, then give it back — the first big run after boot or an
+    /// idle spell otherwise pays for memory used for the first time (trace.sh and the benchmarks
+    /// start with it). Writes DIR/warmup.json, which `run --calibration-from DIR` reads.
+    WarmUp(WarmUpArgs),
     /// Re-render summaries from results directories already on disk (no re-run); for several
     /// runs or a compare directory, also the compare exports, charts and report.html.
     Report {
@@ -218,6 +223,40 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 #[derive(Args, Debug)]
+pub struct WarmUpArgs {
+    /// The runs the set will make, as RUNTIME:WORKLOAD:N (e.g. goroutines:hold:1000000).
+    #[arg(required = true, value_name = "RUNTIME:WORKLOAD:N", value_parser = parse_run_spec)]
+    pub runs: Vec<RunSpec>,
+    /// The directory warmup.json is written to (made if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// One run named on the command line as RUNTIME:WORKLOAD:N.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSpec {
+    pub runtime: Runtime,
+    pub workload: WorkloadKind,
+    pub n: u64,
+}
+
+fn parse_run_spec(text: &str) -> Result<RunSpec, String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let [runtime, workload, n] = parts[..] else {
+        return Err(format!(
+            "'{text}' is not RUNTIME:WORKLOAD:N (e.g. threads:hold:100000)"
+        ));
+    };
+    Ok(RunSpec {
+        runtime: Runtime::from_str(runtime, true)
+            .map_err(|_| format!("'{runtime}' is not a runtime"))?,
+        workload: WorkloadKind::from_str(workload, true)
+            .map_err(|_| format!("'{workload}' is not a workload"))?,
+        n: parse_n(n)?,
+    })
+}
+
+#[derive(Args, Debug)]
 pub struct CheckArgs {
     /// Check the sysctls and memory for this many tasks too.
     #[arg(long, value_parser = parse_n)]
@@ -259,9 +298,10 @@ pub struct RunArgs {
     #[arg(short, long, default_value = "results", help_heading = "Output")]
     pub out: PathBuf,
     /// Take the memory preflight's calibration from an earlier run of the same runtime and
-    /// workload flags (its results directory) instead of two short hold runs now: repeats
-    /// calibrate once (trace.sh's counted runs take their warm-up's).
-    #[arg(long, value_name = "RUN_DIR", help_heading = "Limits")]
+    /// workload flags (its results directory), or from a `warm-up` directory (its warmup.json),
+    /// instead of two short hold runs now: repeats calibrate once (trace.sh's counted runs take
+    /// their warm-up's).
+    #[arg(long, value_name = "DIR", help_heading = "Limits")]
     pub calibration_from: Option<PathBuf>,
     /// Run even when the preflight says it will not fit (inside the cgroup memory limit).
     #[arg(long, help_heading = "Limits")]

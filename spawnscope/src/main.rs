@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     // commands that only read (check, report, flame) change nothing, even as root.
     let changes_the_machine = matches!(
         cli.command,
-        Command::Run(_) | Command::Compare(_) | Command::Sysctl { .. }
+        Command::Run(_) | Command::Compare(_) | Command::Sysctl { .. } | Command::WarmUp(_)
     );
     if changes_the_machine {
         if let Err(err) = measure::run::recover_interrupted_runs() {
@@ -48,6 +48,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::command(*args),
         Command::Sysctl { action } => commands::sysctl::command(action),
         Command::Compare(args) => commands::compare::command(*args),
+        Command::WarmUp(args) => commands::warmup::command(&args),
         Command::Report { dirs, out } => commands::report::command(&dirs, out),
         Command::Flame { dirs, out, diff } => commands::flame::command(&dirs, &out, diff),
         Command::Pairs {

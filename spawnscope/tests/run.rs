@@ -624,3 +624,96 @@ fn repeats_take_an_earlier_runs_calibration_and_refuse_another_runtimes() {
         "a refused run wrote a results directory"
     );
 }
+
+#[test]
+fn a_warm_up_writes_the_memory_the_largest_run_needs_and_its_calibrations_serve_the_runs() {
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let warm = sandbox.dir.path().join("warmup");
+    let made = sandbox
+        .command(&[
+            "warm-up",
+            "--out",
+            warm.to_str().unwrap(),
+            "threads:hold:20000",
+            "goroutines:hold:2000",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&made.stdout);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    assert!(stdout.contains("nothing of it is counted"), "{stdout}");
+    let record = read_json(warm.join("warmup.json"));
+    let calibrated = record["calibrated"].as_array().unwrap();
+    assert_eq!(calibrated.len(), 2);
+    let needed = |runtime: &str| {
+        calibrated
+            .iter()
+            .find(|c| c["runtime"] == runtime)
+            .unwrap_or_else(|| panic!("no {runtime} calibration"))["needed_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    // 20,000 threads (tens of KiB each) need far more than 2,000 goroutines: the larger is
+    // written, with its margin, every byte of it timed in chunks.
+    let largest = needed("threads").max(needed("goroutines"));
+    assert!(needed("threads") > 10 * needed("goroutines"));
+    let touched = &record["touched"];
+    assert_eq!(touched["wanted_bytes"].as_u64().unwrap(), largest * 5 / 4);
+    assert_eq!(touched["bytes"], touched["wanted_bytes"]);
+    let chunks = touched["chunks"].as_array().unwrap();
+    let written: u64 = chunks.iter().map(|c| c["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(written, touched["bytes"].as_u64().unwrap());
+    assert!(chunks.iter().all(|c| c["ns"].as_u64().unwrap() > 0));
+
+    // A run takes its calibration from it instead of calibrating.
+    let run = sandbox.run(&[
+        "--runtime",
+        "threads",
+        "--workload",
+        "hold",
+        "--n",
+        "500",
+        "--no-probes",
+        "--calibration-from",
+        warm.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("calibrating"),
+        "it calibrated again: {stderr}"
+    );
+    let threads = calibrated
+        .iter()
+        .find(|c| c["runtime"] == "threads")
+        .unwrap();
+    assert_eq!(
+        read_json(sandbox.only_results_dir().join("run.json"))["estimate"]["calibration"],
+        threads["calibration"]
+    );
+
+    // One it did not calibrate is refused, with nothing written; so is a spec that is not one.
+    let other = sandbox.run(&[
+        "--runtime",
+        "tokio",
+        "--workload",
+        "hold",
+        "--n",
+        "100",
+        "--calibration-from",
+        warm.to_str().unwrap(),
+    ]);
+    assert_eq!(other.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&other.stderr).contains("calibrated no tokio"));
+    let bad = sandbox
+        .command(&["warm-up", "--out", warm.to_str().unwrap(), "threads:hold"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(sandbox.results_dirs().len(), 1);
+}

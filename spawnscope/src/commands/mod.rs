@@ -14,3 +14,4 @@ pub mod report;
 pub mod run;
 pub mod schema;
 pub mod sysctl;
+pub mod warmup;

@@ -9,7 +9,7 @@ use crate::commands::derive::{self, Writes};
 use crate::host::signals::Interrupts;
 use crate::measure::perf;
 use crate::measure::run::{self, Outcome, RunError, RunOptions};
-use crate::record::{self, Calibration, RunRecord, Target};
+use crate::record::{self, Calibration, RunRecord, Target, WarmUpRecord};
 use crate::render;
 use crate::runtime::{Invocation, TaskKind};
 
@@ -119,6 +119,10 @@ fn calibration_from(dir: &Path, target: &Target) -> Result<Calibration, String> 
     let Target::Workload(now) = target else {
         return Err("--calibration-from is for a workload (--runtime/--workload/--n); a command is not calibrated".into());
     };
+    let warmed = dir.join(record::WARMUP);
+    if warmed.exists() {
+        return calibration_from_warm_up(&warmed, now);
+    }
     let path = dir.join(record::RUN);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("--calibration-from: cannot read {}: {e}", path.display()))?;
@@ -134,12 +138,6 @@ fn calibration_from(dir: &Path, target: &Target) -> Result<Calibration, String> 
             dir.display()
         ));
     };
-    let described = |i: &Invocation| {
-        std::iter::once(i.runtime.name().to_string())
-            .chain(i.flags.iter().map(|(k, v)| format!("--{k} {v}")))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     if then.runtime != now.runtime || then.flags != now.flags {
         return Err(format!(
             "--calibration-from: {} calibrated {}, not {}",
@@ -154,6 +152,37 @@ fn calibration_from(dir: &Path, target: &Target) -> Result<Calibration, String> 
             dir.display()
         )
     })
+}
+
+/// The calibration a warm-up made (`spawnscope warm-up`) for the same runtime and flags.
+fn calibration_from_warm_up(path: &Path, now: &Invocation) -> Result<Calibration, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--calibration-from: cannot read {}: {e}", path.display()))?;
+    let warm: WarmUpRecord = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "--calibration-from: {} is not a warm-up record: {e}",
+            path.display()
+        )
+    })?;
+    warm.calibrated
+        .into_iter()
+        .find(|c| c.runtime == now.runtime.name() && c.flags == now.flags)
+        .map(|c| c.calibration)
+        .ok_or_else(|| {
+            format!(
+                "--calibration-from: {} calibrated no {}",
+                path.display(),
+                described(now)
+            )
+        })
+}
+
+/// "threads --stack-size 65536": what a calibration is made for.
+fn described(i: &Invocation) -> String {
+    std::iter::once(i.runtime.name().to_string())
+        .chain(i.flags.iter().map(|(k, v)| format!("--{k} {v}")))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// After a run's records are written: its summary (written beside them), and the results given to

@@ -48,6 +48,12 @@ pub struct FreePages {
     pub managed_kb: u64,
 }
 
+/// The page size in bytes.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64
+}
+
 pub fn free_pages() -> Option<FreePages> {
     parse_zoneinfo(&fs::read_to_string("/proc/zoneinfo").ok()?)
 }

@@ -51,6 +51,15 @@ impl Interrupts {
         Ok(interrupts)
     }
 
+    /// No handler: nothing is ever received (for tests of what stops on a signal).
+    #[cfg(test)]
+    pub fn none() -> Self {
+        Interrupts {
+            received: Arc::new(AtomicI32::new(0)),
+            children: Arc::default(),
+        }
+    }
+
     /// A process of ours to kill if a signal comes.
     pub fn watch(&self, pid: u32) {
         self.children

@@ -16,3 +16,4 @@ pub mod sampler;
 pub mod sentinels;
 pub mod stop;
 pub mod sweep;
+pub mod warmup;

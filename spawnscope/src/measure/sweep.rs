@@ -397,6 +397,7 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
         // Timed by trace.sh's main job only, which writes its own plan.
         elapsed_s: None,
         warmup_runs: None,
+        warmup_touched_bytes: None,
     };
     // Order: workload, then N upwards (failures show early), then repeat, then runtime
     // alternating (drift on the host falls on every runtime alike).

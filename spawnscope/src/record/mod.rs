@@ -13,6 +13,7 @@ pub mod process;
 pub mod run;
 pub mod sentinels;
 pub mod sysctl;
+pub mod warmup;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -32,9 +33,12 @@ pub use process::{Exit, Rusage};
 pub use run::{Calibration, Estimate, PidsLimit, RunRecord, Stage, StoppedBy, Target};
 pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};
+pub use warmup::{Touched, TouchedChunk, WarmUpCalibration, WarmUpRecord};
 
 // A run directory's files, written by `run`.
 pub const RUN: &str = "run.json";
+/// What `spawnscope warm-up` did, in its own directory (trace.sh's `warmup/`).
+pub const WARMUP: &str = "warmup.json";
 pub const MEMORY: &str = "memory.json";
 pub const SYSCTL: &str = "sysctl.json";
 pub const MACHINE: &str = "machine.json";

@@ -26,6 +26,10 @@ pub struct Plan {
     /// Runs made before the counted ones and left out of the set (trace.sh's `warmup/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_runs: Option<u32>,
+    /// Memory written a page at a time before the counted runs (`spawnscope warm-up`, in
+    /// `warmup/warmup.json`), in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_touched_bytes: Option<u64>,
 }
 
 /// A command of the sweep: its words with `{n}` where N goes, and what it runs on.

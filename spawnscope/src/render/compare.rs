@@ -356,10 +356,14 @@ pub fn machine_line(m: &Fingerprint) -> String {
 /// its last, 2 warm-up runs (not counted) included".
 pub fn elapsed_line(plan: &Plan) -> Option<String> {
     let s = plan.elapsed_s?;
-    let warmup = match plan.warmup_runs {
-        Some(0) | None => String::new(),
-        Some(1) => ", 1 warm-up run (not counted) included".into(),
-        Some(w) => format!(", {w} warm-up runs (not counted) included"),
+    let warmup = match (plan.warmup_touched_bytes, plan.warmup_runs) {
+        (Some(b), _) => format!(
+            ", its warm-up ({} of memory written a page at a time, not counted) included",
+            crate::units::bytes(b as f64)
+        ),
+        (None, Some(0) | None) => String::new(),
+        (None, Some(1)) => ", 1 warm-up run (not counted) included".into(),
+        (None, Some(w)) => format!(", {w} warm-up runs (not counted) included"),
     };
     Some(format!(
         "took {s:.0} s from its first run to the end of its last{warmup}"

@@ -502,6 +502,13 @@ mod tests {
         );
         // The peak is the threads' 3,000 at about 37 KiB each: a hundred-odd MiB, not KiB.
         assert!(line.contains("MiB (threads hold 3,000"), "{line}");
+        // A set warmed up by writing memory says how much, in place of warm-up runs.
+        set.plan.as_mut().unwrap().warmup_touched_bytes = Some(9 << 29);
+        let line = figure(&spec, &set).unwrap();
+        assert!(
+            line.contains("end of its last, its warm-up (4.5 GiB of memory written a page at a time, not counted) included, 8 counted runs"),
+            "{line}"
+        );
         let machine = figure(
             &Spec {
                 kind: "machine".into(),
