@@ -121,7 +121,8 @@ pub enum Command {
 
 #[derive(Subcommand, Debug)]
 pub enum DocsAction {
-    /// Fill every `<!-- figure: KIND SET … -->` block of README.md and docs/**/*.md from
+    /// Fill every `<!-- figure: KIND SET … -->` block of README.md and docs/**/*.md, and every
+    /// value quoted inline in their prose (a `value: SET PATH FORMAT` mark), from
     /// docs/SET/compare.json, and write docs/man/spawnscope.1 and docs/reference/cli/*.md from
     /// the command line's definition; exit 1 when README.md links to a file that is missing.
     Render {

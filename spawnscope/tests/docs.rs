@@ -68,3 +68,46 @@ fn a_figure_edited_by_hand_is_found_and_named() {
     assert!(said.contains("figure pertask compare hold"), "{said}");
     assert!(said.contains("stale: README.md"), "{said}");
 }
+
+#[test]
+fn a_value_quoted_in_prose_and_edited_by_hand_is_found_and_named() {
+    let repo = common::repo_root();
+    let root = tempfile::tempdir().unwrap();
+    let docs = root.path().join("docs");
+    let set = "reproduce-async-runtimes-2024";
+    std::fs::create_dir_all(docs.join(set)).unwrap();
+    std::fs::copy(
+        repo.join("docs").join(set).join("compare.json"),
+        docs.join(set).join("compare.json"),
+    )
+    .unwrap();
+    for dir in ["man", "reference/cli"] {
+        std::fs::create_dir_all(docs.join(dir)).unwrap();
+        for entry in std::fs::read_dir(repo.join("docs").join(dir)).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), docs.join(dir).join(entry.file_name())).unwrap();
+        }
+    }
+    std::fs::write(root.path().join("README.md"), "# x\n").unwrap();
+    let page = "docs/manual/studies/async-runtimes-2024.md";
+    let text = std::fs::read_to_string(repo.join(page)).unwrap();
+    std::fs::create_dir_all(root.path().join("docs/manual/studies")).unwrap();
+    std::fs::write(root.path().join(page), &text).unwrap();
+    let (ok, said) = check(root.path());
+    assert!(ok, "the page as committed passes: {said}");
+
+    // The page quotes tokio's max RSS at a million from its set; a hand edit of it is found.
+    let quoted = "reproduce.rows[3].1[2] text -->437.0<!-- /value -->";
+    assert!(text.contains(quoted), "the page quotes tokio's 437.0 MB");
+    std::fs::write(
+        root.path().join(page),
+        text.replacen(quoted, &quoted.replace("437.0", "430.0"), 1),
+    )
+    .unwrap();
+    let (ok, said) = check(root.path());
+    assert!(!ok, "an edited value must fail the check: {said}");
+    assert!(
+        said.contains("value reproduce-async-runtimes-2024 reproduce.rows[3].1[2]"),
+        "{said}"
+    );
+}

@@ -13,7 +13,7 @@ use clap::CommandFactory;
 use crate::analyse::compare::Comparison;
 use crate::cli::{usage_error, Cli, DocsAction};
 use crate::record;
-use crate::render::pages;
+use crate::render::{pages, values};
 
 pub fn completions(shell: clap_complete::Shell) -> ExitCode {
     clap_complete::generate(
@@ -90,16 +90,32 @@ fn wanted(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
         sets.insert(set.into(), parsed.clone());
         Ok(parsed)
     };
+    // A prose value reads the set's compare.json as it is written.
+    let mut raw: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
+    let mut load_raw = |set: &str| -> Result<serde_json::Value, String> {
+        if let Some(v) = raw.get(set) {
+            return Ok(v.clone());
+        }
+        let path = root.join("docs").join(set).join(record::COMPARE_JSON);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("results set {}: {e}", path.display()))?;
+        let parsed: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("results set {}: {e}", path.display()))?;
+        raw.insert(set.into(), parsed.clone());
+        Ok(parsed)
+    };
     let mut out = Vec::new();
     for page in pages_of(root) {
         let Ok(text) = std::fs::read_to_string(&page) else {
             continue;
         };
-        if !text.contains(pages::OPEN) {
+        if !text.contains(pages::OPEN) && !text.contains(values::OPEN) {
             continue;
         }
         let (filled, _) =
             pages::fill(&text, &mut load).map_err(|e| format!("{}: {e}", page.display()))?;
+        let (filled, _) =
+            values::fill(&filled, &mut load_raw).map_err(|e| format!("{}: {e}", page.display()))?;
         out.push((page, filled));
     }
     let man = man_page().map_err(|e| format!("man page: {e}"))?;
@@ -193,10 +209,19 @@ fn stale_blocks(now: &str, wanted: &str) -> String {
     let (Ok(a), Ok(b)) = (pages::blocks(now), pages::blocks(wanted)) else {
         return String::new();
     };
+    let (Ok(c), Ok(d)) = (values::quotes(now), values::quotes(wanted)) else {
+        return String::new();
+    };
     a.iter()
         .zip(&b)
         .filter(|(x, y)| now[x.body.clone()] != wanted[y.body.clone()])
         .map(|(x, _)| format!("line {}: figure {}", x.line, x.spec))
+        .chain(
+            c.iter()
+                .zip(&d)
+                .filter(|(x, y)| now[x.body.clone()] != wanted[y.body.clone()])
+                .map(|(x, _)| format!("line {}: value {} {}", x.line, x.set, x.path)),
+        )
         .collect::<Vec<_>>()
         .join("; ")
 }

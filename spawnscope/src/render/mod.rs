@@ -16,6 +16,7 @@ pub mod serving;
 pub mod serving_charts;
 pub mod summary;
 pub mod table;
+pub mod values;
 pub mod verdict;
 pub mod waits;
 
