@@ -154,7 +154,7 @@ need_toolchains() {
   fi
   command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust with rustup (https://rustup.rs)"
   if ! command -v go >/dev/null 2>&1; then
-    need_packages golang-go || die "go not found: install Go 1.22 or newer"
+    need_packages golang-go || die "go not found: install Go 1.19 or newer"
   fi
 }
 

@@ -18,7 +18,7 @@ pub const OPEN: &str = "<!-- value:";
 pub const CLOSE: &str = "<!-- /value -->";
 
 /// How a value is printed.
-pub const FORMATS: [(&str, &str); 7] = [
+pub const FORMATS: [(&str, &str); 8] = [
     ("count", "a whole number with thousands separators: 13,902"),
     (
         "mib",
@@ -28,6 +28,7 @@ pub const FORMATS: [(&str, &str); 7] = [
     ("bytes", "bytes as a size: 975 B"),
     ("s", "seconds, two decimals: 1.13"),
     ("fixed1", "one decimal: 15.6"),
+    ("fixed3", "three decimals: 0.958"),
     ("text", "a string as it is"),
 ];
 
@@ -170,6 +171,7 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
         "bytes" => bytes(x),
         "s" => format!("{x:.2}"),
         "fixed1" => format!("{x:.1}"),
+        "fixed3" => format!("{x:.3}"),
         other => return Err(format!("no value format '{other}'")),
     })
 }
