@@ -17,19 +17,13 @@ fn check(root: &std::path::Path) -> (bool, String) {
     )
 }
 
-#[test]
-fn every_figure_page_man_page_and_reference_page_is_as_rendered_from_its_source() {
-    let (ok, said) = check(&common::repo_root());
-    assert!(ok, "{said}");
-    assert!(said.contains("up to date"), "{said}");
-}
-
-#[test]
-fn a_figure_edited_by_hand_is_found_and_named() {
+/// A scratch repository root with these sets' compare.json and the generated man and reference
+/// pages as committed; its pages are the test's to write.
+fn scratch_docs(sets: &[&str]) -> tempfile::TempDir {
     let repo = common::repo_root();
     let root = tempfile::tempdir().unwrap();
     let docs = root.path().join("docs");
-    for set in ["compare", "example-results/compare", "main-job"] {
+    for set in sets {
         std::fs::create_dir_all(docs.join(set)).unwrap();
         std::fs::copy(
             repo.join("docs").join(set).join("compare.json"),
@@ -44,6 +38,20 @@ fn a_figure_edited_by_hand_is_found_and_named() {
             std::fs::copy(entry.path(), docs.join(dir).join(entry.file_name())).unwrap();
         }
     }
+    root
+}
+
+#[test]
+fn every_figure_page_man_page_and_reference_page_is_as_rendered_from_its_source() {
+    let (ok, said) = check(&common::repo_root());
+    assert!(ok, "{said}");
+    assert!(said.contains("up to date"), "{said}");
+}
+
+#[test]
+fn a_figure_edited_by_hand_is_found_and_named() {
+    let repo = common::repo_root();
+    let root = scratch_docs(&["compare", "example-results/compare", "main-job"]);
     // README.md links to files beside it; they are not what this test is about.
     let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
     let links = regex::Regex::new(r"\]\([^)#]+\)").unwrap();
@@ -72,22 +80,7 @@ fn a_figure_edited_by_hand_is_found_and_named() {
 #[test]
 fn a_value_quoted_in_prose_and_edited_by_hand_is_found_and_named() {
     let repo = common::repo_root();
-    let root = tempfile::tempdir().unwrap();
-    let docs = root.path().join("docs");
-    let set = "reproduce-async-runtimes-2024";
-    std::fs::create_dir_all(docs.join(set)).unwrap();
-    std::fs::copy(
-        repo.join("docs").join(set).join("compare.json"),
-        docs.join(set).join("compare.json"),
-    )
-    .unwrap();
-    for dir in ["man", "reference/cli"] {
-        std::fs::create_dir_all(docs.join(dir)).unwrap();
-        for entry in std::fs::read_dir(repo.join("docs").join(dir)).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), docs.join(dir).join(entry.file_name())).unwrap();
-        }
-    }
+    let root = scratch_docs(&["reproduce-async-runtimes-2024"]);
     std::fs::write(root.path().join("README.md"), "# x\n").unwrap();
     let page = "docs/manual/studies/async-runtimes-2024.md";
     let text = std::fs::read_to_string(repo.join(page)).unwrap();

@@ -77,33 +77,9 @@ fn pages_of(root: &Path) -> Vec<PathBuf> {
 /// Every file `docs render` writes, with what it should hold: pages with their figures, the man
 /// page, the reference pages.
 fn wanted(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
-    let mut sets: std::collections::BTreeMap<String, Comparison> = Default::default();
-    let mut load = |set: &str| -> Result<Comparison, String> {
-        if let Some(c) = sets.get(set) {
-            return Ok(c.clone());
-        }
-        let path = root.join("docs").join(set).join(record::COMPARE_JSON);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("results set {}: {e}", path.display()))?;
-        let parsed: Comparison = serde_json::from_str(&text)
-            .map_err(|e| format!("results set {}: {e}", path.display()))?;
-        sets.insert(set.into(), parsed.clone());
-        Ok(parsed)
-    };
-    // A prose value reads the set's compare.json as it is written.
-    let mut raw: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
-    let mut load_raw = |set: &str| -> Result<serde_json::Value, String> {
-        if let Some(v) = raw.get(set) {
-            return Ok(v.clone());
-        }
-        let path = root.join("docs").join(set).join(record::COMPARE_JSON);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("results set {}: {e}", path.display()))?;
-        let parsed: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("results set {}: {e}", path.display()))?;
-        raw.insert(set.into(), parsed.clone());
-        Ok(parsed)
-    };
+    // Each set's compare.json, read once: figures take it as a Comparison, prose values as it
+    // is written.
+    let mut sets: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
     let mut out = Vec::new();
     for page in pages_of(root) {
         let Ok(text) = std::fs::read_to_string(&page) else {
@@ -112,10 +88,13 @@ fn wanted(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
         if !text.contains(pages::OPEN) && !text.contains(values::OPEN) {
             continue;
         }
-        let (filled, _) =
-            pages::fill(&text, &mut load).map_err(|e| format!("{}: {e}", page.display()))?;
-        let (filled, _) =
-            values::fill(&filled, &mut load_raw).map_err(|e| format!("{}: {e}", page.display()))?;
+        let (filled, _) = pages::fill(&text, |set| {
+            serde_json::from_value::<Comparison>(read_set(root, &mut sets, set)?)
+                .map_err(|e| format!("results set {set}: {e}"))
+        })
+        .map_err(|e| format!("{}: {e}", page.display()))?;
+        let (filled, _) = values::fill(&filled, |set| read_set(root, &mut sets, set))
+            .map_err(|e| format!("{}: {e}", page.display()))?;
         out.push((page, filled));
     }
     let man = man_page().map_err(|e| format!("man page: {e}"))?;
@@ -127,6 +106,24 @@ fn wanted(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
         out.push((root.join(REFERENCE_DIR).join(name), text));
     }
     Ok(out)
+}
+
+/// docs/SET/compare.json, read once into `sets`.
+fn read_set(
+    root: &Path,
+    sets: &mut std::collections::BTreeMap<String, serde_json::Value>,
+    set: &str,
+) -> Result<serde_json::Value, String> {
+    if let Some(v) = sets.get(set) {
+        return Ok(v.clone());
+    }
+    let path = root.join("docs").join(set).join(record::COMPARE_JSON);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("results set {}: {e}", path.display()))?;
+    let parsed: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("results set {}: {e}", path.display()))?;
+    sets.insert(set.into(), parsed.clone());
+    Ok(parsed)
 }
 
 /// `docs render [--check]`: writes what is stale, or (--check) names it and exits 1.
