@@ -78,7 +78,11 @@ jq -n --arg created "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" --argjson repeats "$repe
 say "warm-up: each workload calibrated once, then as much memory written as the largest run will use (recorded in warmup/, not counted)"
 specs=()
 for spec in "${main_runs[@]}"; do specs+=("${spec// /:}"); done
-if "$spawnscope" warm-up --out "$out/warmup" "${specs[@]}" >"$out/warmup.log" 2>&1; then
+warmed=0
+"$spawnscope" warm-up --out "$out/warmup" "${specs[@]}" >"$out/warmup.log" 2>&1 || warmed=$?
+# Stopped by a signal (128 + its number): so is the job.
+[ "$warmed" -lt 128 ] || exit "$warmed"
+if [ "$warmed" -eq 0 ]; then
   sed -n 's/^warm-up: /  warm-up: /p' "$out/warmup.log"
   jq --slurpfile w "$out/warmup/warmup.json" '.warmup_touched_bytes = $w[0].touched.bytes' \
     "$out/plan.json" >"$out/plan.json.new" && mv "$out/plan.json.new" "$out/plan.json"
