@@ -119,19 +119,11 @@ fn calibration_from(dir: &Path, target: &Target) -> Result<Calibration, String> 
     let Target::Workload(now) = target else {
         return Err("--calibration-from is for a workload (--runtime/--workload/--n); a command is not calibrated".into());
     };
-    let warmed = dir.join(record::WARMUP);
-    if warmed.exists() {
-        return calibration_from_warm_up(&warmed, now);
+    if dir.join(record::WARMUP).exists() {
+        return calibration_from_warm_up(dir, now);
     }
-    let path = dir.join(record::RUN);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("--calibration-from: cannot read {}: {e}", path.display()))?;
-    let earlier: RunRecord = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "--calibration-from: {} is not a run record: {e}",
-            path.display()
-        )
-    })?;
+    let earlier: RunRecord =
+        record::read_json(dir, record::RUN).map_err(|e| format!("--calibration-from: {e:#}"))?;
     let Target::Workload(then) = &earlier.target else {
         return Err(format!(
             "--calibration-from: {} ran a command, not a workload",
@@ -155,15 +147,9 @@ fn calibration_from(dir: &Path, target: &Target) -> Result<Calibration, String> 
 }
 
 /// The calibration a warm-up made (`spawnscope warm-up`) for the same runtime and flags.
-fn calibration_from_warm_up(path: &Path, now: &Invocation) -> Result<Calibration, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--calibration-from: cannot read {}: {e}", path.display()))?;
-    let warm: WarmUpRecord = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "--calibration-from: {} is not a warm-up record: {e}",
-            path.display()
-        )
-    })?;
+fn calibration_from_warm_up(dir: &Path, now: &Invocation) -> Result<Calibration, String> {
+    let warm: WarmUpRecord =
+        record::read_json(dir, record::WARMUP).map_err(|e| format!("--calibration-from: {e:#}"))?;
     warm.calibrated
         .into_iter()
         .find(|c| c.runtime == now.runtime.name() && c.flags == now.flags)
@@ -171,7 +157,7 @@ fn calibration_from_warm_up(path: &Path, now: &Invocation) -> Result<Calibration
         .ok_or_else(|| {
             format!(
                 "--calibration-from: {} calibrated no {}",
-                path.display(),
+                dir.display(),
                 described(now)
             )
         })

@@ -116,7 +116,7 @@ fn invocation(spec: &RunSpec) -> Invocation {
 
 /// "wrote 4.4 GiB a page at a time in 1.6 s on 2 threads: 1.4 µs a page (chunks of 256 MiB:
 /// 1.2 … 2.0 µs), 0 chunks cold (≥ 3× the fastest); 0 B initialized for the first time since boot"
-pub fn touched_line(t: &Touched) -> String {
+fn touched_line(t: &Touched) -> String {
     let per_page = t.per_page_ns();
     let median = per_page.get(per_page.len() / 2).copied().unwrap_or(0.0);
     let (fastest, slowest) = (
