@@ -108,7 +108,8 @@ fn wanted(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     Ok(out)
 }
 
-/// docs/SET/compare.json, read once into `sets`.
+/// docs/SET/compare.json — or, for a value, docs/SET when it names a .json or .tsv file of a
+/// results directory ([`values::parse_file`]) — read once into `sets`.
 fn read_set(
     root: &Path,
     sets: &mut std::collections::BTreeMap<String, serde_json::Value>,
@@ -117,11 +118,20 @@ fn read_set(
     if let Some(v) = sets.get(set) {
         return Ok(v.clone());
     }
-    let path = root.join("docs").join(set).join(record::COMPARE_JSON);
+    let named = root.join("docs").join(set);
+    let path = if named.is_file() {
+        named
+    } else {
+        named.join(record::COMPARE_JSON)
+    };
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("results set {}: {e}", path.display()))?;
-    let parsed: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("results set {}: {e}", path.display()))?;
+    let parsed = if path.ends_with(record::COMPARE_JSON) {
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    } else {
+        values::parse_file(set, &text)
+    }
+    .map_err(|e| format!("results set {}: {e}", path.display()))?;
     sets.insert(set.into(), parsed.clone());
     Ok(parsed)
 }

@@ -5,10 +5,12 @@
 //! tokio (<!-- value: reproduce-async-runtimes-2024 cells[runtime=tokio-sleepers,n=1000000].maxrss_kb.median mib -->437.0<!-- /value --> MB)
 //! ```
 //!
-//! SET is a results set's directory under docs/; PATH walks its compare.json: `name` takes a
-//! field, `name[3]` an element, `name[key=value,…]` the one element whose fields print as those
-//! values (it is an error when none or several do); FORMAT is one of [`FORMATS`]. Between the
-//! marks is the command's, as in a figure block.
+//! SET is a results set's directory under docs/, whose compare.json PATH walks, or one file of a
+//! results directory there that is not a compare set (a bench's `figures.json`, the kernel
+//! matrix's `results.tsv`: [`parse_file`]). PATH: `name` takes a field, `name[3]` an element,
+//! `name[key=value,…]` the one element whose fields print as those values (it is an error when
+//! none or several do; a row of a TSV file is a list, its fields named 0, 1, …); FORMAT is one of
+//! [`FORMATS`]. Between the marks is the command's, as in a figure block.
 
 use serde_json::Value;
 
@@ -18,7 +20,7 @@ pub const OPEN: &str = "<!-- value:";
 pub const CLOSE: &str = "<!-- /value -->";
 
 /// How a value is printed.
-pub const FORMATS: [(&str, &str); 8] = [
+pub const FORMATS: [(&str, &str); 10] = [
     ("count", "a whole number with thousands separators: 13,902"),
     (
         "mib",
@@ -29,6 +31,14 @@ pub const FORMATS: [(&str, &str); 8] = [
     ("s", "seconds, two decimals: 1.13"),
     ("fixed1", "one decimal: 15.6"),
     ("fixed3", "three decimals: 0.958"),
+    (
+        "pct",
+        "a signed percentage, one decimal, as the summaries print a difference: +0.2 %",
+    ),
+    (
+        "lead",
+        "a string's first word, a figure with its unit if one follows: \"0.2 %\" of \"0.2 % (rss …\"",
+    ),
     ("text", "a string as it is"),
 ];
 
@@ -84,7 +94,7 @@ pub fn quotes(page: &str) -> Result<Vec<Quote>, String> {
 /// The value PATH names in `root`.
 pub fn lookup<'a>(root: &'a Value, path: &str) -> Result<&'a Value, String> {
     let mut here = root;
-    for step in path.split('.') {
+    for step in steps(path) {
         let (name, filter) = match step.split_once('[') {
             Some((name, rest)) => (
                 name,
@@ -125,7 +135,7 @@ pub fn lookup<'a>(root: &'a Value, path: &str) -> Result<&'a Value, String> {
             .filter(|item| {
                 wanted
                     .iter()
-                    .all(|(k, v)| item.get(*k).is_some_and(|f| printed(f) == *v))
+                    .all(|(k, v)| field(item, k).is_some_and(|f| printed(f) == *v))
             })
             .collect();
         here = match matching.as_slice() {
@@ -142,6 +152,34 @@ pub fn lookup<'a>(root: &'a Value, path: &str) -> Result<&'a Value, String> {
     Ok(here)
 }
 
+/// PATH's steps: split at the dots outside brackets, so a filter may hold a dotted value
+/// (`runs[dir=runs/6.1.0-56-amd64/…]`).
+fn steps(path: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let (mut depth, mut from) = (0usize, 0);
+    for (i, c) in path.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            '.' if depth == 0 => {
+                found.push(&path[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    found.push(&path[from..]);
+    found
+}
+
+/// An item's field by name; a list's (a TSV row's) by its index.
+fn field<'a>(item: &'a Value, name: &str) -> Option<&'a Value> {
+    match item {
+        Value::Array(fields) => name.parse::<usize>().ok().and_then(|i| fields.get(i)),
+        other => other.get(name),
+    }
+}
+
 /// A field as a filter compares it: a string without its quotes, anything else as JSON prints it.
 fn printed(v: &Value) -> String {
     match v {
@@ -152,11 +190,11 @@ fn printed(v: &Value) -> String {
 
 /// The value printed in FORMAT.
 pub fn format(value: &Value, format: &str) -> Result<String, String> {
-    if format == "text" {
-        return value
+    if format == "text" || format == "lead" {
+        let text = value
             .as_str()
-            .map(str::to_string)
-            .ok_or_else(|| format!("{value} is not a string"));
+            .ok_or_else(|| format!("{value} is not a string"))?;
+        return Ok(if format == "lead" { lead(text) } else { text.into() });
     }
     let x = value
         .as_f64()
@@ -172,8 +210,39 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
         "s" => format!("{x:.2}"),
         "fixed1" => format!("{x:.1}"),
         "fixed3" => format!("{x:.3}"),
+        "pct" => format!("{x:+.1} %"),
         other => return Err(format!("no value format '{other}'")),
     })
+}
+
+/// The first word of a result line, with its unit when one follows ("0.2 %", "12 s"): the figure a
+/// line such as the kernel matrix's "0.2 % (rss 14.7, …)" leads with.
+fn lead(text: &str) -> String {
+    let mut words = text.split_whitespace();
+    let first = words.next().unwrap_or_default();
+    match words.next() {
+        Some(unit @ ("%" | "s" | "ms" | "µs" | "ns" | "KiB" | "MiB" | "GiB" | "B")) => {
+            format!("{first} {unit}")
+        }
+        _ => first.trim_end_matches([',', ';', ':']).to_string(),
+    }
+}
+
+/// A results file that is not a compare set, as values read it: JSON as it is, a TSV file (the
+/// kernel matrix's `results.tsv`, headerless) as a list of rows, each a list of its fields.
+pub fn parse_file(name: &str, text: &str) -> Result<Value, String> {
+    match name.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("json") => serde_json::from_str(text).map_err(|e| e.to_string()),
+        Some("tsv") => Ok(Value::Array(
+            text.lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| Value::Array(l.split('\t').map(|f| Value::String(f.into())).collect()))
+                .collect(),
+        )),
+        _ => Err(format!(
+            "{name}: a value reads a set's directory (its compare.json), a .json or a .tsv file"
+        )),
+    }
 }
 
 /// The page with every inline value quoted from its set (`load` reads a set's compare.json by
@@ -232,6 +301,25 @@ mod tests {
             .contains("no item"));
         assert!(lookup(&s, "cells[9].n").unwrap_err().contains("3 items"));
         assert!(format(&json!("x"), "count").is_err());
+    }
+
+    #[test]
+    fn a_tsv_row_is_found_by_its_fields_and_a_line_gives_its_leading_figure() {
+        let tsv = "6.1\tv2\tthreads-hold-2000\tpass\t0.2 % (rss 14.7, stack 15.9)\n6.1\tv2\tcheck\tpass\t6 warnings\n";
+        let rows = parse_file("table.tsv", tsv).unwrap();
+        let line = lookup(&rows, "[2=threads-hold-2000].4").unwrap();
+        assert_eq!(format(line, "lead").unwrap(), "0.2 %");
+        let check = lookup(&rows, "[0=6.1,2=check].4").unwrap();
+        assert_eq!(format(check, "lead").unwrap(), "6");
+        assert_eq!(format(check, "text").unwrap(), "6 warnings");
+        assert!(lookup(&rows, "[0=6.1].4").unwrap_err().contains("2 items"));
+        let runs = json!({"runs": [{"dir": "runs/6.1.0/a", "n": 7}]});
+        let dotted = lookup(&runs, "runs[dir=runs/6.1.0/a].n").unwrap();
+        assert_eq!(format(dotted, "count").unwrap(), "7");
+        assert_eq!(lead("no memory per task (0 alive)"), "no");
+        assert_eq!(format(&json!(0.18210987), "pct").unwrap(), "+0.2 %");
+        assert_eq!(format(&json!(-2.32), "pct").unwrap(), "-2.3 %");
+        assert!(parse_file("x.csv", "a,b").unwrap_err().contains(".json or a .tsv"));
     }
 
     #[test]
