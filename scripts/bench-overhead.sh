@@ -42,7 +42,8 @@
 # workload, pair, first, untraced_wall_s, untraced_cpu_s, traced_wall_s, traced_cpu_s, bpf_s
 # (empty when not measured), bpf_sampled_share, and the wait4 rusage CPU of each run for
 # reference), each traced run's per-program cost to OUT/programs.csv; the final table goes to
-# OUT/table.md. OUT defaults to results/bench-overhead-<UTC time>/.
+# OUT/table.md and each workload's final figures (`spawnscope pairs`' JSON, with how the pairs were
+# taken) to OUT/figures-RUNTIME.json. OUT defaults to results/bench-overhead-<UTC time>/.
 #
 # Then it runs scripts/bench-bpftrace.sh for the bpftrace tools' overhead (expected to be much
 # higher), on GOROUTINES_N goroutines and BPFTRACE_THREADS_N threads (default 20000), REPEATS
@@ -299,6 +300,10 @@ for runtime in threads goroutines; do
   done
   echo "pairs used: ${#used[@]} of $pair; excluded: $((pair - ${#used[@]})) (rule: $outlier_rule)"
   echo "stopped: $stop"
+  # The final figures as `spawnscope pairs` gave them, with how the pairs were taken: what a page
+  # of the manual quotes (`<!-- value: SET/figures-threads.json cpu_ratio.mean fixed3 -->`).
+  jq --argjson taken "$pair" --arg stopped "$stop" --arg probes "$probes_mode" --argjson n "$n" \
+    '. + {pairs_taken: $taken, stopped: $stopped, probes: $probes, n: $n}' <<<"$json" >"$out/figures-$runtime.json"
   echo
   wall_ci=$(interval "$json" wall_ratio %.4f)
   cpu_ci=$(interval "$json" cpu_ratio %.4f)

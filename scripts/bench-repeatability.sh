@@ -34,6 +34,17 @@ spawnscope="$BIN_DIR/spawnscope"
 out="$REPO_ROOT/results/bench-repeatability-$(date -u +%Y%m%dT%H%M%SZ)"
 say "repeatability: goroutines hold $goroutines_n and threads hold $threads_n, $k times each (results in ${out#"$REPO_ROOT"/})"
 started=$(date +%s)
+started_ns=$(date +%s%N)
+# The set's plan (as trace.sh and compare write one: its command, date and, at the end, how long it
+# took), written before the first run, so a set committed under docs/ says how it was made.
+mkdir -p "$out"
+jq -n --arg created "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" --argjson repeats "$k" \
+  --args '{schema: 1, created_utc: $created,
+    argv: (["./scripts/bench-repeatability.sh", ($repeats | tostring)]), reproduce: null,
+    repeats: $repeats, stopped: null,
+    cells: [$ARGS.positional[] | split(" ") |
+      {runtime: .[0], workload: .[1], requested_n: (.[2] | tonumber), n: (.[2] | tonumber), note: null}]}' \
+  "goroutines hold $goroutines_n" "threads hold $threads_n" >"$out/plan.json"
 # The warm-up, recorded in warmup/ and not counted (see trace.sh): the first big run after boot or
 # an idle spell pays for memory the kernel or the host must first set up. Each workload is
 # calibrated there once, for every run (--calibration-from).
@@ -45,6 +56,9 @@ for ((r = 1; r <= k; r++)); do
   "$spawnscope" run --runtime goroutines --workload hold --n "$goroutines_n" --out "$out" "${calibrated[@]}" >/dev/null
   "$spawnscope" run --runtime threads --workload hold --n "$threads_n" --out "$out" "${calibrated[@]}" >/dev/null
 done
+jq --argjson ms $(( ($(date +%s%N) - started_ns) / 1000000 )) \
+  --slurpfile w "$out/warmup/warmup.json" '.elapsed_s = $ms / 1000 | .warmup_touched_bytes = $w[0].touched.bytes' \
+  "$out/plan.json" >"$out/plan.json.new" && mv "$out/plan.json.new" "$out/plan.json"
 mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)
 "$spawnscope" report "${runs[@]}" --out "$out" >"$out/report.txt"
 give_to_invoker "$REPO_ROOT/results"

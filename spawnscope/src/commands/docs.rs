@@ -108,7 +108,7 @@ fn wanted(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     Ok(out)
 }
 
-/// docs/SET/compare.json — or, for a value, docs/SET when it names a .json or .tsv file of a
+/// docs/SET/compare.json — or, for a value, docs/SET when it names a .json, .tsv or .csv file of a
 /// results directory ([`values::parse_file`]) — read once into `sets`.
 fn read_set(
     root: &Path,

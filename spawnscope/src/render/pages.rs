@@ -26,7 +26,7 @@ pub const OPEN: &str = "<!-- figure:";
 pub const CLOSE: &str = "<!-- /figure -->";
 
 /// The kinds of figure, and what each renders.
-pub const KINDS: [(&str, &str); 7] = [
+pub const KINDS: [(&str, &str); 8] = [
     (
         "machine",
         "the set's machine, date and command, in one line",
@@ -44,6 +44,10 @@ pub const KINDS: [(&str, &str); 7] = [
         "WORKLOAD: the runs table, median (min … max) over repeats",
     ),
     ("fits", "WORKLOAD: the regression table"),
+    (
+        "repeats",
+        "the time figures over repeats: median (min … max) of all runs and of the trustworthy ones, their max / min",
+    ),
     ("reproduce", "the published figures beside ours"),
     (
         "mainjob",
@@ -211,8 +215,8 @@ fn set_date(set: &Comparison) -> String {
 fn machine_figure(set: &Comparison) -> String {
     let date = set_date(set);
     let command = match set.plan.as_ref().map(|p| p.argv.as_slice()) {
-        // trace.sh's main job writes its own plan, named by the script.
-        Some(argv @ [script, ..]) if script.ends_with("trace.sh") => {
+        // trace.sh's main job and the bench scripts write their own plan, named by the script.
+        Some(argv @ [script, ..]) if script.ends_with(".sh") => {
             format!("`{}`", argv.join(" "))
         }
         Some([_, args @ ..]) => format!("`spawnscope {}`", args.join(" ")),
@@ -343,6 +347,12 @@ pub fn figure(spec: &Spec, set: &Comparison) -> Result<String, String> {
         "pertask" => per_task_figure(&scoped),
         "runs" => runs_table(&scoped).markdown(),
         "fits" => fits_table(&scoped).markdown(),
+        "repeats" => {
+            if set.repeats.is_empty() {
+                return Err("the set has no experiment run more than once".into());
+            }
+            crate::render::repeats::table(&set.repeats).markdown()
+        }
         "reproduce" => {
             let rep = set
                 .reproduce
@@ -464,6 +474,28 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("M1") && line.contains("kernel"), "{line}");
+    }
+
+    #[test]
+    fn the_repeats_figure_is_the_time_over_repeats_table_or_says_there_is_none() {
+        let spec = Spec {
+            kind: "repeats".into(),
+            set: "x".into(),
+            workload: None,
+        };
+        let set = example();
+        assert!(!set.repeats.is_empty(), "the example set has repeats");
+        let table = figure(&spec, &set).unwrap();
+        assert_eq!(
+            table.trim_end(),
+            crate::render::repeats::table(&set.repeats)
+                .markdown()
+                .trim_end()
+        );
+        assert!(table.contains("| spawn time per task |"), "{table}");
+        let mut once = set;
+        once.repeats.clear();
+        assert!(figure(&spec, &once).unwrap_err().contains("more than once"));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! results directory there that is not a compare set (a bench's `figures.json`, the kernel
 //! matrix's `results.tsv`: [`parse_file`]). PATH: `name` takes a field, `name[3]` an element,
 //! `name[key=value,…]` the one element whose fields print as those values (it is an error when
-//! none or several do; a row of a TSV file is a list, its fields named 0, 1, …); FORMAT is one of
+//! none or several do; a space in a value is written %20; a row of a TSV file is a list, its
+//! fields named 0, 1, …); FORMAT is one of
 //! [`FORMATS`]. Between the marks is the command's, as in a figure block.
 
 use serde_json::Value;
@@ -20,7 +21,7 @@ pub const OPEN: &str = "<!-- value:";
 pub const CLOSE: &str = "<!-- /value -->";
 
 /// How a value is printed.
-pub const FORMATS: [(&str, &str); 10] = [
+pub const FORMATS: [(&str, &str); 11] = [
     ("count", "a whole number with thousands separators: 13,902"),
     (
         "mib",
@@ -31,6 +32,7 @@ pub const FORMATS: [(&str, &str); 10] = [
     ("s", "seconds, two decimals: 1.13"),
     ("fixed1", "one decimal: 15.6"),
     ("fixed3", "three decimals: 0.958"),
+    ("millions", "in millions, one decimal: 38.1 for 38,123,456"),
     (
         "pct",
         "a signed percentage, one decimal, as the summaries print a difference: +0.2 %",
@@ -123,12 +125,14 @@ pub fn lookup<'a>(root: &'a Value, path: &str) -> Result<&'a Value, String> {
                 .ok_or_else(|| format!("'{step}': {name} has {} items", items.len()))?;
             continue;
         }
-        let wanted: Vec<(&str, &str)> = filter
+        let wanted: Vec<(&str, String)> = filter
             .split(',')
             .map(|kv| {
                 kv.split_once('=')
                     .ok_or_else(|| format!("'{kv}' is not key=value"))
             })
+            // A mark is split at spaces: a value holding one writes it %20.
+            .map(|kv| kv.map(|(k, v)| (k, v.replace("%20", " "))))
             .collect::<Result<_, _>>()?;
         let matching: Vec<&Value> = items
             .iter()
@@ -196,8 +200,10 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
             .ok_or_else(|| format!("{value} is not a string"))?;
         return Ok(if format == "lead" { lead(text) } else { text.into() });
     }
+    // A CSV or TSV field is a string: a number there is read as one.
     let x = value
         .as_f64()
+        .or_else(|| value.as_str().and_then(|t| t.trim().parse().ok()))
         .ok_or_else(|| format!("{value} is not a number"))?;
     Ok(match format {
         "count" => count(x.round().max(0.0) as u64),
@@ -211,6 +217,7 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
         "fixed1" => format!("{x:.1}"),
         "fixed3" => format!("{x:.3}"),
         "pct" => format!("{x:+.1} %"),
+        "millions" => format!("{:.1}", x / 1e6),
         other => return Err(format!("no value format '{other}'")),
     })
 }
@@ -229,7 +236,8 @@ fn lead(text: &str) -> String {
 }
 
 /// A results file that is not a compare set, as values read it: JSON as it is, a TSV file (the
-/// kernel matrix's `results.tsv`, headerless) as a list of rows, each a list of its fields.
+/// kernel matrix's `results.tsv`, headerless) as a list of rows, each a list of its fields, a CSV
+/// file by its header.
 pub fn parse_file(name: &str, text: &str) -> Result<Value, String> {
     match name.rsplit_once('.').map(|(_, ext)| ext) {
         Some("json") => serde_json::from_str(text).map_err(|e| e.to_string()),
@@ -239,8 +247,28 @@ pub fn parse_file(name: &str, text: &str) -> Result<Value, String> {
                 .map(|l| Value::Array(l.split('\t').map(|f| Value::String(f.into())).collect()))
                 .collect(),
         )),
+        // A CSV file with its header (a bench's table, as bench-chan.sh writes chain.csv): a list
+        // of rows, each an object by the header's names, every field a string.
+        Some("csv") => {
+            let mut reader = csv::Reader::from_reader(text.as_bytes());
+            let names = reader.headers().map_err(|e| e.to_string())?.clone();
+            reader
+                .records()
+                .map(|row| {
+                    let row = row.map_err(|e| e.to_string())?;
+                    Ok(Value::Object(
+                        names
+                            .iter()
+                            .zip(row.iter())
+                            .map(|(k, v)| (k.to_string(), Value::String(v.into())))
+                            .collect(),
+                    ))
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .map(Value::Array)
+        }
         _ => Err(format!(
-            "{name}: a value reads a set's directory (its compare.json), a .json or a .tsv file"
+            "{name}: a value reads a set's directory (its compare.json), a .json, .tsv or .csv file"
         )),
     }
 }
@@ -315,11 +343,18 @@ mod tests {
         assert!(lookup(&rows, "[0=6.1].4").unwrap_err().contains("2 items"));
         let runs = json!({"runs": [{"dir": "runs/6.1.0/a", "n": 7}]});
         let dotted = lookup(&runs, "runs[dir=runs/6.1.0/a].n").unwrap();
+        let spaced = json!({"repeats": [{"label": "threads hold --n 100", "runs": 10}]});
+        let ten = lookup(&spaced, "repeats[label=threads%20hold%20--n%20100].runs").unwrap();
+        assert_eq!(format(ten, "count").unwrap(), "10");
         assert_eq!(format(dotted, "count").unwrap(), "7");
         assert_eq!(lead("no memory per task (0 alive)"), "no");
         assert_eq!(format(&json!(0.18210987), "pct").unwrap(), "+0.2 %");
         assert_eq!(format(&json!(-2.32), "pct").unwrap(), "-2.3 %");
-        assert!(parse_file("x.csv", "a,b").unwrap_err().contains(".json or a .tsv"));
+        assert!(parse_file("x.txt", "a,b").unwrap_err().contains(".tsv or .csv"));
+        let csv = parse_file("chain.csv", "program,etype,worker,speed\ngo,int,100,7477027\ngo,str,100,5\n").unwrap();
+        let speed = lookup(&csv, "[program=go,etype=int,worker=100].speed").unwrap();
+        assert_eq!(format(speed, "text").unwrap(), "7477027");
+        assert_eq!(format(speed, "millions").unwrap(), "7.5");
     }
 
     #[test]
