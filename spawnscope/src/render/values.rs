@@ -21,7 +21,7 @@ pub const OPEN: &str = "<!-- value:";
 pub const CLOSE: &str = "<!-- /value -->";
 
 /// How a value is printed.
-pub const FORMATS: [(&str, &str); 11] = [
+pub const FORMATS: [(&str, &str); 12] = [
     ("count", "a whole number with thousands separators: 13,902"),
     (
         "mib",
@@ -31,6 +31,7 @@ pub const FORMATS: [(&str, &str); 11] = [
     ("bytes", "bytes as a size: 975 B"),
     ("s", "seconds, two decimals: 1.13"),
     ("fixed1", "one decimal: 15.6"),
+    ("fixed2", "two decimals: 1.01"),
     ("fixed3", "three decimals: 0.958"),
     ("millions", "in millions, one decimal: 38.1 for 38,123,456"),
     (
@@ -125,23 +126,8 @@ pub fn lookup<'a>(root: &'a Value, path: &str) -> Result<&'a Value, String> {
                 .ok_or_else(|| format!("'{step}': {name} has {} items", items.len()))?;
             continue;
         }
-        let wanted: Vec<(&str, String)> = filter
-            .split(',')
-            .map(|kv| {
-                kv.split_once('=')
-                    .ok_or_else(|| format!("'{kv}' is not key=value"))
-            })
-            // A mark is split at spaces: a value holding one writes it %20.
-            .map(|kv| kv.map(|(k, v)| (k, v.replace("%20", " "))))
-            .collect::<Result<_, _>>()?;
-        let matching: Vec<&Value> = items
-            .iter()
-            .filter(|item| {
-                wanted
-                    .iter()
-                    .all(|(k, v)| field(item, k).is_some_and(|f| printed(f) == *v))
-            })
-            .collect();
+        let wanted = parse_filter(filter)?;
+        let matching: Vec<&Value> = items.iter().filter(|item| matches(item, &wanted)).collect();
         here = match matching.as_slice() {
             [one] => one,
             [] => return Err(format!("'{step}': no item of {name} has {filter}")),
@@ -154,6 +140,82 @@ pub fn lookup<'a>(root: &'a Value, path: &str) -> Result<&'a Value, String> {
         };
     }
     Ok(here)
+}
+
+/// A filter's `key=value` pairs. A mark is split at spaces: a value holding one writes it %20.
+fn parse_filter(filter: &str) -> Result<Vec<(&str, String)>, String> {
+    filter
+        .split(',')
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k, v.replace("%20", " ")))
+                .ok_or_else(|| format!("'{kv}' is not key=value"))
+        })
+        .collect()
+}
+
+/// Whether an item's fields print as the filter's values.
+fn matches(item: &Value, wanted: &[(&str, String)]) -> bool {
+    wanted
+        .iter()
+        .all(|(k, v)| field(item, k).is_some_and(|f| printed(f) == *v))
+}
+
+/// The value PATH names, as [`lookup`] finds it — or, when one step is `name[*key=value,…]`, the
+/// median over every item that matches of the rest of the path read in each: a table's "median
+/// of three" quoted from the three runs (`runs[*runtime=tokio,n=1000].serve.load.requests_per_s`).
+pub fn resolve(root: &Value, path: &str) -> Result<Value, String> {
+    let all = steps(path);
+    let Some(at) = all.iter().position(|s| s.contains("[*")) else {
+        return lookup(root, path).cloned();
+    };
+    let (name, filter) = all[at].split_once("[*").unwrap_or_default();
+    let filter = filter
+        .strip_suffix(']')
+        .ok_or_else(|| format!("'{}': a [ without its ]", all[at]))?;
+    let list_path = all[..at]
+        .iter()
+        .copied()
+        .chain((!name.is_empty()).then_some(name))
+        .collect::<Vec<_>>()
+        .join(".");
+    let list = if list_path.is_empty() {
+        root
+    } else {
+        lookup(root, &list_path)?
+    };
+    let items = list
+        .as_array()
+        .ok_or_else(|| format!("'{}': {name} is not a list", all[at]))?;
+    let wanted = parse_filter(filter)?;
+    let rest = all[at + 1..].join(".");
+    let mut xs = Vec::new();
+    for item in items.iter().filter(|item| matches(item, &wanted)) {
+        let v = if rest.is_empty() {
+            item
+        } else {
+            lookup(item, &rest)?
+        };
+        xs.push(number(v).ok_or_else(|| format!("{v} is not a number"))?);
+    }
+    if xs.is_empty() {
+        return Err(format!("'{}': no item of {name} has {filter}", all[at]));
+    }
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    let median = if xs.len() % 2 == 1 {
+        xs[mid]
+    } else {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    };
+    Ok(serde_json::json!(median))
+}
+
+/// A number, or a string that reads as one (a CSV or TSV field).
+fn number(value: &Value) -> Option<f64> {
+    value
+        .as_f64()
+        .or_else(|| value.as_str().and_then(|t| t.trim().parse().ok()))
 }
 
 /// PATH's steps: split at the dots outside brackets, so a filter may hold a dotted value
@@ -200,11 +262,7 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
             .ok_or_else(|| format!("{value} is not a string"))?;
         return Ok(if format == "lead" { lead(text) } else { text.into() });
     }
-    // A CSV or TSV field is a string: a number there is read as one.
-    let x = value
-        .as_f64()
-        .or_else(|| value.as_str().and_then(|t| t.trim().parse().ok()))
-        .ok_or_else(|| format!("{value} is not a number"))?;
+    let x = number(value).ok_or_else(|| format!("{value} is not a number"))?;
     Ok(match format {
         "count" => count(x.round().max(0.0) as u64),
         "mib" => {
@@ -215,6 +273,7 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
         "bytes" => bytes(x),
         "s" => format!("{x:.2}"),
         "fixed1" => format!("{x:.1}"),
+        "fixed2" => format!("{x:.2}"),
         "fixed3" => format!("{x:.3}"),
         "pct" => format!("{x:+.1} %"),
         "millions" => format!("{:.1}", x / 1e6),
@@ -284,8 +343,8 @@ pub fn fill(
     let mut at = 0;
     for q in quotes(page)? {
         let set = load(&q.set).map_err(|e| format!("line {}: {e}", q.line))?;
-        let value = lookup(&set, &q.path)
-            .and_then(|v| format(v, &q.format))
+        let value = resolve(&set, &q.path)
+            .and_then(|v| format(&v, &q.format))
             .map_err(|e| format!("line {}: value {} {}: {e}", q.line, q.set, q.path))?;
         if page[q.body.clone()] != value {
             changed.push(q.line);
@@ -355,6 +414,18 @@ mod tests {
         let speed = lookup(&csv, "[program=go,etype=int,worker=100].speed").unwrap();
         assert_eq!(format(speed, "text").unwrap(), "7477027");
         assert_eq!(format(speed, "millions").unwrap(), "7.5");
+        // Every matching item's figure, and their median: three runs' requests/s.
+        let runs = json!({"runs": [
+            {"runtime": "tokio", "n": 1000, "serve": {"rps": 3.0}},
+            {"runtime": "tokio", "n": 1000, "serve": {"rps": 1.0}},
+            {"runtime": "go", "n": 1000, "serve": {"rps": 9.0}},
+            {"runtime": "tokio", "n": 1000, "serve": {"rps": 2.0}}]});
+        let median = resolve(&runs, "runs[*runtime=tokio,n=1000].serve.rps").unwrap();
+        assert_eq!(format(&median, "fixed1").unwrap(), "2.0");
+        assert!(resolve(&runs, "runs[*runtime=node].serve.rps")
+            .unwrap_err()
+            .contains("no item"));
+        assert!(resolve(&runs, "runs[*runtime=go].serve.gone").is_err());
     }
 
     #[test]
