@@ -450,10 +450,17 @@ pub fn markdown(r: &Comparison) -> String {
         let _ = writeln!(md, "- Machine {}", machine_line_with_id(m));
     }
     if let Some(plan) = &r.plan {
+        // trace.sh's main job: `repeats` untraced runs time each cell, the traced ones count.
+        let repeats = match plan.traced_runs {
+            Some(t) => format!(
+                "{} untraced (timed) and {t} traced (counts and waits) per experiment",
+                plan.repeats
+            ),
+            None => plan.repeats.to_string(),
+        };
         let _ = writeln!(
             md,
-            "- Repeats: {}{}",
-            plan.repeats,
+            "- Repeats: {repeats}{}",
             plan.reproduce
                 .as_ref()
                 .map_or(String::new(), |p| format!("; reproducing {p}"))
