@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark: how far the time figures move between identical runs, and whether the tool says why.
 # Runs the main job's workloads — goroutines hold 1,000,000 and threads hold 100,000 — K times
-# each, alternating, with the collector as `trace.sh` runs them (after its warm-up, recorded in
+# each, alternating, every run with the collector (trace.sh times its runs without it and traces
+# one; here every run is traced, so that an outlier's cause can name the kernel counts it differs
+# in, and the spread measured is the traced runs'), after trace.sh's warm-up (recorded in
 # warmup/ and not counted), then prints per time figure
 # (spawn, user and system time per task, wall time) the median and the max / min over every run
 # and over the runs whose verdict is "trustworthy", and each flagged run with its cause (the

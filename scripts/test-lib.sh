@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests the shell helpers the scripts share: the statistics in scripts/lib/stats.sh (median, min,
-# max, ratio, is_outlier), the argument rules in scripts/lib/common.sh (is_count, bench_args) and
-# its choice of OS packages on Debian and Ubuntu (has_candidate, pick_package).
+# max, ratio, is_outlier), the argument rules in scripts/lib/common.sh (is_count, bench_args), the
+# main job's traced round (traced_round) and its choice of OS packages on Debian and Ubuntu
+# (has_candidate, pick_package).
 # Needs bash and awk only; no root, nothing built.
 # Usage: ./scripts/test-lib.sh
 # Last line: `test-lib: N passed, M failed`; exit status 1 when any case failed.
@@ -50,6 +51,14 @@ refuses() {
     fail "$*: expected exit $want, nothing on stdout and /$pattern/ on stderr; got exit $status, stdout '$out', stderr '$err'"
   fi
 }
+
+# The main job's traced round: in the middle of REPEATS + 1 rounds, neither first nor last.
+expect 2 traced_round 1
+expect 2 traced_round 2
+expect 3 traced_round 3
+expect 3 traced_round 4
+expect 4 traced_round 5
+expect 6 traced_round 10
 
 # The median: the middle value in ascending order; for an even count the mean of the two middle.
 expect 2 median 1 2 3

@@ -4,9 +4,10 @@
 #   sudo ./scripts/trace.sh            the main job: 1,000,000 goroutines and 100,000 OS threads,
 #                                      all alive at once, each in its own cgroup, per-task costs
 #                                      side by side; a warm-up (each calibrated once, memory
-#                                      written; not counted), then each run SPAWNSCOPE_REPEATS times [3],
-#                                      alternating, medians (min … max) with each outlier's cause
-#                                      (tokio is left out: see below)
+#                                      written; not counted), then each run SPAWNSCOPE_REPEATS times [3]
+#                                      without the probes (the times) and once with them (counts
+#                                      and waits), alternating, medians (min … max) with each
+#                                      outlier's cause (tokio is left out: see below)
 #   sudo ./scripts/trace.sh ARGS...    anything else goes to spawnscope, e.g.
 #                                      check | run --runtime threads --workload sleep --n 100000 |
 #                                      compare (the default sweep: threads, goroutines and tokio,
@@ -21,8 +22,12 @@ set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
 
-# Time figures move between identical runs (memory does not): each workload runs REPEATS times,
-# the runtimes alternating so that a slow stretch of the machine does not land on one runtime.
+# Time figures move between identical runs (memory does not): each workload is timed REPEATS
+# times, the runtimes alternating so that a slow stretch of the machine does not land on one
+# runtime. The eBPF collector adds 7–13 % to a traced thread's CPU time, so the timed runs go
+# without it (--no-probes) and one more run of each, traced, gives the counts and waits: timing
+# and counting in separate runs, as `perf stat` and `perf record` are. The report takes every time
+# figure from the untraced runs and memory from all of them (analyse/times_from.rs).
 # (Checked before anything is installed or built: a refused run changes nothing.)
 repeats=${SPAWNSCOPE_REPEATS:-3}
 if [ $# -eq 0 ] && ! is_count "$repeats"; then
@@ -59,14 +64,18 @@ run_main() {
   shift 4
   "$spawnscope" run --runtime "$runtime" --workload "$workload" --n "$n" --out "$dir" "$@"
 }
-say "main job: goroutines hold 1,000,000 and threads hold 100,000, a warm-up and $repeats counted runs each (results in ${out#"$REPO_ROOT"/})"
+# Rounds of one run per workload: REPEATS untraced, and the traced one in the middle.
+rounds=$((repeats + 1))
+traced_at=$(traced_round "$repeats")
+say "main job: goroutines hold 1,000,000 and threads hold 100,000, a warm-up, then $repeats timed runs each without the probes and 1 traced (results in ${out#"$REPO_ROOT"/})"
 # The set's plan (plan.json, as compare writes one), written before the first run; the warm-up's
 # size and the set's wall time (elapsed_s, warm-up included, nothing built in it) are added after.
+# `repeats` counts the untraced runs of each workload, `traced_runs` the traced ones.
 mkdir -p "$out"
 started_ns=$(date +%s%N)
 jq -n --arg created "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" --argjson repeats "$repeats" \
   --args '{schema: 1, created_utc: $created,
-    argv: ["./scripts/trace.sh"], reproduce: null, repeats: $repeats, stopped: null,
+    argv: ["./scripts/trace.sh"], reproduce: null, repeats: $repeats, traced_runs: 1, stopped: null,
     cells: [$ARGS.positional[] | split(" ") |
       {runtime: .[0], workload: .[1], requested_n: (.[2] | tonumber), n: (.[2] | tonumber), note: null}]}' \
   "${main_runs[@]}" >"$out/plan.json"
@@ -91,11 +100,17 @@ else
   warn "the warm-up failed (see ${out#"$REPO_ROOT"/}/warmup.log); each counted run calibrates itself"
   calibration=()
 fi
-for ((r = 1; r <= repeats; r++)); do
-  say "repeat $r of $repeats"
+for ((r = 1; r <= rounds; r++)); do
+  if [ "$r" -eq "$traced_at" ]; then
+    say "round $r of $rounds: traced (counts and waits; its times carry the probes' cost and are left out)"
+    probes=()
+  else
+    say "round $r of $rounds: untraced (timed)"
+    probes=(--no-probes)
+  fi
   for spec in "${main_runs[@]}"; do
     read -r runtime workload n <<<"$spec"
-    run_main "$out" "$runtime" "$workload" "$n" "${calibration[@]}"
+    run_main "$out" "$runtime" "$workload" "$n" "${calibration[@]}" "${probes[@]}"
   done
 done
 elapsed_s=$(( ($(date +%s%N) - started_ns) / 1000000 ))
@@ -103,10 +118,12 @@ jq --argjson ms "$elapsed_s" '.elapsed_s = $ms / 1000' "$out/plan.json" >"$out/p
   mv "$out/plan.json.new" "$out/plan.json"
 mapfile -t runs < <(find "$out" -mindepth 1 -maxdepth 1 -type d -name '20*' | sort)
 # One report over every counted run: its headline and tables are medians over the repeats
-# (compare.md), and side-by-side.md is cut from it, so the two never disagree.
+# (compare.md; times over the untraced runs, memory over all), and side-by-side.md is cut from it,
+# headlines and the line saying which runs the times are of ("Times from …") included, so the two
+# never disagree.
 "$spawnscope" report "${runs[@]}" --out "$out" >"$out/report.txt"
-say "side by side: medians over the $repeats counted runs of each (from compare.md)"
-sed -n '1,/^## /{/^\*\*/p}; /^## Runs: median/,/^## Per task by regression/{/^## Per task by regression/d;p}' "$out/compare.md" |
+say "side by side: times over the $repeats untraced runs of each, memory over all $rounds (from compare.md)"
+sed -n '1,/^## /{/^\*\*/p; /^Times /{s/^/\n/p}}; /^## Runs: median/,/^## Per task by regression/{/^## Per task by regression/d;p}' "$out/compare.md" |
   tee "$out/side-by-side.md"
 give_to_invoker "$REPO_ROOT/results"
 echo

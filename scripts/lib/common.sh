@@ -17,6 +17,13 @@ is_root() { [ "$(id -u)" -eq 0 ]; }
 # keeps every product the scripts form from it within shell arithmetic).
 is_count() { [[ "$1" =~ ^[1-9][0-9]{0,8}$ ]]; }
 
+# traced_round REPEATS: the round, of REPEATS + 1, in which trace.sh's main job attaches the
+# collector (one traced run per workload, for counts and waits; the other rounds run untraced and
+# time it). The middle one: neither the first after the warm-up nor the last, so that whatever a
+# stretch of the machine does to one end of the sequence falls on timed runs, never on the traced
+# one alone (with REPEATS = 1 there is no middle: the last).
+traced_round() { echo $((($1 + 1) / 2 + 1)); }
+
 # bench_args T G R ARGS...: the bench scripts' arguments [THREADS_N [GOROUTINES_N [REPEATS]]],
 # defaults T G R, into threads_n, goroutines_n and repeats. Bad arguments: one line saying why
 # and how to call the script, exit 2.

@@ -11,7 +11,9 @@
 //! their exit path (`stacks_freed_by_threads`, the "Exit path" line); compare.json each workload
 //! run's own figures from its result event (`program`: `spawn_ns_per_task`, `throughput_per_s`);
 //! each run's memory per task its resolution (`resolved`, …: the goroutine runs, 2–8 MiB held,
-//! say "not resolved" in their summary.md, in compare.md's runs table (‡) and in the headline):
+//! say "not resolved" in their summary.md, in compare.md's runs table (‡) and in the headline);
+//! compare.json each cell's `times_from` (every run here traced: times from the traced runs) and
+//! compare.md the line that says so ("Times include the probes' cost: every run was traced."):
 //! every number they had before is as recorded.
 
 mod common;

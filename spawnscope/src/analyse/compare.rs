@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyse::headline::{headlines, Headline, Measured};
 use crate::analyse::regression::{self, LineFit, Spread};
-use crate::analyse::repeats::{repeated, Repeated};
+use crate::analyse::repeats::{self, repeated, Repeated};
 use crate::analyse::reproduce::Reproduce;
 use crate::analyse::resolution::{self, Resolution};
 pub use crate::analyse::run_point::RunPoint;
 use crate::analyse::summary::{memory_unresolved, MemoryPerTask, Summary};
+use crate::analyse::times_from::{timed, TimesFrom};
 use crate::record::{Fingerprint, LoadedRun, Plan, Target};
 use crate::runtime::{result_event, Runtime, WorkloadKind};
 use crate::units::count;
@@ -54,6 +55,12 @@ pub struct Cell {
     pub ok_runs: usize,
     /// Completed or stopped at a limit with the tasks alive measured: what the figures are of.
     pub measured_runs: usize,
+    /// Which of the measured runs the time figures (wall, user, system and their per-task
+    /// figures) are of: the untraced ones where the cell has any, so that no time carries the
+    /// probes' cost; memory and page faults are of every measured run. Absent in sets written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times_from: Option<TimesFrom>,
     pub alive_at_peak: Option<Spread>,
     pub wall_s: Option<Spread>,
     pub user_s: Option<Spread>,
@@ -97,6 +104,8 @@ pub struct MetricDef {
     pub unit: &'static str,
     pub over: Over,
     pub total: fn(&RunPoint) -> Option<f64>,
+    /// A time: fitted over the runs whose times count (analyse::times_from), not every run.
+    pub time: bool,
 }
 
 pub const METRICS: [MetricDef; 13] = [
@@ -106,6 +115,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "kB",
         over: Over::AliveAtPeak,
         total: |p| p.memory_total(|m| Some(m.rss_kb)),
+        time: false,
     },
     MetricDef {
         key: "kernel_stack_kb",
@@ -113,6 +123,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "kB",
         over: Over::AliveAtPeak,
         total: |p| p.memory_total(|m| Some(m.kernel_stack_kb)),
+        time: false,
     },
     MetricDef {
         key: "page_tables_kb",
@@ -120,6 +131,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "kB",
         over: Over::AliveAtPeak,
         total: |p| p.memory_total(|m| Some(m.page_tables_kb)),
+        time: false,
     },
     MetricDef {
         key: "slab_kb",
@@ -127,6 +139,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "kB",
         over: Over::AliveAtPeak,
         total: |p| p.memory_total(|m| Some(m.slab_kb)),
+        time: false,
     },
     MetricDef {
         key: "memory_total_kb",
@@ -134,6 +147,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "kB",
         over: Over::AliveAtPeak,
         total: |p| p.memory_total(|m| Some(m.total_kb)),
+        time: false,
     },
     MetricDef {
         key: "mem_available_drop_kb",
@@ -141,6 +155,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "kB",
         over: Over::AliveAtPeak,
         total: |p| p.memory_total(|m| Some(m.mem_available_drop_kb)),
+        time: false,
     },
     MetricDef {
         key: "cgroup_kb",
@@ -148,6 +163,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "kB",
         over: Over::AliveAtPeak,
         total: |p| p.memory_total(|m| m.cgroup_kb),
+        time: false,
     },
     MetricDef {
         key: "wall_us",
@@ -155,6 +171,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "µs",
         over: Over::Spawned,
         total: |p| Some(p.wall_s * 1e6),
+        time: true,
     },
     MetricDef {
         key: "user_us",
@@ -162,6 +179,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "µs",
         over: Over::Spawned,
         total: |p| Some(p.user_s * 1e6),
+        time: true,
     },
     MetricDef {
         key: "sys_us",
@@ -169,6 +187,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "µs",
         over: Over::Spawned,
         total: |p| Some(p.sys_s * 1e6),
+        time: true,
     },
     MetricDef {
         key: "minor_faults",
@@ -176,6 +195,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "count",
         over: Over::Spawned,
         total: |p| Some(p.minor_faults as f64),
+        time: false,
     },
     MetricDef {
         key: "voluntary_switches",
@@ -183,6 +203,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "count",
         over: Over::Spawned,
         total: |p| Some(p.voluntary_switches as f64),
+        time: false,
     },
     MetricDef {
         key: "involuntary_switches",
@@ -190,6 +211,7 @@ pub const METRICS: [MetricDef; 13] = [
         unit: "count",
         over: Over::Spawned,
         total: |p| Some(p.involuntary_switches as f64),
+        time: false,
     },
 ];
 
@@ -416,7 +438,7 @@ pub fn compare_runs(
     }
     let fits = fits(&runs);
     // Repeats are grouped by experiment and machine: the machine is named once there are two.
-    let by_experiment: Vec<(String, Summary)> = summarized
+    let by_experiment: Vec<repeats::Run> = summarized
         .iter()
         .zip(&runs)
         .map(|(l, point)| {
@@ -424,7 +446,11 @@ pub fn compare_runs(
             if machines.len() > 1 {
                 summary.label = format!("{} on {}", summary.label, point.machine);
             }
-            (l.dir.clone(), summary)
+            repeats::Run {
+                dir: l.dir.clone(),
+                summary,
+                traced: point.has_collector,
+            }
         })
         .collect();
     let measured: Vec<Measured> = summarized
@@ -435,6 +461,7 @@ pub fn compare_runs(
             summary: &l.summary,
             measured: point.measured,
             emulated: l.machine.emulator().is_some(),
+            traced: point.has_collector,
         })
         .collect();
     let headlines = headlines(&measured, machines.len() > 1);
@@ -470,6 +497,18 @@ pub fn ordered_runtimes<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a
 
 type Group<'a> = BTreeMap<(String, String, String, u64), Vec<&'a RunPoint>>;
 
+/// A run's experiment: machine, runtime, workload, N (its cell, when it has all four).
+type CellKey = (String, Option<String>, Option<String>, Option<u64>);
+
+fn cell_key(r: &RunPoint) -> CellKey {
+    (
+        r.machine.clone(),
+        r.runtime.clone(),
+        r.workload.clone(),
+        r.n,
+    )
+}
+
 /// Orders runtimes as their descriptors do, workloads in the contract's order.
 fn order(runtime: &str, workload: &str) -> (usize, usize) {
     (WorkloadKind::order_of(workload), Runtime::order_of(runtime))
@@ -490,14 +529,20 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
         .into_iter()
         .map(|((machine, runtime, workload, n), rs)| {
             let ok: Vec<&RunPoint> = rs.iter().copied().filter(|r| r.measured).collect();
-            let of = |f: &dyn Fn(&RunPoint) -> Option<f64>| {
-                regression::spread(&ok.iter().filter_map(|r| f(r)).collect::<Vec<f64>>())
+            // Times from the untraced runs where there are any (analyse::times_from).
+            let (timed_ok, times_from) = timed(&ok, |r| r.has_collector);
+            let over = |runs: &[&RunPoint], f: &dyn Fn(&RunPoint) -> Option<f64>| {
+                regression::spread(&runs.iter().filter_map(|r| f(r)).collect::<Vec<f64>>())
             };
+            let of = |f: &dyn Fn(&RunPoint) -> Option<f64>| over(&ok, f);
+            let time = |f: &dyn Fn(&RunPoint) -> Option<f64>| over(&timed_ok, f);
             let mem = |f: fn(&MemoryPerTask) -> f64| {
                 of(&|r: &RunPoint| r.memory_per_task.as_ref().map(f))
             };
-            let per_spawned = |f: fn(&RunPoint) -> f64| {
-                of(&|r: &RunPoint| r.spawned.filter(|&s| s > 0).map(|s| f(r) / s as f64))
+            let per_spawned = |runs: &[&RunPoint], f: fn(&RunPoint) -> f64| {
+                over(runs, &|r: &RunPoint| {
+                    r.spawned.filter(|&s| s > 0).map(|s| f(r) / s as f64)
+                })
             };
             Cell {
                 machine,
@@ -507,10 +552,11 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 runs: rs.len(),
                 ok_runs: rs.iter().filter(|r| r.ok).count(),
                 measured_runs: ok.len(),
+                times_from,
                 alive_at_peak: of(&|r| r.alive_at_peak.map(|a| a as f64)),
-                wall_s: of(&|r| Some(r.wall_s)),
-                user_s: of(&|r| Some(r.user_s)),
-                sys_s: of(&|r| Some(r.sys_s)),
+                wall_s: time(&|r| Some(r.wall_s)),
+                user_s: time(&|r| Some(r.user_s)),
+                sys_s: time(&|r| Some(r.sys_s)),
                 maxrss_kb: of(&|r| Some(r.maxrss_kb as f64)),
                 memory_kb: mem(|m| m.total_kb),
                 rss_kb: mem(|m| m.rss_kb),
@@ -518,10 +564,11 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 page_tables_kb: mem(|m| m.page_tables_kb),
                 slab_kb: mem(|m| m.slab_kb),
                 mem_available_drop_kb: mem(|m| m.mem_available_drop_kb),
-                user_us: per_spawned(|r| r.user_s * 1e6),
-                sys_us: per_spawned(|r| r.sys_s * 1e6),
-                wall_us: per_spawned(|r| r.wall_s * 1e6),
-                minor_faults: per_spawned(|r| r.minor_faults as f64),
+                user_us: per_spawned(&timed_ok, |r| r.user_s * 1e6),
+                sys_us: per_spawned(&timed_ok, |r| r.sys_s * 1e6),
+                wall_us: per_spawned(&timed_ok, |r| r.wall_s * 1e6),
+                // A count the probes do not change (they fault no page of the workload's).
+                minor_faults: per_spawned(&ok, |r| r.minor_faults as f64),
                 cpu_emulated: false,
                 memory_unresolved: ok
                     .iter()
@@ -550,8 +597,23 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
 
 /// Least squares per machine × runtime × workload × metric, over every completed run (each
 /// repeat is a point: the spread of the repeats is what the standard error reflects); each slope
-/// judged resolved or not at the N it was fitted over (`analyse::resolution`).
+/// judged resolved or not at the N it was fitted over (`analyse::resolution`). A time is fitted
+/// over the runs whose times count in their cell: at each N the same runs as the cell's medians
+/// (untraced ones where the cell has any).
 pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
+    let mut by_cell: BTreeMap<CellKey, Vec<&RunPoint>> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.measured) {
+        by_cell.entry(cell_key(r)).or_default().push(r);
+    }
+    let times_from: BTreeMap<CellKey, TimesFrom> = by_cell
+        .iter()
+        .filter_map(|(k, rs)| Some((k.clone(), timed(rs, |r| r.has_collector).1?)))
+        .collect();
+    let time_counts = |r: &RunPoint| {
+        times_from
+            .get(&cell_key(r))
+            .is_some_and(|f| f.counts(r.has_collector))
+    };
     let mut series: BTreeMap<(String, String, String), Vec<&RunPoint>> = BTreeMap::new();
     for r in runs.iter().filter(|r| r.measured) {
         if let (Some(rt), Some(wl)) = (&r.runtime, &r.workload) {
@@ -569,6 +631,7 @@ pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
         for m in &METRICS {
             let pts: Vec<(f64, f64)> = rs
                 .iter()
+                .filter(|r| !m.time || time_counts(r))
                 .filter_map(|r| {
                     let x = match m.over {
                         Over::AliveAtPeak => r.alive_at_peak?,
@@ -602,6 +665,236 @@ pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyse::probes::{ProbeCost, ProbeRow, ProbeSummary};
+    use crate::analyse::summary::TimePerTask;
+    use crate::analyse::times_from::TimeRuns;
+
+    /// A completed hold run: its times, its memory per task and page faults; traced runs carry
+    /// the collector's counts (clone calls) and its cost.
+    struct Hold {
+        runtime: &'static str,
+        n: u64,
+        wall_s: f64,
+        spawn_us: f64,
+        memory_kb: f64,
+        faults: u64,
+        traced: bool,
+    }
+
+    fn hold(runtime: &'static str, n: u64, wall_s: f64, spawn_us: f64, memory_kb: f64) -> Hold {
+        Hold {
+            runtime,
+            n,
+            wall_s,
+            spawn_us,
+            memory_kb,
+            faults: 0,
+            traced: false,
+        }
+    }
+
+    /// The same run, traced: `slower` times its times (the probes' cost).
+    fn traced(mut h: Hold, slower: f64) -> Hold {
+        h.wall_s *= slower;
+        h.spawn_us *= slower;
+        h.traced = true;
+        h
+    }
+
+    fn summarized(runs: Vec<Hold>) -> Vec<SummarizedRun> {
+        runs.into_iter()
+            .enumerate()
+            .map(|(i, h)| SummarizedRun {
+                dir: format!(
+                    "{i}-{}-{}",
+                    h.runtime,
+                    if h.traced { "traced" } else { "untraced" }
+                ),
+                summary: Summary {
+                    label: format!("{} hold --n {}", h.runtime, h.n),
+                    runtime: Some(h.runtime.into()),
+                    workload: Some("hold".into()),
+                    n: Some(h.n),
+                    ok: true,
+                    outcome: "completed".into(),
+                    spawned: Some(h.n),
+                    tasks: Some(h.n),
+                    alive_at_peak: Some(h.n),
+                    wall_s: h.wall_s,
+                    // User and system time take the run's wall time's share: slower alike.
+                    user_s: h.wall_s / 10.0,
+                    sys_s: h.wall_s / 2.0,
+                    maxrss_kb: (h.memory_kb * h.n as f64) as u64,
+                    minor_faults: h.faults,
+                    memory_per_task: Some(MemoryPerTask {
+                        total_kb: h.memory_kb,
+                        rss_kb: h.memory_kb,
+                        ..Default::default()
+                    }),
+                    time_per_task: Some(TimePerTask {
+                        spawn_us: Some(h.spawn_us),
+                        user_us: h.wall_s / 10.0 * 1e6 / h.n as f64,
+                        sys_us: h.wall_s / 2.0 * 1e6 / h.n as f64,
+                        ..Default::default()
+                    }),
+                    probes: h.traced.then(|| ProbeSummary {
+                        rows: vec![ProbeRow {
+                            metric: "clone_calls".into(),
+                            unit: "count".into(),
+                            total: h.n,
+                            ..Default::default()
+                        }],
+                        cost: Some(ProbeCost {
+                            share_of_cpu: Some(0.11),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                machine: Fingerprint::default(),
+                alive_max: Some(h.n),
+                contract_violations: 0,
+                started_utc: format!("2026-01-01T00:00:0{i}Z"),
+                has_collector: h.traced,
+                has_flame: false,
+                measured_at_s: None,
+                task_lifetime_s: None,
+                memory_limit_bytes: None,
+                program: BTreeMap::new(),
+            })
+            .collect()
+    }
+
+    fn cell<'a>(c: &'a Comparison, runtime: &str, n: u64) -> &'a Cell {
+        c.cells
+            .iter()
+            .find(|c| c.runtime == runtime && c.n == n)
+            .unwrap()
+    }
+
+    /// trace.sh's main job at small N: per runtime three untraced runs and one traced, the
+    /// traced one 13 % slower (the probes' cost), placed in the middle.
+    fn main_job() -> Vec<Hold> {
+        let with_faults = |mut h: Hold, faults: u64| {
+            h.faults = faults;
+            h
+        };
+        vec![
+            with_faults(hold("threads", 2_000, 1.00, 20.0, 40.0), 100),
+            hold("goroutines", 20_000, 0.50, 2.0, 2.6),
+            with_faults(hold("threads", 2_000, 1.02, 21.0, 41.0), 110),
+            hold("goroutines", 20_000, 0.52, 2.1, 2.7),
+            with_faults(traced(hold("threads", 2_000, 1.02, 21.0, 43.0), 1.13), 130),
+            traced(hold("goroutines", 20_000, 0.52, 2.1, 2.9), 1.13),
+            with_faults(hold("threads", 2_000, 0.98, 19.0, 42.0), 120),
+            hold("goroutines", 20_000, 0.48, 1.9, 2.8),
+        ]
+    }
+
+    #[test]
+    fn times_come_from_the_untraced_runs_memory_from_all_and_counts_from_the_traced_one() {
+        let c = compare_runs(&summarized(main_job()), None, String::new());
+        let threads = cell(&c, "threads", 2_000);
+        assert_eq!(
+            threads.times_from,
+            Some(TimesFrom {
+                runs: TimeRuns::Untraced,
+                untraced_runs: 3,
+                traced_runs: 1
+            })
+        );
+        assert_eq!((threads.runs, threads.measured_runs), (4, 4));
+        // Every time figure: the untraced runs' median, min and max (0.98, 1.00, 1.02 s), the
+        // traced run's 1.15 s nowhere.
+        let wall = threads.wall_s.as_ref().unwrap();
+        assert_eq!((wall.min, wall.median, wall.max), (0.98, 1.00, 1.02));
+        assert!((threads.user_s.as_ref().unwrap().max - 0.102).abs() < 1e-12);
+        assert_eq!(threads.sys_s.as_ref().unwrap().median, 0.5);
+        assert_eq!(threads.wall_us.as_ref().unwrap().median, 500.0);
+        assert!((threads.sys_us.as_ref().unwrap().max - 255.0).abs() < 1e-9);
+        // Memory over all four: (41 + 42) / 2, where the untraced three alone give 41.
+        let memory = threads.memory_kb.as_ref().unwrap();
+        assert_eq!((memory.median, memory.max), (41.5, 43.0));
+        assert_eq!(threads.rss_kb.as_ref().unwrap().median, 41.5);
+        // Page faults too: (110 + 120) / 2 over 2,000 tasks.
+        assert!((threads.minor_faults.as_ref().unwrap().median - 0.0575).abs() < 1e-12);
+        // The counts and the probes' cost are the traced run's alone.
+        let with_counts: Vec<&RunPoint> = c
+            .runs
+            .iter()
+            .filter(|r| r.runtime.as_deref() == Some("threads") && r.probe_cost_share.is_some())
+            .collect();
+        assert_eq!(with_counts.len(), 1);
+        assert!(with_counts[0].has_collector && with_counts[0].dir.ends_with("-traced"));
+        // Time over repeats: the three untraced runs; the traced one is no outlier of theirs.
+        let rep = c
+            .repeats
+            .iter()
+            .find(|r| r.label == "threads hold --n 2000")
+            .unwrap();
+        assert_eq!(rep.runs, 3);
+        assert_eq!(rep.times_from, threads.times_from);
+        let spawn = rep.figures.iter().find(|f| f.key == "spawn_us").unwrap();
+        assert_eq!(
+            (spawn.all.min, spawn.all.median, spawn.all.max),
+            (19.0, 20.0, 21.0)
+        );
+        assert!(rep.outliers.iter().all(|o| !o.run.ends_with("-traced")));
+        // The headline's spawn ratio: 20 µs against 2 µs, the untraced medians; its memory the
+        // medians of all four.
+        let h = &c.headlines[0];
+        assert_eq!(
+            (h.dearer.spawn_us, h.cheaper.spawn_us),
+            (Some(20.0), Some(2.0))
+        );
+        assert_eq!((h.dearer.memory_kib, h.dearer.runs), (Some(41.5), 4));
+    }
+
+    #[test]
+    fn a_time_fit_takes_the_runs_its_cells_take() {
+        // Two N, each with two untraced runs and a traced one 13 % slower.
+        let mut runs = Vec::new();
+        for n in [1_000, 2_000] {
+            let wall = n as f64 / 2_000.0;
+            runs.push(hold("threads", n, wall, 20.0, 40.0));
+            runs.push(traced(hold("threads", n, wall, 20.0, 40.0), 1.13));
+            runs.push(hold("threads", n, wall * 1.01, 20.0, 40.0));
+        }
+        let c = compare_runs(&summarized(runs), None, String::new());
+        let fit = |metric: &str| c.fits.iter().find(|f| f.metric == metric).unwrap();
+        assert_eq!(fit("wall_us").line.points, 4);
+        assert_eq!(fit("sys_us").line.points, 4);
+        assert_eq!(fit("rss_kb").line.points, 6);
+    }
+
+    #[test]
+    fn with_traced_runs_only_every_run_is_timed_as_before_and_labelled_so() {
+        let all_traced: Vec<Hold> = main_job()
+            .into_iter()
+            .map(|mut h| {
+                h.traced = true;
+                h
+            })
+            .collect();
+        let c = compare_runs(&summarized(all_traced), None, String::new());
+        let threads = cell(&c, "threads", 2_000);
+        assert_eq!(
+            threads.times_from,
+            Some(TimesFrom {
+                runs: TimeRuns::Traced,
+                untraced_runs: 0,
+                traced_runs: 4
+            })
+        );
+        // The four runs' medians, the slow one among them, as before the rule.
+        let wall = threads.wall_s.as_ref().unwrap();
+        assert_eq!((wall.median, wall.max), (1.01, 1.02 * 1.13));
+        assert_eq!(threads.memory_kb.as_ref().unwrap().median, 41.5);
+        let rep = &c.repeats[0];
+        assert_eq!(rep.runs, 4);
+        assert_eq!(c.headlines[0].dearer.spawn_us, Some(20.5));
+    }
 
     #[test]
     fn one_vm_booted_twice_is_one_machine_and_another_size_is_not() {

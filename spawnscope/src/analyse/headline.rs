@@ -1,7 +1,8 @@
 //! A comparison's result in one line per workload, the way hyperfine states its own: "hold: a
 //! thread costs 13.5× a goroutine in memory and 12.7× in spawn time". Per machine and workload,
 //! each runtime at the largest N it was measured at (per-task figures, so runtimes measured at
-//! different N compare), medians over its repeats there.
+//! different N compare), medians over its repeats there: memory over every measured run, the spawn
+//! time over those whose times count (the untraced ones where there are any: analyse::times_from).
 //!
 //! With three runtimes or more, every runtime is stated against the cheapest in memory, dearest
 //! first ("a thread costs 80× a tokio task …, and a goroutine costs 6× a tokio task …"): one base
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyse::regression::spread;
 use crate::analyse::summary::{memory_unresolved, Summary};
+use crate::analyse::times_from::timed;
 use crate::runtime::DESCRIPTORS;
 use crate::units::{bytes, count};
 
@@ -57,6 +59,9 @@ pub struct Measured<'a> {
     pub measured: bool,
     /// Its machine's CPU was emulated (QEMU's TCG): its times are not the kernel's.
     pub emulated: bool,
+    /// The eBPF collector was attached: its spawn time carries the probes' cost, and is left out
+    /// where untraced runs of the same experiment were measured (analyse::times_from).
+    pub traced: bool,
 }
 
 fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -79,7 +84,7 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
             let sides: Vec<Side> = DESCRIPTORS
                 .iter()
                 .filter_map(|d| {
-                    let mine: Vec<&Summary> = runs
+                    let mine: Vec<&Measured> = runs
                         .iter()
                         .filter(|r| {
                             r.measured
@@ -87,10 +92,15 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                                 && r.summary.workload.as_deref() == Some(workload)
                                 && r.summary.runtime.as_deref() == Some(d.name)
                         })
-                        .map(|r| r.summary)
                         .collect();
-                    let n = mine.iter().filter_map(|s| s.n).max()?;
-                    let at_n: Vec<&Summary> = mine.into_iter().filter(|s| s.n == Some(n)).collect();
+                    let n = mine.iter().filter_map(|r| r.summary.n).max()?;
+                    let at_n: Vec<&Measured> = mine
+                        .into_iter()
+                        .filter(|r| r.summary.n == Some(n))
+                        .collect();
+                    // Memory over every run at N; the spawn time over those whose times count.
+                    let (timed_at_n, _) = timed(&at_n, |r| r.traced);
+                    let at_n: Vec<&Summary> = at_n.iter().map(|r| r.summary).collect();
                     Some(Side {
                         runtime: d.name.into(),
                         n,
@@ -103,8 +113,9 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                             .iter()
                             .any(|s| memory_unresolved(s.memory_per_task.as_ref())),
                         spawn_us: median(
-                            at_n.iter()
-                                .filter_map(|s| s.time_per_task.as_ref()?.spawn_us),
+                            timed_at_n
+                                .iter()
+                                .filter_map(|r| r.summary.time_per_task.as_ref()?.spawn_us),
                         )
                         .filter(|_| !emulated),
                     })
@@ -257,6 +268,7 @@ mod tests {
                 summary: s,
                 measured: true,
                 emulated: false,
+                traced: true,
             })
             .collect()
     }

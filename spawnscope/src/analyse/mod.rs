@@ -22,5 +22,6 @@ pub mod summary;
 #[cfg(test)]
 pub mod test_support;
 pub mod timeline;
+pub mod times_from;
 pub mod verdict;
 pub mod waits;

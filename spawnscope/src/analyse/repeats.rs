@@ -1,12 +1,14 @@
-//! Repeats of one experiment: every time figure as median (min … max) over the runs, its spread
-//! among the runs the verdict calls trustworthy, and the outliers, each with its cause as the
-//! run's verdict names it. Memory does not move between runs; time does, and this is where a
-//! reader sees by how much and why.
+//! Repeats of one experiment: every time figure as median (min … max) over the runs whose times
+//! count (its untraced runs where it has any: analyse::times_from), its spread among the runs the
+//! verdict calls trustworthy, and the outliers, each with its cause as the run's verdict names it.
+//! Memory does not move between runs; time does, and this is where a reader sees by how much and
+//! why.
 
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::regression::{spread, Spread};
 use crate::analyse::summary::{ExitPath, Summary};
+use crate::analyse::times_from::{timed, TimesFrom};
 use crate::units::count;
 
 /// A run further than this factor from its experiment's median, either way (exactly this factor
@@ -125,7 +127,13 @@ pub struct Outlier {
 #[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Repeated {
     pub label: String,
+    /// The completed runs whose times the figures are of.
     pub runs: usize,
+    /// Which runs those are: the untraced ones where the experiment has any (its traced runs'
+    /// times carry the probes' cost and are left out, outliers and all), else the traced ones.
+    /// Absent in sets written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times_from: Option<TimesFrom>,
     pub trustworthy_runs: usize,
     /// Runs without a verdict (recorded before the sentinels existed).
     pub unjudged_runs: usize,
@@ -140,32 +148,45 @@ pub struct Repeated {
     pub other_exit_path: Vec<(String, String)>,
 }
 
-/// Groups completed runs by experiment; experiments run once are left out (nothing to spread).
-/// `runs`: (run directory as shown, its summary).
-pub fn repeated(runs: &[(String, Summary)]) -> Vec<Repeated> {
+/// One run of an experiment, as repeats take it.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Its directory, as shown.
+    pub dir: String,
+    pub summary: Summary,
+    /// The eBPF collector was attached: its times carry the probes' cost.
+    pub traced: bool,
+}
+
+/// Groups completed runs by experiment, each over the runs whose times count
+/// (analyse::times_from); experiments timed once are left out (nothing to spread).
+pub fn repeated(runs: &[Run]) -> Vec<Repeated> {
     let mut labels: Vec<&str> = Vec::new();
-    for (_, s) in runs.iter().filter(|(_, s)| s.ok) {
-        if !labels.contains(&s.label.as_str()) {
-            labels.push(&s.label);
+    for r in runs.iter().filter(|r| r.summary.ok) {
+        if !labels.contains(&r.summary.label.as_str()) {
+            labels.push(&r.summary.label);
         }
     }
     labels
         .into_iter()
         .filter_map(|label| {
-            let group: Vec<&(String, Summary)> = runs
+            let group: Vec<&Run> = runs
                 .iter()
-                .filter(|(_, s)| s.ok && s.label == label)
+                .filter(|r| r.summary.ok && r.summary.label == label)
                 .collect();
-            (group.len() >= 2).then(|| one_experiment(label, &group))
+            let (timed_group, from) = timed(&group, |r| r.traced);
+            (timed_group.len() >= 2).then(|| one_experiment(label, &timed_group, from))
         })
         .collect()
 }
 
-/// The exit path most of the runs took, when one did (more than half of those with one).
-fn usual_exit_path(group: &[&(String, Summary)]) -> Option<ExitPath> {
+/// The exit path most of the runs took, when one did (more than half of those with one). Only a
+/// traced run tells its path (the collector counts the madvise calls): among untraced runs there
+/// is none, and no run is set apart for it.
+fn usual_exit_path(group: &[&Run]) -> Option<ExitPath> {
     let paths: Vec<ExitPath> = group
         .iter()
-        .filter_map(|(_, s)| Some(ExitPath::of(s)?.0))
+        .filter_map(|r| Some(ExitPath::of(&r.summary)?.0))
         .collect();
     [
         ExitPath::ThreadsFreedStacks,
@@ -176,7 +197,7 @@ fn usual_exit_path(group: &[&(String, Summary)]) -> Option<ExitPath> {
     .find(|p| 2 * paths.iter().filter(|q| *q == p).count() > paths.len())
 }
 
-fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
+fn one_experiment(label: &str, group: &[&Run], times_from: Option<TimesFrom>) -> Repeated {
     let trustworthy = |s: &Summary| s.verdict.as_ref().is_some_and(|v| v.trustworthy);
     let usual = usual_exit_path(group);
     // A run on another exit path than most: (its path, madvise calls, threads).
@@ -198,9 +219,9 @@ fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
     let mut figures = Vec::new();
     let mut outliers = Vec::new();
     for f in &TIME_FIGURES {
-        let values: Vec<(&str, &Summary, f64)> = group
+        let values: Vec<(&str, &Run, f64)> = group
             .iter()
-            .filter_map(|(dir, s)| Some((dir.as_str(), s, (f.value)(s)?)))
+            .filter_map(|r| Some((r.dir.as_str(), *r, (f.value)(&r.summary)?)))
             .collect();
         let all: Vec<f64> = values.iter().map(|v| v.2).collect();
         let Some(all_spread) = spread(&all) else {
@@ -208,26 +229,31 @@ fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
         };
         let good: Vec<f64> = values
             .iter()
-            .filter(|v| trustworthy(v.1) && !(f.includes_exit && other_path(v.1).is_some()))
+            .filter(|v| {
+                trustworthy(&v.1.summary)
+                    && !(f.includes_exit && other_path(&v.1.summary).is_some())
+            })
             .map(|v| v.2)
             .collect();
-        for (dir, s, value) in &values {
+        for (dir, run, value) in &values {
             let factor = value / all_spread.median;
             if all_spread.median > 0.0 && !(1.0 / OUTLIER_FACTOR..=OUTLIER_FACTOR).contains(&factor)
             {
                 let others: Vec<&Summary> = group
                     .iter()
-                    .filter(|(d, _)| d != dir)
-                    .map(|(_, s)| s)
+                    .filter(|r| r.dir != *dir)
+                    .map(|r| &r.summary)
                     .collect();
+                let s = &run.summary;
+                let why = cause(s, run.traced, &others);
                 outliers.push(Outlier {
                     run: dir.to_string(),
                     figure: f.label.into(),
                     value: *value,
                     factor,
                     cause: match (f.includes_exit, other_path_words(s)) {
-                        (true, Some(path)) => format!("{path}; {}", cause(s, &others)),
-                        _ => cause(s, &others),
+                        (true, Some(path)) => format!("{path}; {why}"),
+                        _ => why,
                     },
                 });
             }
@@ -243,27 +269,32 @@ fn one_experiment(label: &str, group: &[&(String, Summary)]) -> Repeated {
     Repeated {
         label: label.into(),
         runs: group.len(),
-        trustworthy_runs: group.iter().filter(|(_, s)| trustworthy(s)).count(),
-        unjudged_runs: group.iter().filter(|(_, s)| s.verdict.is_none()).count(),
+        times_from,
+        trustworthy_runs: group.iter().filter(|r| trustworthy(&r.summary)).count(),
+        unjudged_runs: group.iter().filter(|r| r.summary.verdict.is_none()).count(),
         figures,
         outliers,
         suspect: group
             .iter()
-            .filter_map(|(dir, s)| {
-                let v = s.verdict.as_ref().filter(|v| !v.trustworthy)?;
-                Some((dir.clone(), v.line()))
+            .filter_map(|r| {
+                let v = r.summary.verdict.as_ref().filter(|v| !v.trustworthy)?;
+                Some((r.dir.clone(), v.line()))
             })
             .collect(),
         other_exit_path: group
             .iter()
-            .filter_map(|(dir, s)| Some((dir.clone(), other_path_words(s)?)))
+            .filter_map(|r| Some((r.dir.clone(), other_path_words(&r.summary)?)))
             .collect(),
     }
 }
 
-fn cause(s: &Summary, others: &[&Summary]) -> String {
+fn cause(s: &Summary, traced: bool, others: &[&Summary]) -> String {
     match &s.verdict {
         None => "no verdict (recorded without noise sentinels)".into(),
+        // An untraced run has no kernel counts to set beside its repeats'.
+        Some(v) if v.trustworthy && !traced => {
+            "no sentinel explains it (untraced: no kernel counts to compare)".into()
+        }
         Some(v) if v.trustworthy => {
             let mut said = "no sentinel explains it".to_string();
             let unusual = unusual_in_the_kernel(s, others);
@@ -405,6 +436,17 @@ mod tests {
         }
     }
 
+    /// Traced runs, as every set before untraced timing runs.
+    fn traced(runs: &[(String, Summary)]) -> Vec<Run> {
+        runs.iter()
+            .map(|(dir, summary)| Run {
+                dir: dir.clone(),
+                summary: summary.clone(),
+                traced: true,
+            })
+            .collect()
+    }
+
     fn clean() -> Option<Verdict> {
         Some(Verdict {
             trustworthy: true,
@@ -433,7 +475,7 @@ mod tests {
             ("c".to_string(), run(110.0, 220.0, stolen())),
             ("d".to_string(), run(35.0, 89.0, clean())),
         ];
-        let r = repeated(&runs);
+        let r = repeated(&traced(&runs));
         assert_eq!(r.len(), 1);
         let r = &r[0];
         assert_eq!((r.runs, r.trustworthy_runs, r.unjudged_runs), (4, 3, 0));
@@ -501,7 +543,7 @@ mod tests {
             ("c".to_string(), threads(29.0, 140.0, 100_000)),
             ("d".to_string(), threads(30.5, 79.0, 900)),
         ];
-        let r = &repeated(&runs)[0];
+        let r = &repeated(&traced(&runs))[0];
         let fig = |key: &str| r.figures.iter().find(|f| f.key == key).unwrap();
         // c spawned like the others: in the spawn spread; its system time is not.
         assert_eq!(fig("spawn_us").trustworthy.as_ref().unwrap().min, 29.0);
@@ -518,7 +560,54 @@ mod tests {
         );
         // With no usual path (two and two), nobody is on "the other" one.
         let even = vec![runs[0].clone(), runs[2].clone()];
-        assert!(repeated(&even)[0].other_exit_path.is_empty());
+        assert!(repeated(&traced(&even))[0].other_exit_path.is_empty());
+    }
+
+    #[test]
+    fn untraced_runs_are_the_repeats_where_there_are_any() {
+        let untraced = |dir: &str, spawn_us: f64| Run {
+            dir: dir.into(),
+            summary: run(spawn_us, 90.0, clean()),
+            traced: false,
+        };
+        // The traced run 13 % slower than the slowest, and one 1.5× (an outlier, were it timed).
+        let mut runs = vec![
+            untraced("a", 36.0),
+            untraced("b", 38.0),
+            Run {
+                dir: "t".into(),
+                summary: run(38.0 * 1.13, 90.0 * 1.13, clean()),
+                traced: true,
+            },
+            untraced("c", 35.0),
+        ];
+        let r = &repeated(&runs)[0];
+        assert_eq!((r.runs, r.trustworthy_runs), (3, 3));
+        assert_eq!(
+            r.times_from
+                .map(|f| (f.untraced_runs, f.traced_runs, f.traced_left_out())),
+            Some((3, 1, 1))
+        );
+        let spawn = &r.figures[0];
+        assert_eq!(
+            (spawn.all.min, spawn.all.median, spawn.all.max),
+            (35.0, 36.0, 38.0)
+        );
+        assert_eq!(r.figures[2].all.max, 90.0);
+        runs[2].summary = run(54.0, 135.0, clean());
+        let r = &repeated(&runs)[0];
+        assert!(r.outliers.is_empty(), "{:?}", r.outliers);
+        // An untraced outlier has no kernel counts to be told by.
+        runs.push(untraced("d", 80.0));
+        let r = &repeated(&runs)[0];
+        assert_eq!(r.outliers.len(), 1);
+        assert_eq!(
+            r.outliers[0].cause,
+            "no sentinel explains it (untraced: no kernel counts to compare)"
+        );
+        // One untraced run and a traced one: one run timed, nothing to spread.
+        let pair = vec![untraced("a", 36.0), runs[2].clone()];
+        assert!(repeated(&pair).is_empty());
     }
 
     #[test]
@@ -531,7 +620,7 @@ mod tests {
         let mut other = run(5.0, 5.0, None);
         other.label = "goroutines hold --n 1000000".into();
         runs.push(("g".to_string(), other));
-        let r = repeated(&runs);
+        let r = repeated(&traced(&runs));
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].outliers.len(), 1);
         assert!(r[0].outliers[0]

@@ -101,6 +101,9 @@ pub fn command(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
                 for h in &report.headlines {
                     println!("\n{}", h.line());
                 }
+                if let Some(line) = render::compare::times_line(&report.cells) {
+                    println!("{line}");
+                }
             }
             for f in EXPORTS {
                 record::give_to_invoking_user(&target.join(f));

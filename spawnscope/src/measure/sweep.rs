@@ -382,6 +382,8 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
         argv: std::env::args().collect(),
         reproduce: opts.reproduce.clone(),
         repeats: opts.repeats,
+        // A sweep traces every run: its times include the probes' cost, as its report says.
+        traced_runs: None,
         cells,
         stopped: None,
         commands: opts

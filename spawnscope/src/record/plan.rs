@@ -10,6 +10,11 @@ pub struct Plan {
     pub argv: Vec<String>,
     pub reproduce: Option<String>,
     pub repeats: u32,
+    /// Runs of each cell made with the eBPF collector, for its counts and waits, beside `repeats`
+    /// runs without it that time the cell (trace.sh's main job: 1); the report takes every time
+    /// figure from the untraced runs. Absent: the `repeats` runs were all made alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_runs: Option<u32>,
     pub cells: Vec<PlannedCell>,
     /// Set when the matrix stopped early (a signal), with why.
     pub stopped: Option<String>,

@@ -7,6 +7,7 @@ use crate::analyse::compare::{Cell, Comparison, Fit, Machine, Over};
 use crate::analyse::regression::Spread;
 use crate::analyse::reproduce::Reproduce;
 use crate::analyse::resolution;
+use crate::analyse::times_from::TimesFrom;
 use crate::record::{Fingerprint, Plan};
 use crate::render::columns::{figure, label, raw_table, shown_table, Column, Raw};
 use crate::render::repeats;
@@ -370,20 +371,96 @@ pub fn elapsed_line(plan: &Plan) -> Option<String> {
     ))
 }
 
+/// "1" or "2–3": how many runs, over several experiments.
+fn runs_range(counts: impl Iterator<Item = usize> + Clone) -> (String, bool) {
+    let lo = counts.clone().min().unwrap_or(0);
+    let hi = counts.max().unwrap_or(0);
+    let text = if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}–{hi}")
+    };
+    (text, hi > 1)
+}
+
+/// Where the set's time figures come from, in one line: from the untraced runs where an
+/// experiment has them, counts and waits from its traced ones (analyse::times_from); or that the
+/// times include the probes' cost. None for a set recorded before cells said so, and for one
+/// whose runs were all untraced (nothing in its times is the probes', and it has no counts).
+pub fn times_line(cells: &[Cell]) -> Option<String> {
+    use crate::analyse::times_from::TimeRuns;
+    let known: Vec<(&Cell, TimesFrom)> = cells
+        .iter()
+        .filter_map(|c| Some((c, c.times_from?)))
+        .collect();
+    let mixed: Vec<TimesFrom> = known
+        .iter()
+        .map(|(_, t)| *t)
+        .filter(|t| t.traced_left_out() > 0)
+        .collect();
+    let traced: Vec<&Cell> = known
+        .iter()
+        .filter(|(_, t)| t.runs == TimeRuns::Traced)
+        .map(|(c, _)| *c)
+        .collect();
+    let mut said = Vec::new();
+    if !mixed.is_empty() {
+        let per = if mixed.len() > 1 {
+            " per experiment"
+        } else {
+            ""
+        };
+        let (untraced, s) = runs_range(mixed.iter().map(|t| t.untraced_runs));
+        let (counted, several) = runs_range(mixed.iter().map(|t| t.traced_runs));
+        said.push(format!(
+            "Times from {untraced} untraced run{}{per}; counts and waits from {counted} traced run{}{per} ({} times, probes included, are not in the medians).",
+            if s { "s" } else { "" },
+            if several { "s" } else { "" },
+            if several { "their" } else { "its" },
+        ));
+    }
+    if traced.len() == known.len() && !traced.is_empty() {
+        said.push("Times include the probes' cost: every run was traced.".into());
+    } else if !traced.is_empty() {
+        let mut named: Vec<String> = Vec::new();
+        for c in &traced {
+            let name = format!("{} {} {}", c.runtime, c.workload, count(c.n));
+            if !named.contains(&name) {
+                named.push(name);
+            }
+        }
+        said.push(format!(
+            "Times of {} include the probes' cost: traced runs only.",
+            named.join(", ")
+        ));
+    }
+    (!said.is_empty()).then(|| said.join(" "))
+}
+
 /// compare.md: hyperfine-like tables.
 pub fn markdown(r: &Comparison) -> String {
     let mut md = String::from("# spawnscope compare\n\n");
     for h in &r.headlines {
         let _ = writeln!(md, "**{}**\n", h.line());
     }
+    if let Some(line) = times_line(&r.cells) {
+        let _ = writeln!(md, "{line}\n");
+    }
     for m in &r.machines {
         let _ = writeln!(md, "- Machine {}", machine_line_with_id(m));
     }
     if let Some(plan) = &r.plan {
+        // trace.sh's main job: `repeats` untraced runs time each cell, the traced ones count.
+        let repeats = match plan.traced_runs {
+            Some(t) => format!(
+                "{} untraced (timed) and {t} traced (counts and waits) per experiment",
+                plan.repeats
+            ),
+            None => plan.repeats.to_string(),
+        };
         let _ = writeln!(
             md,
-            "- Repeats: {}{}",
-            plan.repeats,
+            "- Repeats: {repeats}{}",
             plan.reproduce
                 .as_ref()
                 .map_or(String::new(), |p| format!("; reproducing {p}"))
@@ -784,6 +861,76 @@ mod tests {
                 "{cell}"
             );
         }
+    }
+
+    #[test]
+    fn the_times_line_says_which_runs_the_times_are_of() {
+        use crate::analyse::times_from::TimeRuns;
+        let from = |runs, untraced_runs, traced_runs| {
+            Some(TimesFrom {
+                runs,
+                untraced_runs,
+                traced_runs,
+            })
+        };
+        let mut r = recorded();
+        // The recorded set: every run traced.
+        assert!(r
+            .cells
+            .iter()
+            .all(|c| c.times_from == from(TimeRuns::Traced, 0, 1)));
+        let line = "Times include the probes' cost: every run was traced.";
+        assert_eq!(times_line(&r.cells).as_deref(), Some(line));
+        // A set written before cells said so (the committed sets under docs/): no line, as
+        // before.
+        for c in &mut r.cells {
+            c.times_from = None;
+        }
+        assert_eq!(times_line(&r.cells), None);
+        // trace.sh's main job: three untraced runs and one traced per experiment.
+        for c in &mut r.cells {
+            c.times_from = from(TimeRuns::Untraced, 3, 1);
+        }
+        let line = "Times from 3 untraced runs per experiment; counts and waits from 1 traced run per experiment (its times, probes included, are not in the medians).";
+        assert_eq!(times_line(&r.cells).as_deref(), Some(line));
+        assert_eq!(
+            times_line(&r.cells[..1]).as_deref(),
+            Some("Times from 3 untraced runs; counts and waits from 1 traced run (its times, probes included, are not in the medians).")
+        );
+        // Under the headlines, before the machine.
+        let md = markdown(&r);
+        let at = md.find(line).unwrap();
+        assert!(md[..at].ends_with("**\n\n") && md[at..].contains("\n\n- Machine "));
+        // A compare sweep: traced runs only.
+        for c in &mut r.cells {
+            c.times_from = from(TimeRuns::Traced, 0, 1);
+        }
+        assert_eq!(
+            times_line(&r.cells).as_deref(),
+            Some("Times include the probes' cost: every run was traced.")
+        );
+        // Some of each, and cells with untraced runs only (nothing to say of those).
+        r.cells[0].times_from = from(TimeRuns::Untraced, 2, 2);
+        r.cells[1].times_from = from(TimeRuns::Untraced, 3, 1);
+        r.cells[2].times_from = from(TimeRuns::Untraced, 3, 0);
+        let line = times_line(&r.cells).unwrap();
+        assert!(
+            line.starts_with("Times from 2–3 untraced runs per experiment; counts and waits from 1–2 traced runs per experiment (their times, probes included, are not in the medians). Times of "),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(" include the probes' cost: traced runs only."),
+            "{line}"
+        );
+        let c = &r.cells[3];
+        assert!(line.contains(&format!("{} {} {}", c.runtime, c.workload, count(c.n))));
+        let c = &r.cells[2];
+        assert!(!line.contains(&format!("{} {} {}", c.runtime, c.workload, count(c.n))));
+        // All untraced: nothing to say.
+        for c in &mut r.cells {
+            c.times_from = from(TimeRuns::Untraced, 3, 0);
+        }
+        assert_eq!(times_line(&r.cells), None);
     }
 
     #[test]

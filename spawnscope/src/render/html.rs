@@ -219,6 +219,9 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
     for line in report.headlines.iter().map(|hl| hl.line()) {
         let _ = writeln!(h, "<p class=\"headline\"><b>{}</b></p>", escape(&line));
     }
+    if let Some(line) = compare::times_line(&report.cells) {
+        let _ = writeln!(h, "<p class=\"times\">{}</p>", escape(&line));
+    }
     if let Some(plan) = &report.plan {
         let notes: Vec<&str> = plan
             .cells
@@ -271,6 +274,9 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
     if !report.repeats.is_empty() {
         h.push_str("<h2 id=\"repeats\">Time over repeats: median (min … max)</h2>\n");
         h.push_str(&repeats::table(&report.repeats).html("repeats"));
+        if let Some(line) = repeats::left_out_line(&report.repeats) {
+            let _ = write!(h, "<p>{}</p>", escape(&line));
+        }
         h.push_str("<ul>");
         for line in repeats::causes(&report.repeats) {
             let _ = write!(h, "<li>{}</li>", escape(&line));

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use crate::analyse::compare::{ordered_runtimes, Cell, Comparison};
 use crate::analyse::headline::{Headline, Side};
 use crate::render::compare::{
-    fits_table, machine_line_with_id, per_task_cell, reproduce_markdown, runs_table,
+    fits_table, machine_line_with_id, per_task_cell, reproduce_markdown, runs_table, times_line,
 };
 use crate::runtime::DESCRIPTORS;
 use crate::units::count;
@@ -334,12 +334,17 @@ pub fn figure(spec: &Spec, set: &Comparison) -> Result<String, String> {
     let text = match spec.kind.as_str() {
         "machine" => format!("{}\n", machine_figure(set)),
         "headline" => {
-            let lines: Vec<String> = headlines_of(set)
+            let mut lines: Vec<String> = headlines_of(set)
                 .iter()
                 .map(|h| format!("**{}**\n", h.line()))
                 .collect();
             if lines.is_empty() {
                 return Err("the set has no workload measured on two runtimes".into());
+            }
+            // Which runs the times are of, as compare.md says it (sets recorded before cells
+            // said so have no such line).
+            if let Some(line) = times_line(&set.cells) {
+                lines.push(format!("{line}\n"));
             }
             lines.join("\n")
         }
@@ -496,6 +501,34 @@ mod tests {
         let mut once = set;
         once.repeats.clear();
         assert!(figure(&spec, &once).unwrap_err().contains("more than once"));
+    }
+
+    #[test]
+    fn the_headline_says_which_runs_the_times_are_of_where_the_set_records_it() {
+        use crate::analyse::times_from::{TimeRuns, TimesFrom};
+        let spec = Spec {
+            kind: "headline".into(),
+            set: "x".into(),
+            workload: None,
+        };
+        // The committed set predates it: its headline as rendered before.
+        let mut set = example();
+        let before = figure(&spec, &set).unwrap();
+        assert!(!before.contains("Times "), "{before}");
+        for c in &mut set.cells {
+            c.times_from = Some(TimesFrom {
+                runs: TimeRuns::Untraced,
+                untraced_runs: 3,
+                traced_runs: 1,
+            });
+        }
+        let after = figure(&spec, &set).unwrap();
+        assert_eq!(
+            after,
+            format!(
+                "{before}\nTimes from 3 untraced runs per experiment; counts and waits from 1 traced run per experiment (its times, probes included, are not in the medians).\n"
+            )
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use crate::analyse::regression::Spread;
 use crate::analyse::repeats::{FigureSpread, Repeated, OUTLIER_FACTOR};
 use crate::render::table::Table;
+use crate::units::count;
 
 fn figure(value: f64, unit: &str) -> String {
     match unit {
@@ -88,6 +89,22 @@ pub fn causes(repeated: &[Repeated]) -> Vec<String> {
     lines
 }
 
+/// The traced runs left out of the table, where their experiments have untraced runs to time.
+pub fn left_out_line(repeated: &[Repeated]) -> Option<String> {
+    let left_out: usize = repeated
+        .iter()
+        .filter_map(|r| Some(r.times_from?.traced_left_out()))
+        .sum();
+    (left_out > 0).then(|| {
+        format!(
+            "Only untraced runs are here: the {} traced run{} of these experiments, whose times carry the probes' cost, {} left out (outliers included).",
+            count(left_out as u64),
+            if left_out == 1 { "" } else { "s" },
+            if left_out == 1 { "is" } else { "are" }
+        )
+    })
+}
+
 /// The section: the table, then each outlier and each suspect run with its cause.
 pub fn markdown(repeated: &[Repeated]) -> String {
     if repeated.is_empty() {
@@ -99,6 +116,9 @@ pub fn markdown(repeated: &[Repeated]) -> String {
         md,
         "\nTrustworthy: the run's verdict found no noise sentinel past its rule. An outlier lies more than {OUTLIER_FACTOR}× from its experiment's median, either way."
     );
+    if let Some(line) = left_out_line(repeated) {
+        let _ = writeln!(md, "\n{line}");
+    }
     if repeated.iter().any(|r| !r.other_exit_path.is_empty()) {
         let _ = writeln!(
             md,
