@@ -42,8 +42,10 @@
 # workload, pair, first, untraced_wall_s, untraced_cpu_s, traced_wall_s, traced_cpu_s, bpf_s
 # (empty when not measured), bpf_sampled_share, and the wait4 rusage CPU of each run for
 # reference), each traced run's per-program cost to OUT/programs.csv; the final table goes to
-# OUT/table.md and each workload's final figures (`spawnscope pairs`' JSON, with how the pairs were
-# taken) to OUT/figures-RUNTIME.json. OUT defaults to results/bench-overhead-<UTC time>/.
+# OUT/table.md and each workload's final figures (`spawnscope pairs`' JSON with the unexplained CPU
+# time per program run, how the pairs were taken, the date, kernel and CPUs) to
+# OUT/figures-RUNTIME.json: committed as docs/bench-overhead/, they are what every run's line
+# estimates the cost around its programs with. OUT defaults to results/bench-overhead-<UTC time>/.
 #
 # Then it runs scripts/bench-bpftrace.sh for the bpftrace tools' overhead (expected to be much
 # higher), on GOROUTINES_N goroutines and BPFTRACE_THREADS_N threads (default 20000), REPEATS
@@ -189,7 +191,7 @@ judge_outliers() {
 figures() {
   local extra=()
   [ -n "$excluded" ] && extra=(--exclude "$excluded")
-  "$spawnscope" pairs "$pairs_csv" --workload "$1" --margin "$margin" "${extra[@]}"
+  "$spawnscope" pairs "$pairs_csv" --workload "$1" --margin "$margin" --programs "$programs_csv" "${extra[@]}"
 }
 
 # cost_table SUMMARY... MEAN_DIFF: from the used pairs' traced runs' summary.json files (those
@@ -302,8 +304,12 @@ for runtime in threads goroutines; do
   echo "stopped: $stop"
   # The final figures as `spawnscope pairs` gave them, with how the pairs were taken: what a page
   # of the manual quotes (`<!-- value: SET/figures-threads.json cpu_ratio.mean fixed3 -->`).
+  # The run's line estimates what the tracing costs around its programs from these
+  # (unexplained_ns_per_program_run; spawnscope/src/analyse/probe_model.rs reads the committed set's).
   jq --argjson taken "$pair" --arg stopped "$stop" --arg probes "$probes_mode" --argjson n "$n" \
-    '. + {pairs_taken: $taken, stopped: $stopped, probes: $probes, n: $n}' <<<"$json" >"$out/figures-$runtime.json"
+    --arg recorded "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg kernel "$(uname -r)" --argjson cpus "$(nproc)" \
+    '. + {pairs_taken: $taken, stopped: $stopped, probes: $probes, n: $n,
+          recorded_utc: $recorded, kernel: $kernel, cpus: $cpus}' <<<"$json" >"$out/figures-$runtime.json"
   echo
   wall_ci=$(interval "$json" wall_ratio %.4f)
   cpu_ci=$(interval "$json" cpu_ratio %.4f)

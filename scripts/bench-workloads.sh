@@ -66,6 +66,11 @@ bare() {
 }
 
 results=()
+# The medians, also as CSV (what a page of the manual quotes): results/bench-workloads-<UTC>/.
+out="$REPO_ROOT/results/bench-workloads-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$out"
+csv="$out/workloads.csv"
+echo "runtime,n,repeats,rss_bytes_ours,rss_bytes_bare,rss_ratio,spawn_ns_ours,spawn_ns_bare,spawn_ratio" >"$csv"
 for runtime in threads goroutines tokio; do
   n=$goroutines_n binary=$runtime
   [ "$runtime" = threads ] && n=$threads_n
@@ -97,6 +102,7 @@ for runtime in threads goroutines tokio; do
   m_bare_ns=$(median "${bare_ns[@]}")
   rss_ratio=$(ratio "$m_ours_rss" "$m_bare_rss")
   ns_ratio=$(ratio "$m_ours_ns" "$m_bare_ns")
+  echo "$runtime,$n,$repeats,$m_ours_rss,$m_bare_rss,$rss_ratio,$m_ours_ns,$m_bare_ns,$ns_ratio" >>"$csv"
   results+=("$(awk -v rt="$runtime" -v n="$n" -v orss="$m_ours_rss" -v brss="$m_bare_rss" -v rr="$rss_ratio" \
     -v ons="$m_ours_ns" -v bns="$m_bare_ns" -v nr="$ns_ratio" 'BEGIN {
       printf "| %s | %d | %d | %d | %.3f | %d | %d | %.3f |", rt, n, orss, brss, rr, ons, bns, nr }')")
@@ -108,3 +114,6 @@ echo
 echo "| runtime | N | RSS/task ours | RSS/task bare | ratio | spawn ns/task ours | bare | ratio |"
 echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${results[@]}"
+give_to_invoker "$REPO_ROOT/results"
+echo
+echo "CSV: ${csv#"$REPO_ROOT"/} ($(uname -r), $(nproc) CPUs, $(date -u +%Y-%m-%d))"

@@ -89,6 +89,11 @@ pub enum Command {
         /// percentage point).
         #[arg(long, default_value_t = 0.01)]
         margin: f64,
+        /// The benchmark's programs.csv (workload,pair,program,tracepoint,events,total_ns): with
+        /// it, the unexplained CPU time per program run of each traced run, the rate a run's
+        /// line estimates the dispatch and slow path around its programs with.
+        #[arg(long)]
+        programs: Option<PathBuf>,
     },
     /// Shell completions on stdout, e.g. `spawnscope completions bash >
     /// /usr/share/bash-completion/completions/spawnscope`.

@@ -9,6 +9,7 @@ pub mod headline;
 pub mod kernel_gaps;
 pub mod paired;
 pub mod phases;
+pub mod probe_model;
 pub mod probes;
 pub mod regression;
 pub mod repeats;

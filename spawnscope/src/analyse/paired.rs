@@ -97,6 +97,37 @@ pub struct PairedFigures {
     /// half-width is below it (false without an interval).
     pub margin: f64,
     pub cpu_ratio_within_margin: bool,
+    /// With the traced runs' program runs (`pairs --programs`): per pair, the unexplained CPU
+    /// time over the programs' runs, ns — what the tracing costs around each program run (the
+    /// tracepoints' dispatch, the syscall slow path, the statistics' clock reads), the rate a
+    /// run's line estimates that part with (`analyse/probe_model.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unexplained_ns_per_program_run: Option<MeanInterval>,
+    /// The traced runs' program runs, over the same pairs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program_runs: Option<MeanInterval>,
+}
+
+/// Adds the unexplained time per program run to `figures`, from each used pair's traced-run
+/// program runs (`runs`, by pair number); pairs without runs or BPF time are left out of it.
+pub fn add_per_program_run(
+    figures: &mut PairedFigures,
+    pairs: &[Pair],
+    exclude: &[u32],
+    runs: &std::collections::BTreeMap<u32, u64>,
+) {
+    let used: Vec<(&Pair, f64)> = pairs
+        .iter()
+        .filter(|p| p.workload == figures.workload && !exclude.contains(&p.pair))
+        .filter_map(|p| Some((p, *runs.get(&p.pair).filter(|&&r| r > 0)? as f64)))
+        .collect();
+    let per_run: Vec<f64> = used
+        .iter()
+        .filter_map(|(p, r)| Some((p.traced_cpu_s - p.untraced_cpu_s - p.bpf_s?) * 1e9 / r))
+        .collect();
+    let counted: Vec<f64> = used.iter().map(|(_, r)| *r).collect();
+    figures.unexplained_ns_per_program_run = t_interval(&per_run);
+    figures.program_runs = t_interval(&counted);
 }
 
 /// The figures of `workload`'s pairs, leaving out the pairs numbered in `exclude`. A pair whose
@@ -149,6 +180,8 @@ pub fn figures(pairs: &[Pair], workload: &str, exclude: &[u32], margin: f64) -> 
         unexplained_s: t_interval(&unexplained),
         margin,
         cpu_ratio_within_margin: within,
+        unexplained_ns_per_program_run: None,
+        program_runs: None,
     }
 }
 
@@ -261,5 +294,26 @@ mod tests {
         let one = figures(&pairs, "g", &[2, 3, 4], 0.5);
         assert!(!one.cpu_ratio_within_margin);
         assert_eq!(one.cpu_ratio.unwrap().n, 1);
+    }
+
+    #[test]
+    fn the_unexplained_time_per_program_run_is_taken_pair_by_pair() {
+        // Pair 1: 1.0 s more CPU, 0.4 s in the programs, 3 M program runs: 200 ns a run. Pair 2:
+        // 0.8 s more, 0.2 s in the programs, 2 M runs: 300 ns. Pair 3 left out, pair 4 has no
+        // runs recorded: neither counts.
+        let pairs = vec![
+            pair("t", 1, (1.0, 10.0), (1.0, 11.0), Some(0.4)),
+            pair("t", 2, (1.0, 10.0), (1.0, 10.8), Some(0.2)),
+            pair("t", 3, (1.0, 10.0), (1.0, 19.0), Some(0.2)),
+            pair("t", 4, (1.0, 10.0), (1.0, 12.0), Some(0.2)),
+        ];
+        let runs = std::collections::BTreeMap::from([(1, 3_000_000), (2, 2_000_000), (3, 1)]);
+        let mut f = figures(&pairs, "t", &[3], 0.01);
+        assert!(f.unexplained_ns_per_program_run.is_none(), "only with --programs");
+        add_per_program_run(&mut f, &pairs, &[3], &runs);
+        let per_run = f.unexplained_ns_per_program_run.unwrap();
+        assert_eq!(per_run.n, 2);
+        assert!(close(per_run.mean, 250.0, 1e-6), "{per_run:?}");
+        assert!(close(f.program_runs.unwrap().mean, 2_500_000.0, 1e-6));
     }
 }

@@ -10,6 +10,7 @@ use spawnscope_collector::{CrossCheck, Report as CollectorReport, PER_THREAD_ONL
 use crate::record::Rusage;
 
 use crate::analyse::phases::phase_names;
+use crate::analyse::probe_model::{around_programs, AroundPrograms};
 use crate::record::{MemoryRecord, RunRecord, Target};
 use crate::runtime::{OsThreads, TaskKind, WorkloadKind};
 
@@ -77,6 +78,11 @@ pub struct ProbeCost {
     /// on for the whole run (runs recorded before the collector sampled them), exact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled_share: Option<f64>,
+    /// What the tracing cost around the programs (dispatch, the syscall slow path, the
+    /// statistics' clock reads), which no counter sees: the programs' runs at the overhead
+    /// benchmark's rate (`analyse/probe_model.rs`). Inside the run's time figures too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub around_programs: Option<AroundPrograms>,
 }
 
 /// The probes' cost from collector.json; None when the collector did not measure it.
@@ -101,8 +107,14 @@ pub fn probe_cost(report: &CollectorReport, run: &RunRecord) -> Option<ProbeCost
         .rusage
         .map(|r| r.user_us + r.sys_us)
         .filter(|&us| us > 0);
+    let events: u64 = programs.iter().map(|p| p.events).sum();
+    let runtime = match &run.target {
+        Target::Workload(inv) => Some(inv.runtime),
+        Target::Command { .. } => None,
+    };
     Some(ProbeCost {
-        events: programs.iter().map(|p| p.events).sum(),
+        around_programs: around_programs(runtime, events),
+        events,
         total_ns,
         share_of_cpu: cpu_us.map(|us| total_ns as f64 / (us as f64 * 1000.0)),
         sampled_share: report

@@ -1,6 +1,7 @@
 //! `spawnscope pairs`: a benchmark's alternating pairs (pairs.csv) to their figures, one JSON
 //! object on stdout for the script to print.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -9,8 +10,14 @@ use anyhow::Context;
 use crate::analyse::paired::{self, Pair};
 use crate::cli::usage_error;
 
-/// `spawnscope pairs CSV --workload W [--exclude N,…] [--margin M]`
-pub fn command(csv: &Path, workload: &str, exclude: &[u32], margin: f64) -> ExitCode {
+/// `spawnscope pairs CSV --workload W [--exclude N,…] [--margin M] [--programs PROGRAMS_CSV]`
+pub fn command(
+    csv: &Path,
+    workload: &str,
+    exclude: &[u32],
+    margin: f64,
+    programs: Option<&Path>,
+) -> ExitCode {
     if !(margin.is_finite() && margin > 0.0) {
         return usage_error(format!("--margin must be above 0, not {margin}"));
     }
@@ -24,7 +31,13 @@ pub fn command(csv: &Path, workload: &str, exclude: &[u32], margin: f64) -> Exit
             csv.display()
         ));
     }
-    let figures = paired::figures(&pairs, workload, exclude, margin);
+    let mut figures = paired::figures(&pairs, workload, exclude, margin);
+    if let Some(path) = programs {
+        match program_runs(path, workload) {
+            Ok(runs) => paired::add_per_program_run(&mut figures, &pairs, exclude, &runs),
+            Err(err) => return usage_error(format!("{}: {err:#}", path.display())),
+        }
+    }
     match serde_json::to_string(&figures) {
         Ok(json) => {
             println!("{json}");
@@ -35,6 +48,27 @@ pub fn command(csv: &Path, workload: &str, exclude: &[u32], margin: f64) -> Exit
             ExitCode::from(1)
         }
     }
+}
+
+/// One row of the benchmark's programs.csv: one BPF program of one pair's traced run.
+#[derive(serde::Deserialize)]
+struct ProgramRow {
+    workload: String,
+    pair: u32,
+    events: u64,
+}
+
+/// Per pair of `workload`, the traced run's program runs (every program's events summed).
+fn program_runs(csv: &Path, workload: &str) -> anyhow::Result<BTreeMap<u32, u64>> {
+    let mut reader = csv::Reader::from_path(csv).context("cannot read")?;
+    let mut runs = BTreeMap::new();
+    for (i, row) in reader.deserialize::<ProgramRow>().enumerate() {
+        let row = row.with_context(|| format!("row {}", i + 1))?;
+        if row.workload == workload {
+            *runs.entry(row.pair).or_insert(0) += row.events;
+        }
+    }
+    Ok(runs)
 }
 
 fn read(csv: &Path) -> anyhow::Result<Vec<Pair>> {
@@ -76,5 +110,20 @@ mod tests {
         .unwrap();
         let err = format!("{:#}", read(&csv).unwrap_err());
         assert!(err.starts_with("row 1"), "{err}");
+    }
+
+    #[test]
+    fn a_traced_runs_program_runs_are_summed_per_pair_of_its_workload() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("programs.csv");
+        std::fs::write(
+            &csv,
+            "workload,pair,program,tracepoint,events,total_ns\n\
+             threads,1,a,x,100,5\nthreads,1,b,y,50,5\nthreads,2,a,x,70,1\ngoroutines,1,a,x,9,1\n",
+        )
+        .unwrap();
+        let runs = program_runs(&csv, "threads").unwrap();
+        assert_eq!(runs, BTreeMap::from([(1, 150), (2, 70)]));
+        assert_eq!(program_runs(&csv, "goroutines").unwrap()[&1], 9);
     }
 }

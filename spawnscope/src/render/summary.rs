@@ -605,15 +605,36 @@ pub fn cost_line(cost: &ProbeCost) -> String {
         // Recorded with the statistics on for the whole run: what they measured.
         None => "the kernel's run-time statistics".to_string(),
         Some(on) => format!(
-            "each program's runs at its ns per run while the kernel's run-time statistics were on, {:.0} % of the run; not in it: the tracepoints' dispatch and the syscall-tracing slow path around the programs, see docs/manual/probe-cost.md; every time figure of this run includes all of it",
+            "each program's runs at its ns per run while the kernel's run-time statistics were on, {:.0} % of the run",
             on * 100.0
         ),
     };
-    format!(
+    let programs = format!(
         "{} in BPF programs over {} runs{share} ({basis})",
         in_unit(cost.total_ns as f64, "ns"),
         count(cost.events)
-    )
+    );
+    // What no counter sees, said beside it: estimated where the benchmark gives a rate.
+    let around = match &cost.around_programs {
+        Some(a) => {
+            let range = match (a.estimate_low_ns, a.estimate_high_ns) {
+                (Some(l), Some(h)) => format!(
+                    " ({} … {})",
+                    in_unit(l.max(0.0), "ns"),
+                    in_unit(h.max(0.0), "ns")
+                ),
+                _ => String::new(),
+            };
+            format!(
+                "; around them, about {}{range} more in the tracepoints' dispatch and the syscall-tracing slow path ({:.0} ns a program run, fitted on {})",
+                in_unit(a.estimate_ns.max(0.0), "ns"),
+                a.ns_per_run,
+                a.fitted_on
+            )
+        }
+        None => "; not in it: the tracepoints' dispatch and the syscall-tracing slow path around the programs (docs/manual/probe-cost.md)".into(),
+    };
+    format!("{programs}{around}; every time figure of this run includes both")
 }
 
 /// Per program: how often it ran, for how long, per run.

@@ -269,8 +269,9 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
             let tenths = (x / 1024.0 * 10.0).round() as u64;
             format!("{}.{}", count(tenths / 10), tenths % 10)
         }
-        "kib" => bytes(x * 1024.0),
-        "bytes" => bytes(x),
+        // A size that rounds to no byte is 0 B, whichever its sign ("-0 B" says nothing).
+        "kib" => bytes(if (x * 1024.0).abs() < 0.5 { 0.0 } else { x * 1024.0 }),
+        "bytes" => bytes(if x.abs() < 0.5 { 0.0 } else { x }),
         "s" => format!("{x:.2}"),
         "fixed1" => format!("{x:.1}"),
         "fixed2" => format!("{x:.2}"),
@@ -409,6 +410,7 @@ mod tests {
         assert_eq!(lead("no memory per task (0 alive)"), "no");
         assert_eq!(format(&json!(0.18210987), "pct").unwrap(), "+0.2 %");
         assert_eq!(format(&json!(-2.32), "pct").unwrap(), "-2.3 %");
+        assert_eq!(format(&json!(-0.0001), "kib").unwrap(), "0 B");
         assert!(parse_file("x.txt", "a,b").unwrap_err().contains(".tsv or .csv"));
         let csv = parse_file("chain.csv", "program,etype,worker,speed\ngo,int,100,7477027\ngo,str,100,5\n").unwrap();
         let speed = lookup(&csv, "[program=go,etype=int,worker=100].speed").unwrap();
