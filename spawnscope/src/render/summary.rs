@@ -604,6 +604,7 @@ pub fn cost_line(cost: &ProbeCost) -> String {
     let basis = match cost.sampled_share {
         // Recorded with the statistics on for the whole run: what they measured.
         None => "the kernel's run-time statistics".to_string(),
+        Some(on) if on >= 0.999 => "the kernel's run-time statistics, on for the whole run".into(),
         Some(on) => format!(
             "each program's runs at its ns per run while the kernel's run-time statistics were on, {:.0} % of the run",
             on * 100.0

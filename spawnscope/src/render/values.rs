@@ -21,7 +21,7 @@ pub const OPEN: &str = "<!-- value:";
 pub const CLOSE: &str = "<!-- /value -->";
 
 /// How a value is printed.
-pub const FORMATS: [(&str, &str); 12] = [
+pub const FORMATS: [(&str, &str); 13] = [
     ("count", "a whole number with thousands separators: 13,902"),
     (
         "mib",
@@ -34,6 +34,7 @@ pub const FORMATS: [(&str, &str); 12] = [
     ("fixed2", "two decimals: 1.01"),
     ("fixed3", "three decimals: 0.958"),
     ("millions", "in millions, one decimal: 38.1 for 38,123,456"),
+    ("share", "a fraction as a percentage, one decimal: 52.6 % for 0.526"),
     (
         "pct",
         "a signed percentage, one decimal, as the summaries print a difference: +0.2 %",
@@ -277,6 +278,7 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
         "fixed2" => format!("{x:.2}"),
         "fixed3" => format!("{x:.3}"),
         "pct" => format!("{x:+.1} %"),
+        "share" => format!("{:.1} %", x * 100.0),
         "millions" => format!("{:.1}", x / 1e6),
         other => return Err(format!("no value format '{other}'")),
     })
@@ -411,6 +413,7 @@ mod tests {
         assert_eq!(format(&json!(0.18210987), "pct").unwrap(), "+0.2 %");
         assert_eq!(format(&json!(-2.32), "pct").unwrap(), "-2.3 %");
         assert_eq!(format(&json!(-0.0001), "kib").unwrap(), "0 B");
+        assert_eq!(format(&json!(0.5264), "share").unwrap(), "52.6 %");
         assert!(parse_file("x.txt", "a,b").unwrap_err().contains(".tsv or .csv"));
         let csv = parse_file("chain.csv", "program,etype,worker,speed\ngo,int,100,7477027\ngo,str,100,5\n").unwrap();
         let speed = lookup(&csv, "[program=go,etype=int,worker=100].speed").unwrap();
