@@ -309,7 +309,10 @@ mod tests {
         ];
         let runs = std::collections::BTreeMap::from([(1, 3_000_000), (2, 2_000_000), (3, 1)]);
         let mut f = figures(&pairs, "t", &[3], 0.01);
-        assert!(f.unexplained_ns_per_program_run.is_none(), "only with --programs");
+        assert!(
+            f.unexplained_ns_per_program_run.is_none(),
+            "only with --programs"
+        );
         add_per_program_run(&mut f, &pairs, &[3], &runs);
         let per_run = f.unexplained_ns_per_program_run.unwrap();
         assert_eq!(per_run.n, 2);

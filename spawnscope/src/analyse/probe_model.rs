@@ -103,14 +103,27 @@ mod tests {
         let goroutines = around_programs(Some(Runtime::Goroutines), 1_000_000).expect("a fit");
         // Each runtime its own workload's fit; a command the threads'.
         assert!(threads.fitted_on.starts_with("threads hold --n 100000"));
-        assert!(goroutines.fitted_on.starts_with("goroutines hold --n 1000000"));
+        assert!(goroutines
+            .fitted_on
+            .starts_with("goroutines hold --n 1000000"));
         assert_eq!(around_programs(None, 1_000_000), Some(threads.clone()));
         // The estimate is the runs at the rate, its interval the rate's.
         assert!(threads.ns_per_run > 0.0, "{threads:?}");
         assert!((threads.estimate_ns - threads.ns_per_run * 1e6).abs() < 1e-3);
-        let (low, high) = (threads.estimate_low_ns.unwrap(), threads.estimate_high_ns.unwrap());
-        assert!(low <= threads.estimate_ns && threads.estimate_ns <= high, "{threads:?}");
+        let (low, high) = (
+            threads.estimate_low_ns.unwrap(),
+            threads.estimate_high_ns.unwrap(),
+        );
+        assert!(
+            low <= threads.estimate_ns && threads.estimate_ns <= high,
+            "{threads:?}"
+        );
         // No runs, nothing around them.
-        assert_eq!(around_programs(Some(Runtime::Threads), 0).unwrap().estimate_ns, 0.0);
+        assert_eq!(
+            around_programs(Some(Runtime::Threads), 0)
+                .unwrap()
+                .estimate_ns,
+            0.0
+        );
     }
 }

@@ -261,7 +261,11 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
         let text = value
             .as_str()
             .ok_or_else(|| format!("{value} is not a string"))?;
-        return Ok(if format == "lead" { lead(text) } else { text.into() });
+        return Ok(if format == "lead" {
+            lead(text)
+        } else {
+            text.into()
+        });
     }
     let x = number(value).ok_or_else(|| format!("{value} is not a number"))?;
     Ok(match format {
@@ -271,7 +275,11 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
             format!("{}.{}", count(tenths / 10), tenths % 10)
         }
         // A size that rounds to no byte is 0 B, whichever its sign ("-0 B" says nothing).
-        "kib" => bytes(if (x * 1024.0).abs() < 0.5 { 0.0 } else { x * 1024.0 }),
+        "kib" => bytes(if (x * 1024.0).abs() < 0.5 {
+            0.0
+        } else {
+            x * 1024.0
+        }),
         "bytes" => bytes(if x.abs() < 0.5 { 0.0 } else { x }),
         "s" => format!("{x:.2}"),
         "fixed1" => format!("{x:.1}"),
@@ -414,8 +422,14 @@ mod tests {
         assert_eq!(format(&json!(-2.32), "pct").unwrap(), "-2.3 %");
         assert_eq!(format(&json!(-0.0001), "kib").unwrap(), "0 B");
         assert_eq!(format(&json!(0.5264), "share").unwrap(), "52.6 %");
-        assert!(parse_file("x.txt", "a,b").unwrap_err().contains(".tsv or .csv"));
-        let csv = parse_file("chain.csv", "program,etype,worker,speed\ngo,int,100,7477027\ngo,str,100,5\n").unwrap();
+        assert!(parse_file("x.txt", "a,b")
+            .unwrap_err()
+            .contains(".tsv or .csv"));
+        let csv = parse_file(
+            "chain.csv",
+            "program,etype,worker,speed\ngo,int,100,7477027\ngo,str,100,5\n",
+        )
+        .unwrap();
         let speed = lookup(&csv, "[program=go,etype=int,worker=100].speed").unwrap();
         assert_eq!(format(speed, "text").unwrap(), "7477027");
         assert_eq!(format(speed, "millions").unwrap(), "7.5");
