@@ -21,7 +21,7 @@ pub const OPEN: &str = "<!-- value:";
 pub const CLOSE: &str = "<!-- /value -->";
 
 /// How a value is printed.
-pub const FORMATS: [(&str, &str); 13] = [
+pub const FORMATS: [(&str, &str); 14] = [
     ("count", "a whole number with thousands separators: 13,902"),
     (
         "mib",
@@ -29,6 +29,10 @@ pub const FORMATS: [(&str, &str); 13] = [
     ),
     ("kib", "KiB as a size: 2.7 KiB, 47.2 MiB"),
     ("bytes", "bytes as a size: 975 B"),
+    (
+        "ns",
+        "nanoseconds as a time, as the summaries print one: 184.8 µs, 18.48 s",
+    ),
     ("s", "seconds, two decimals: 1.13"),
     ("fixed1", "one decimal: 15.6"),
     ("fixed2", "two decimals: 1.01"),
@@ -281,6 +285,7 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
             x * 1024.0
         }),
         "bytes" => bytes(if x.abs() < 0.5 { 0.0 } else { x }),
+        "ns" => crate::render::summary::in_unit(x, "ns"),
         "s" => format!("{x:.2}"),
         "fixed1" => format!("{x:.1}"),
         "fixed2" => format!("{x:.2}"),
@@ -422,6 +427,7 @@ mod tests {
         assert_eq!(format(&json!(-2.32), "pct").unwrap(), "-2.3 %");
         assert_eq!(format(&json!(-0.0001), "kib").unwrap(), "0 B");
         assert_eq!(format(&json!(0.5264), "share").unwrap(), "52.6 %");
+        assert_eq!(format(&json!(18_480_000_000u64), "ns").unwrap(), "18.48 s");
         assert!(parse_file("x.txt", "a,b")
             .unwrap_err()
             .contains(".tsv or .csv"));
