@@ -44,8 +44,9 @@
 # reference), each traced run's per-program cost to OUT/programs.csv; the final table goes to
 # OUT/table.md and each workload's final figures (`spawnscope pairs`' JSON with the unexplained CPU
 # time per program run, how the pairs were taken, the date, kernel and CPUs) to
-# OUT/figures-RUNTIME.json: committed as docs/bench-overhead/, they are what every run's line
-# estimates the cost around its programs with. OUT defaults to results/bench-overhead-<UTC time>/.
+# OUT/figures-RUNTIME.json (committed as docs/bench-overhead/, they are what every run's line
+# estimates the cost around its programs with), and the per-program means of its table to
+# OUT/programs-RUNTIME.json. OUT defaults to results/bench-overhead-<UTC time>/.
 #
 # Then it runs scripts/bench-bpftrace.sh for the bpftrace tools' overhead (expected to be much
 # higher), on GOROUTINES_N goroutines and BPFTRACE_THREADS_N threads (default 20000), REPEATS
@@ -222,6 +223,18 @@ cost_table() {
        (if $ev > 0 then $ns / $ev else "" end),
        (if $total > 0 then $ns / $n / $total else 0 end),
        (if $diff > 0 then $ns / $n / 1e9 / $diff else "" end)] | @tsv' "${measured[@]}")
+  # The same means as JSON, for the manual to quote (OUT/programs-RUNTIME.json).
+  jq -s --argjson diff "$diff" '
+    map(.probes.cost) as $runs | ($runs | length) as $n
+    | ($runs | map(.total_ns) | add / $n) as $total
+    | [($runs | map(.programs[] | {program, tracepoint}) | unique_by(.program))[] as $p
+       | [$runs[] | ((.programs | map(select(.program == $p.program)) | first) // {events: 0, total_ns: 0})] as $rows
+       | ($rows | map(.events) | add / $n) as $ev | ($rows | map(.total_ns) | add / $n) as $ns
+       | {program: $p.program, tracepoint: $p.tracepoint, events: $ev, total_ns: $ns,
+          ns_per_event: (if $ev > 0 then $ns / $ev else null end),
+          share_of_probes: (if $total > 0 then $ns / $total else null end),
+          share_of_difference: (if $diff > 0 then $ns / 1e9 / $diff else null end)}]
+    | sort_by(-.total_ns)' "${measured[@]}" >"$out/programs-$runtime.json"
   echo
   echo "| program | tracepoint | runs (events) | ns per event | total (ms) | share of probes' total | share of the CPU difference |"
   echo "|---|---|---|---|---|---|---|"
