@@ -617,6 +617,11 @@ pub fn cost_line(cost: &ProbeCost) -> String {
     );
     // What no counter sees, said beside it: estimated where the benchmark gives a rate.
     let around = match &cost.around_programs {
+        // A benchmark whose pairs put the rate at or below nothing has not resolved it.
+        Some(a) if a.ns_per_run <= 0.0 => format!(
+            "; around them: not resolved by the overhead benchmark ({:.0} ns a program run, fitted on {}); not in it: the tracepoints' dispatch and the syscall-tracing slow path",
+            a.ns_per_run, a.fitted_on
+        ),
         Some(a) => {
             let range = match (a.estimate_low_ns, a.estimate_high_ns) {
                 (Some(l), Some(h)) => format!(
@@ -822,6 +827,46 @@ const KEY_PROBES: &[(&str, bool)] = &[
 mod tests {
     use super::*;
     use crate::analyse::summary::{MemoryPerTask, TimePerTask};
+
+    #[test]
+    fn the_cost_line_says_what_it_estimates_around_the_programs_or_why_not() {
+        use crate::analyse::probe_model::AroundPrograms;
+        let mut cost = ProbeCost {
+            events: 1_000_000,
+            total_ns: 150_000_000,
+            share_of_cpu: Some(0.05),
+            sampled_share: Some(1.0),
+            ..Default::default()
+        };
+        let bare = cost_line(&cost);
+        assert!(bare.contains("150.0 ms in BPF programs over 1,000,000 runs"), "{bare}");
+        assert!(bare.contains("on for the whole run"), "{bare}");
+        assert!(bare.contains("not in it: the tracepoints' dispatch"), "{bare}");
+        let around = AroundPrograms {
+            ns_per_run: 135.0,
+            ns_per_run_low: Some(27.0),
+            ns_per_run_high: Some(243.0),
+            estimate_ns: 135e6,
+            estimate_low_ns: Some(27e6),
+            estimate_high_ns: Some(243e6),
+            fitted_on: "threads hold --n 100000, 10 pairs".into(),
+        };
+        cost.around_programs = Some(around.clone());
+        let line = cost_line(&cost);
+        assert!(
+            line.contains("around them, about 135.0 ms (27.0 ms … 243.0 ms) more in the tracepoints' dispatch and the syscall-tracing slow path (135 ns a program run, fitted on threads hold --n 100000, 10 pairs)"),
+            "{line}"
+        );
+        assert!(line.ends_with("every time figure of this run includes both"), "{line}");
+        // A rate the benchmark did not resolve is not turned into a figure.
+        cost.around_programs = Some(AroundPrograms {
+            ns_per_run: -40.0,
+            ..around
+        });
+        let unresolved = cost_line(&cost);
+        assert!(unresolved.contains("not resolved by the overhead benchmark"), "{unresolved}");
+        assert!(!unresolved.contains("about"), "{unresolved}");
+    }
 
     fn summary(label: &str, memory: bool) -> Summary {
         Summary {
