@@ -78,7 +78,13 @@ fn exact_lines_give_exact_slopes_intercepts_and_r2() {
                 (f["intercept"].as_f64().unwrap() - line.fixed).abs() < 1e-6 * line.fixed.max(1.0),
                 "intercept of {what}"
             );
-            assert_eq!(f["points"], 6, "{what}");
+            // The largest N's first threads repeat is traced, its twin is not: a time figure there
+            // comes from the untraced run alone (analyse/times_from.rs), so the time fits have one
+            // point fewer; memory and counts take both.
+            let traced_left_out =
+                world.runtime == "threads" && matches!(metric, "user_us" | "sys_us" | "wall_us");
+            let points = if traced_left_out { 5 } else { 6 };
+            assert_eq!(f["points"], points, "{what}");
             assert_eq!(f["distinct_x"], 3, "{what}");
             if line.per_task != 0.0 {
                 assert_eq!(f["r2"].as_f64().unwrap(), 1.0, "R² of {what}");

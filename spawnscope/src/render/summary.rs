@@ -839,9 +839,15 @@ mod tests {
             ..Default::default()
         };
         let bare = cost_line(&cost);
-        assert!(bare.contains("150.0 ms in BPF programs over 1,000,000 runs"), "{bare}");
+        assert!(
+            bare.contains("150.0 ms in BPF programs over 1,000,000 runs"),
+            "{bare}"
+        );
         assert!(bare.contains("on for the whole run"), "{bare}");
-        assert!(bare.contains("not in it: the tracepoints' dispatch"), "{bare}");
+        assert!(
+            bare.contains("not in it: the tracepoints' dispatch"),
+            "{bare}"
+        );
         let around = AroundPrograms {
             ns_per_run: 135.0,
             ns_per_run_low: Some(27.0),
@@ -857,14 +863,20 @@ mod tests {
             line.contains("around them, about 135.0 ms (27.0 ms … 243.0 ms) more in the tracepoints' dispatch and the syscall-tracing slow path (135 ns a program run, fitted on threads hold --n 100000, 10 pairs)"),
             "{line}"
         );
-        assert!(line.ends_with("every time figure of this run includes both"), "{line}");
+        assert!(
+            line.ends_with("every time figure of this run includes both"),
+            "{line}"
+        );
         // A rate the benchmark did not resolve is not turned into a figure.
         cost.around_programs = Some(AroundPrograms {
             ns_per_run: -40.0,
             ..around
         });
         let unresolved = cost_line(&cost);
-        assert!(unresolved.contains("not resolved by the overhead benchmark"), "{unresolved}");
+        assert!(
+            unresolved.contains("not resolved by the overhead benchmark"),
+            "{unresolved}"
+        );
         assert!(!unresolved.contains("about"), "{unresolved}");
     }
 
