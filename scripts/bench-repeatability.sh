@@ -40,13 +40,8 @@ started_ns=$(date +%s%N)
 # The set's plan (as trace.sh and compare write one: its command, date and, at the end, how long it
 # took), written before the first run, so a set committed under docs/ says how it was made.
 mkdir -p "$out"
-jq -n --arg created "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" --argjson repeats "$k" \
-  --args '{schema: 1, created_utc: $created,
-    argv: (["./scripts/bench-repeatability.sh", ($repeats | tostring)]), reproduce: null,
-    repeats: $repeats, stopped: null,
-    cells: [$ARGS.positional[] | split(" ") |
-      {runtime: .[0], workload: .[1], requested_n: (.[2] | tonumber), n: (.[2] | tonumber), note: null}]}' \
-  "goroutines hold $goroutines_n" "threads hold $threads_n" >"$out/plan.json"
+write_plan "$out/plan.json" "$k" - ./scripts/bench-repeatability.sh "$k" -- \
+  "goroutines hold $goroutines_n" "threads hold $threads_n"
 # The warm-up, recorded in warmup/ and not counted (see trace.sh): the first big run after boot or
 # an idle spell pays for memory the kernel or the host must first set up. Each workload is
 # calibrated there once, for every run (--calibration-from).

@@ -60,6 +60,16 @@ expect 3 traced_round 4
 expect 4 traced_round 5
 expect 6 traced_round 10
 
+# write_plan: the plan a committed set's machine line names its command from.
+plan_file=$(mktemp)
+write_plan "$plan_file" 3 1 ./scripts/trace.sh -- "goroutines hold 1000000" "threads hold 100000"
+expect '["./scripts/trace.sh"] 3 1 goroutines:hold:1000000 threads:hold:100000' \
+  jq -r '"\(.argv | tojson) \(.repeats) \(.traced_runs) \([.cells[] | "\(.runtime):\(.workload):\(.n)"] | join(" "))"' "$plan_file"
+write_plan "$plan_file" 10 - ./scripts/bench-repeatability.sh 10 -- "threads hold 2000"
+expect '["./scripts/bench-repeatability.sh","10"] 10 false 2000' \
+  jq -r '"\(.argv | tojson) \(.repeats) \(has("traced_runs")) \(.cells[0].requested_n)"' "$plan_file"
+rm -f "$plan_file"
+
 # The median: the middle value in ascending order; for an even count the mean of the two middle.
 expect 2 median 1 2 3
 expect 2 median 3 1 2

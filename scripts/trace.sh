@@ -73,12 +73,7 @@ say "main job: goroutines hold 1,000,000 and threads hold 100,000, a warm-up, th
 # `repeats` counts the untraced runs of each workload, `traced_runs` the traced ones.
 mkdir -p "$out"
 started_ns=$(date +%s%N)
-jq -n --arg created "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" --argjson repeats "$repeats" \
-  --args '{schema: 1, created_utc: $created,
-    argv: ["./scripts/trace.sh"], reproduce: null, repeats: $repeats, traced_runs: 1, stopped: null,
-    cells: [$ARGS.positional[] | split(" ") |
-      {runtime: .[0], workload: .[1], requested_n: (.[2] | tonumber), n: (.[2] | tonumber), note: null}]}' \
-  "${main_runs[@]}" >"$out/plan.json"
+write_plan "$out/plan.json" "$repeats" 1 ./scripts/trace.sh -- "${main_runs[@]}"
 # The warm-up (warmup/, not counted, as hyperfine's --warmup): the first big run after boot or an
 # idle spell uses memory the kernel or the hypervisor must first set up (memory never initialized
 # since boot, memory handed back to the host), and its times show it. `spawnscope warm-up` writes

@@ -24,6 +24,25 @@ is_count() { [[ "$1" =~ ^[1-9][0-9]{0,8}$ ]]; }
 # one alone (with REPEATS = 1 there is no middle: the last).
 traced_round() { echo $((($1 + 1) / 2 + 1)); }
 
+# write_plan FILE REPEATS TRACED_RUNS ARGV... -- CELL...: a set's plan.json as `compare` writes one
+# (its command, repeats and cells "RUNTIME WORKLOAD N"; TRACED_RUNS beside the untraced repeats, or
+# - when every run is traced), written before the first run so that a set committed under docs/
+# says how it was made. elapsed_s and the warm-up's size are added when they are known.
+write_plan() {
+  local file=$1 repeats=$2 traced=$3 argv=()
+  shift 3
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do argv+=("$1"); shift; done
+  [ "${1:-}" = -- ] && shift
+  [ "$traced" = - ] && traced=null
+  jq -n --arg created "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" --argjson repeats "$repeats" \
+    --argjson traced "$traced" --argjson argv "$(jq -n '$ARGS.positional' --args "${argv[@]}")" \
+    --args '{schema: 1, created_utc: $created, argv: $argv, reproduce: null, repeats: $repeats}
+      + (if $traced == null then {} else {traced_runs: $traced} end)
+      + {stopped: null, cells: [$ARGS.positional[] | split(" ") |
+          {runtime: .[0], workload: .[1], requested_n: (.[2] | tonumber), n: (.[2] | tonumber), note: null}]}' \
+    "$@" >"$file"
+}
+
 # bench_args T G R ARGS...: the bench scripts' arguments [THREADS_N [GOROUTINES_N [REPEATS]]],
 # defaults T G R, into threads_n, goroutines_n and repeats. Bad arguments: one line saying why
 # and how to call the script, exit 2.
