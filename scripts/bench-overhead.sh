@@ -208,22 +208,8 @@ cost_table() {
     echo "  not measured (no .probes.cost in the traced runs' summary.json)"
     return 0
   fi
-  # Per program a TSV line: sort key (mean total ns), then the row's cells.
-  while IFS=$'\t' read -r key prog tp ev tot npe share dshare; do
-    npe=$([ -n "$npe" ] && fmt %.1f "$npe" || echo -)
-    dshare=$([ -n "$dshare" ] && echo "$(fmt %.1f "$dshare" 100) %" || echo "n/a (difference ≤ 0)")
-    rows+=("$key"$'\t'"| $prog | $tp | $(fmt %.0f "$ev") | $npe | $(fmt %.3f "$tot" 1e-6) | $(fmt %.1f "$share" 100) % | $dshare |")
-  done < <(jq -rs --argjson diff "$diff" '
-    map(.probes.cost) as $runs | ($runs | length) as $n
-    | ($runs | map(.total_ns) | add / $n) as $total
-    | ($runs | map(.programs[] | {program, tracepoint}) | unique_by(.program))[] as $p
-    | [$runs[] | ((.programs | map(select(.program == $p.program)) | first) // {events: 0, total_ns: 0})] as $rows
-    | ($rows | map(.events) | add) as $ev | ($rows | map(.total_ns) | add) as $ns
-    | [$ns / $n, $p.program, $p.tracepoint, $ev / $n, $ns / $n,
-       (if $ev > 0 then $ns / $ev else "" end),
-       (if $total > 0 then $ns / $n / $total else 0 end),
-       (if $diff > 0 then $ns / $n / 1e9 / $diff else "" end)] | @tsv' "${measured[@]}")
-  # The same means as JSON, for the manual to quote (OUT/programs-RUNTIME.json).
+  # The means per program, most expensive first, written once (OUT/programs-RUNTIME.json: the
+  # manual quotes it) and printed as the table below.
   jq -s --argjson diff "$diff" '
     map(.probes.cost) as $runs | ($runs | length) as $n
     | ($runs | map(.total_ns) | add / $n) as $total
@@ -235,10 +221,16 @@ cost_table() {
           share_of_probes: (if $total > 0 then $ns / $total else null end),
           share_of_difference: (if $diff > 0 then $ns / 1e9 / $diff else null end)}]
     | sort_by(-.total_ns)' "${measured[@]}" >"$out/programs-$runtime.json"
+  while IFS=$'\t' read -r prog tp ev tot npe share dshare; do
+    npe=$([ -n "$npe" ] && fmt %.1f "$npe" || echo -)
+    dshare=$([ -n "$dshare" ] && echo "$(fmt %.1f "$dshare" 100) %" || echo "n/a (difference ≤ 0)")
+    rows+=("| $prog | $tp | $(fmt %.0f "$ev") | $npe | $(fmt %.3f "$tot" 1e-6) | $(fmt %.1f "$share" 100) % | $dshare |")
+  done < <(jq -r '.[] | [.program, .tracepoint, .events, .total_ns, (.ns_per_event // ""),
+    (.share_of_probes // 0), (.share_of_difference // "")] | @tsv' "$out/programs-$runtime.json")
   echo
   echo "| program | tracepoint | runs (events) | ns per event | total (ms) | share of probes' total | share of the CPU difference |"
   echo "|---|---|---|---|---|---|---|"
-  printf '%s\n' "${rows[@]}" | sort -t$'\t' -k1,1gr | cut -f2-
+  printf '%s\n' "${rows[@]}"
   mean_total=$(jq -rs 'map(.probes.cost.total_ns) | add / length' "${measured[@]}")
   read -ra shares < <(jq -rs 'map(.probes.cost.sampled_share | select(. != null) | tostring) | join(" ")' "${measured[@]}")
   echo

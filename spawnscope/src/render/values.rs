@@ -15,6 +15,7 @@
 
 use serde_json::Value;
 
+use crate::analyse::regression::spread;
 use crate::units::{bytes, count};
 
 pub const OPEN: &str = "<!-- value:";
@@ -203,16 +204,9 @@ pub fn resolve(root: &Value, path: &str) -> Result<Value, String> {
         };
         xs.push(number(v).ok_or_else(|| format!("{v} is not a number"))?);
     }
-    if xs.is_empty() {
-        return Err(format!("'{}': no item of {name} has {filter}", all[at]));
-    }
-    xs.sort_by(f64::total_cmp);
-    let mid = xs.len() / 2;
-    let median = if xs.len() % 2 == 1 {
-        xs[mid]
-    } else {
-        (xs[mid - 1] + xs[mid]) / 2.0
-    };
+    let median = spread(&xs)
+        .map(|s| s.median)
+        .ok_or_else(|| format!("'{}': no item of {name} has {filter}", all[at]))?;
     Ok(serde_json::json!(median))
 }
 
