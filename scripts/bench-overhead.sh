@@ -25,11 +25,11 @@
 # What the difference is made of, over the pairs used:
 #   - the CPU difference traced − untraced, mean with its 95 % interval;
 #   - the BPF programs' own time (summary.json's .probes.cost: each program counts its runs, and
-#     the kernel's run-time statistics, on in windows — ProbeCost.sampled_share of the run — give
-#     the ns per run; time = runs × that, an estimate), mean with its interval;
+#     the warm-up's probes' calibration — a short traced hold with the kernel's run-time
+#     statistics on — gives its ns per run, the statistics off in the measured runs; time = runs
+#     × that, an estimate), mean with its interval;
 #   - the unexplained part, per pair the difference less the traced run's BPF time: the
-#     tracepoints' dispatch, the syscall-tracing slow path, the statistics windows' clock reads,
-#     and the machine's noise. The BPF time explains the difference when the unexplained part's
+#     tracepoints' dispatch, the syscall-tracing slow path, and the machine's noise. The BPF time explains the difference when the unexplained part's
 #     95 % interval includes 0;
 #   - per program (tracepoint): runs (events), ns per event, total, its share of the probes'
 #     total and of the CPU difference — means over the used pairs' traced runs (a program that
@@ -46,7 +46,9 @@
 # time per program run, how the pairs were taken, the date, kernel and CPUs) to
 # OUT/figures-RUNTIME.json (committed as docs/bench-overhead/, they are what every run's line
 # estimates the cost around its programs with), and the per-program means of its table to
-# OUT/programs-RUNTIME.json. OUT defaults to results/bench-overhead-<UTC time>/.
+# OUT/programs-RUNTIME.json; the warm-up's record, with the probes' calibration that timed the
+# traced runs' programs, to OUT/warmup/warmup.json. OUT defaults to
+# results/bench-overhead-<UTC time>/.
 #
 # Then it runs scripts/bench-bpftrace.sh for the bpftrace tools' overhead (expected to be much
 # higher), on GOROUTINES_N goroutines and BPFTRACE_THREADS_N threads (default 20000), REPEATS
@@ -122,7 +124,7 @@ measure() {
   local out="$work/$1-$4-$3" extra=(--probes "$probes_mode") dir source
   [ "$3" = untraced ] && extra=(--no-probes)
   "$spawnscope" run --runtime "$1" --workload hold --n "$2" --out "$out" "${extra[@]}" \
-    --calibration-from "$work/warmup" >"$out.log" 2>&1 ||
+    --calibration-from "$warmup_dir" >"$out.log" 2>&1 ||
     die "spawnscope run failed: $(tail -3 "$out.log")"
   dir=$(run_dir "$1" "$4" "$3")
   source=$(jq -r '.run_cpu_source // "none"' "$dir/sentinels.json")
@@ -199,7 +201,7 @@ figures() {
 # without .probes.cost left out), the per-program table, means over the runs; MEAN_DIFF is the
 # mean CPU difference (s) the programs' shares are of.
 cost_table() {
-  local diff=${*: -1} measured=() f rows=() mean_total shares
+  local diff=${*: -1} measured=() f rows=() mean_total shares calibrated
   for f in "${@:1:$#-1}"; do
     jq -e '.probes.cost != null' "$f" >/dev/null && measured+=("$f")
   done
@@ -233,9 +235,12 @@ cost_table() {
   printf '%s\n' "${rows[@]}"
   mean_total=$(jq -rs 'map(.probes.cost.total_ns) | add / length' "${measured[@]}")
   read -ra shares < <(jq -rs 'map(.probes.cost.sampled_share | select(. != null) | tostring) | join(" ")' "${measured[@]}")
+  calibrated=$(jq -rs 'map(.probes.cost.rates_from | select(. != null)) | unique | join("; ")' "${measured[@]}")
   echo
   printf "all programs: %s ms mean" "$(fmt %.3f "$mean_total" 1e-6)"
-  if [ ${#shares[@]} -gt 0 ]; then
+  if [ -n "$calibrated" ]; then
+    printf "; each program's time is its runs × its ns per run in the probes' calibration run (%s), the statistics off in the measured runs: an estimate\n" "$calibrated"
+  elif [ ${#shares[@]} -gt 0 ]; then
     printf "; the statistics were on %s %% of each run (sampled_share, median): each program's time is its runs × the windows' ns per run, an estimate (a program with no run in a window shows 0 ns)\n" \
       "$(fmt %.1f "$(median "${shares[@]}")" 100)"
   else
@@ -248,7 +253,9 @@ say "probes measured: $probes_mode (PROBES=lean|full); pairs: $min_pairs first, 
 # memory the kernel or the host must first set up, and would land on one kind. It calibrates each
 # workload once for every run after it (--calibration-from).
 say "warm-up: each workload calibrated once, then as much memory written as the largest run will use (not counted)"
-"$spawnscope" warm-up --out "$work/warmup" "threads:hold:$threads_n" "goroutines:hold:$goroutines_n" >"$work/warmup.log" 2>&1 ||
+# Kept in OUT/warmup/: its probes' calibration timed every traced run's programs.
+warmup_dir="$out/warmup"
+"$spawnscope" warm-up --out "$warmup_dir" --probes "$probes_mode" "threads:hold:$threads_n" "goroutines:hold:$goroutines_n" >"$work/warmup.log" 2>&1 ||
   die "the warm-up failed: $(tail -3 "$work/warmup.log")"
 sed -n 's/^warm-up: wrote /  warm-up: wrote /p' "$work/warmup.log"
 rows=()

@@ -136,6 +136,7 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
         program_costs_note: None,
         program_stats_on_ms: None,
         program_stats_of_ms: None,
+        program_rates_from: None,
         waits: Some(waits),
     }
 }

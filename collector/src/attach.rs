@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::cost;
 use crate::layout::cfg as cfg_idx;
 use crate::maps::{self, Raw};
-use crate::model::{Attach, ProbeStatus, ProgramCost};
+use crate::model::{Attach, ProbeStatus, ProgramCost, ProgramRates};
 use crate::probes::{self, Probe, ARMING_PROBE, OBJECT, PROBES};
 use crate::sizing::Sizing;
 
@@ -71,14 +71,19 @@ impl Loaded {
         maps::set_phase_slot(&self.obj, slot)
     }
 
-    /// Detaches every program, then reads the maps and what each program cost.
-    pub fn detach_and_read(self, finished_ns: u64) -> (Raw, Vec<String>, Vec<ProgramCost>) {
+    /// Detaches every program, then reads the maps and what each program cost (at `rates` where
+    /// the kernel timed none of its runs).
+    pub fn detach_and_read(
+        self,
+        finished_ns: u64,
+        rates: Option<&ProgramRates>,
+    ) -> (Raw, Vec<String>, Vec<ProgramCost>) {
         let Loaded {
             obj, links, sizing, ..
         } = self;
         drop(links);
         let (raw, mut errors) = maps::read(&obj, &sizing, finished_ns);
-        let (costs, cost_errors) = cost::read_programs(&obj, &raw.prog_runs);
+        let (costs, cost_errors) = cost::read_programs(&obj, &raw.prog_runs, rates);
         errors.extend(cost_errors);
         (raw, errors, costs)
     }

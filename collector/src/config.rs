@@ -1,7 +1,7 @@
 //! What to trace, and how big to make the kernel-side maps.
 
 use crate::cost::ProgramStats;
-use crate::model::FaultKinds;
+use crate::model::{FaultKinds, ProgramRates};
 
 /// What to trace and how big to make the kernel-side maps.
 #[derive(Clone, Debug)]
@@ -44,6 +44,10 @@ pub struct Config {
     /// When the kernel's BPF run-time statistics are on (each program's ns per run): in short
     /// windows by default, since while on they cost two clock reads per program run.
     pub program_stats: ProgramStats,
+    /// Each program's ns per run from a calibration run (its statistics on): given, the
+    /// statistics stay off for this run whatever `program_stats` says, and each program's time is
+    /// its runs at the calibration's rate — the measured run then pays no clock reads.
+    pub program_rates: Option<ProgramRates>,
     /// Use only the classic tracepoint programs, as on a kernel without BTF (for tests and
     /// comparisons; off by default).
     pub classic_only: bool,
@@ -67,6 +71,7 @@ impl Config {
             net_syscalls: false,
             classic_only: false,
             program_stats: ProgramStats::default(),
+            program_rates: None,
             refuse_btf_for: None,
         }
     }

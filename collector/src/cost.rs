@@ -4,7 +4,9 @@
 //! they are on — about as much as a lean program itself, and counted in no program's time. So
 //! they are not left on for the measured run: by default they are on in short windows (20 ms of
 //! every 200 ms), a calibration sampled across the run's own mix of events, and each program's
-//! time is its runs times the ns per run of those windows.
+//! time is its runs times the ns per run of those windows. Better still, a calibration run
+//! (spawnscope's preflight: a short `hold` with the statistics on throughout) gives each program's
+//! ns per run, and the measured run leaves them off (`Config::program_rates`).
 //!
 //! The statistics are turned on with `BPF_ENABLE_STATS`, which hands back a file descriptor: the
 //! kernel counts while any such descriptor is open and stops by itself when the last one closes
@@ -20,7 +22,7 @@ use libbpf_rs::libbpf_sys;
 use libbpf_rs::Object;
 
 use crate::layout::prog;
-use crate::model::ProgramCost;
+use crate::model::{ProgramCost, ProgramRates, Report};
 use crate::probes::PROBES;
 
 /// When the kernel's run-time statistics are on during a run.
@@ -152,9 +154,46 @@ pub(crate) fn estimated_ns(runs: u64, sampled_runs: u64, sampled_ns: u64) -> u64
     (runs as f64 * sampled_ns as f64 / sampled_runs as f64).round() as u64
 }
 
+/// The runs and nanoseconds a program's ns per run comes from, and whether they are the
+/// calibration's: the kernel's own for this run when it timed any, else the calibration's for the
+/// same program (none: no time, not a guess).
+fn rate_basis(program: &str, kernel: (u64, u64), rates: Option<&ProgramRates>) -> (u64, u64, bool) {
+    if kernel.0 > 0 {
+        return (kernel.0, kernel.1, false);
+    }
+    rates
+        .and_then(|r| r.programs.iter().find(|p| p.program == program))
+        .map_or((kernel.0, kernel.1, false), |p| (p.runs, p.ns, true))
+}
+
+impl Report {
+    /// Each program's ns per run as this run measured them (its statistics on), for a later run
+    /// to take as `Config::program_rates`; programs timed on no run are left out.
+    pub fn program_rates(&self, from: impl Into<String>) -> ProgramRates {
+        ProgramRates {
+            from: from.into(),
+            programs: self
+                .program_costs
+                .iter()
+                .filter(|p| p.sampled_runs > 0)
+                .map(|p| crate::model::ProgramRate {
+                    program: p.program.clone(),
+                    runs: p.sampled_runs,
+                    ns: p.sampled_ns,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Every loaded program's runs (its own count, `prog_runs`) and time, most expensive first. Read
-/// while the object still holds the programs (after detaching, so every run is in).
-pub(crate) fn read_programs(obj: &Object, prog_runs: &[u64]) -> (Vec<ProgramCost>, Vec<String>) {
+/// while the object still holds the programs (after detaching, so every run is in). A program
+/// the kernel timed no run of takes its ns per run from `rates`, when given.
+pub(crate) fn read_programs(
+    obj: &Object,
+    prog_runs: &[u64],
+    rates: Option<&ProgramRates>,
+) -> (Vec<ProgramCost>, Vec<String>) {
     let mut costs = Vec::new();
     let mut errors = Vec::new();
     for prog in obj.progs() {
@@ -181,14 +220,17 @@ pub(crate) fn read_programs(obj: &Object, prog_runs: &[u64]) -> (Vec<ProgramCost
             .position(|n| *n == probe_name(&name))
             .and_then(|i| prog_runs.get(i).copied())
             .unwrap_or(info.run_cnt);
+        let (sampled_runs, sampled_ns, from_calibration) =
+            rate_basis(&name, (info.run_cnt, info.run_time_ns), rates);
         costs.push(ProgramCost {
             tracepoint: tracepoint_of(&name),
             program: name,
             run_cnt: runs,
-            run_time_ns: estimated_ns(runs, info.run_cnt, info.run_time_ns),
+            run_time_ns: estimated_ns(runs, sampled_runs, sampled_ns),
             recursion_misses: info.recursion_misses,
-            sampled_runs: info.run_cnt,
-            sampled_ns: info.run_time_ns,
+            sampled_runs,
+            sampled_ns,
+            from_calibration,
         });
     }
     costs.sort_by(|a, b| {
@@ -212,6 +254,34 @@ mod tests {
         );
         assert_eq!(tracepoint_of("btf_sys_enter"), "raw_syscalls:sys_enter");
         assert_eq!(tracepoint_of("helper"), "helper");
+    }
+
+    #[test]
+    fn a_program_untimed_here_takes_the_calibrations_rate_and_only_its_own() {
+        let rates = ProgramRates {
+            from: "threads hold --n 2500".into(),
+            programs: vec![crate::model::ProgramRate {
+                program: "btf_sched_switch".into(),
+                runs: 200,
+                ns: 30_000,
+            }],
+        };
+        // Statistics off here: the calibration's runs and ns.
+        assert_eq!(
+            rate_basis("btf_sched_switch", (0, 0), Some(&rates)),
+            (200, 30_000, true)
+        );
+        // Timed here: this run's own, the calibration unused.
+        assert_eq!(
+            rate_basis("btf_sched_switch", (10, 2_000), Some(&rates)),
+            (10, 2_000, false)
+        );
+        // Not in the calibration: no time.
+        assert_eq!(
+            rate_basis("btf_sys_enter", (0, 0), Some(&rates)),
+            (0, 0, false)
+        );
+        assert_eq!(rate_basis("btf_sched_switch", (0, 0), None), (0, 0, false));
     }
 
     #[test]

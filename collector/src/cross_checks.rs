@@ -397,6 +397,7 @@ mod tests {
             program_costs_note: None,
             program_stats_on_ms: None,
             program_stats_of_ms: None,
+            program_rates_from: None,
             waits: None,
         }
     }

@@ -65,8 +65,8 @@ pub use cross_checks::{CrossCheck, Verdict};
 pub use launch::Rusage;
 pub use model::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, FutexAddress, FutexBucket,
-    FutexHash, HistBucket, Histogram, Metric, PhaseMark, PreExec, ProbeStatus, ProgramCost, Report,
-    RusageBasis, Series, Unavailable, Waits, REPORT_SCHEMA,
+    FutexHash, HistBucket, Histogram, Metric, PhaseMark, PreExec, ProbeStatus, ProgramCost,
+    ProgramRate, ProgramRates, Report, RusageBasis, Series, Unavailable, Waits, REPORT_SCHEMA,
 };
 pub use probes::{tracefs_root, tracepoints};
 pub use summary::{metric_label, SummaryRow};
@@ -99,8 +99,12 @@ impl Collector {
         // Before attaching, while the child sleeps in its hold: the classic path's pre-exec
         // baseline (the tp_btf exec probe reads the exact one from task_struct).
         let held = held::held_counters(cfg.target_pid);
-        // Started before the programs attach, so that a run always on counts every run.
-        let stats = cost::Stats::start(cfg.program_stats);
+        // Started before the programs attach, so that a run always on counts every run; off when a
+        // calibration gives the programs' ns per run.
+        let stats = cost::Stats::start(match cfg.program_rates {
+            Some(_) => ProgramStats::Off,
+            None => cfg.program_stats,
+        });
         let loaded = attach::load(cfg)?;
         let missing = loaded
             .probes
@@ -163,7 +167,8 @@ impl Collector {
         } = self;
         let phases = phases.into_inner().unwrap_or_else(|e| e.into_inner());
         let (sizing, probes, kernel) = (loaded.sizing, loaded.probes.clone(), loaded.kernel);
-        let (raw, errors, program_costs) = loaded.detach_and_read(finished_ns);
+        let (raw, errors, program_costs) =
+            loaded.detach_and_read(finished_ns, cfg.program_rates.as_ref());
         // Counting stops with the last holder of the statistics' descriptor.
         let program_costs_note = stats.note.clone();
         let windows = stats.stop();
@@ -192,6 +197,10 @@ impl Collector {
         report.program_costs_note = program_costs_note;
         report.program_stats_on_ms = windows.map(|w| w.0);
         report.program_stats_of_ms = windows.map(|w| w.1);
+        // Said only where the calibration's rates gave a time (the kernel timed no run here).
+        if report.program_costs.iter().any(|p| p.from_calibration) {
+            report.program_rates_from = cfg.program_rates.as_ref().map(|r| r.from.clone());
+        }
         report
     }
 }

@@ -229,6 +229,23 @@ pub struct Diagnostics {
     pub read_errors: Vec<String>,
 }
 
+/// Each program's ns per run as a calibration run measured it (the kernel's run-time statistics
+/// on for its whole run), for a later run that leaves them off.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramRates {
+    /// The run they were measured on, in words (e.g. `threads hold --n 2500, lean probes`).
+    pub from: String,
+    pub programs: Vec<ProgramRate>,
+}
+
+/// One program's runs and nanoseconds in the calibration run.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramRate {
+    pub program: String,
+    pub runs: u64,
+    pub ns: u64,
+}
+
 /// One BPF program's cost: its runs (counted by the program itself) and its time (those runs at
 /// the ns per run the kernel's run-time statistics measured while they were on: see cost.rs).
 #[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -250,6 +267,10 @@ pub struct ProgramCost {
     pub sampled_runs: u64,
     #[serde(default)]
     pub sampled_ns: u64,
+    /// `sampled_runs` and `sampled_ns` are a calibration run's (`Config::program_rates`), the
+    /// kernel having timed none of this run's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_calibration: bool,
 }
 
 fn kept() -> bool {
@@ -285,6 +306,10 @@ pub struct Report {
     pub program_stats_on_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_stats_of_ms: Option<u64>,
+    /// The calibration run whose ns per run gave the programs' times, the statistics off in this
+    /// run (`Config::program_rates`); None: measured in this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_rates_from: Option<String>,
     /// Why `program_costs` is empty, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_costs_note: Option<String>,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::measure::leash::{parse_pids_limit, parse_timeout, PidsLimitArg};
-use crate::measure::probes::ProbeDetail;
+use crate::measure::probes::{ProbeDetail, ProbeTimes};
 use crate::measure::run::RunError;
 use crate::record::perf::CallGraph;
 use crate::runtime::{Runtime, TaskKind, WorkloadKind};
@@ -236,6 +236,14 @@ pub struct WarmUpArgs {
     /// The directory warmup.json is written to (made if missing).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// The probes the set's traced runs will load: each program's ns per run is calibrated here
+    /// (one short traced hold per workload, root only), so that those runs leave the kernel's
+    /// run-time statistics off.
+    #[arg(long, value_enum, default_value = "lean", conflicts_with = "no_probes")]
+    pub probes: ProbeDetail,
+    /// No run of the set will be traced: no probes' calibration.
+    #[arg(long)]
+    pub no_probes: bool,
 }
 
 /// One run named on the command line as RUNTIME:WORKLOAD:N.
@@ -315,6 +323,19 @@ pub struct RunArgs {
     /// Leave the eBPF collector out (e.g. to measure its overhead).
     #[arg(long, conflicts_with = "probes", help_heading = "Measuring")]
     pub no_probes: bool,
+    /// Where each probe program's time comes from: `calibrated`, its runs in this run at its ns
+    /// per run in a short traced calibration run (or the warm-up's, `--calibration-from`), the
+    /// kernel's run-time statistics off here so that their clock reads stay out of this run's
+    /// times; `in-run`, the statistics on for the whole run: exact, at two clock reads per
+    /// program run inside every time figure.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "calibrated",
+        conflicts_with = "no_probes",
+        help_heading = "Measuring"
+    )]
+    pub probe_times: ProbeTimes,
     /// What the eBPF collector keeps: `lean` counters, series and cross-checks; `full` adds
     /// per-thread state — on-CPU, run-queue, futex and clone times with their latency quantiles,
     /// RSS over time — and page faults by kind, at about 2.5 times lean's cost. Every run

@@ -92,9 +92,12 @@ fn sleep_at_its_peak(runtime: &str, n: &str, sleep: Option<&str>) -> Value {
     // which the workload has counted gone, but which have not finished exiting (and still hold
     // their memory). `most` is the workload's own maximum, which also sees spikes between two
     // progress events that no snapshot can catch (a CI run: 190 on a plateau, 400 at most once),
-    // hence a third rather than half.
+    // hence a third rather than half. Above it, the threads still exiting: with 30,000 a second
+    // exiting on two CPUs, each one the hypervisor holds back adds to them (a clean-clone CI run
+    // counted 372 against the workload's 308), hence twice the workload's most; a count of the
+    // threads spawned (100,000), not those alive, would still fail.
     assert!(
-        (alive + at_base) * 3 >= most && alive <= most + most / 5 + 1,
+        (alive + at_base) * 3 >= most && alive <= 2 * most + 1,
         "{alive} alive at the moment measured ({at_base} more at the base), {most} at most"
     );
     let said = match chosen.as_str() {

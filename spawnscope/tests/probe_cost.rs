@@ -1,5 +1,7 @@
-//! The collector measures its own cost in every run: its programs' runs, and the kernel's BPF
-//! run-time statistics on in windows during the run only. Root tests: they load the probes for real; without root they print SKIP.
+//! The collector measures its own cost in every run: its programs' runs, at each program's ns per
+//! run from a short traced calibration run with the kernel's BPF run-time statistics on (off in
+//! the measured run), or with them on for the whole run (`--probe-times in-run`). Root tests: they
+//! load the probes for real; without root they print SKIP.
 
 mod common;
 
@@ -107,6 +109,35 @@ fn every_run_says_what_its_probes_cost_and_leaves_the_statistics_as_they_were() 
     );
     let terminal = String::from_utf8_lossy(&out.stdout);
     assert!(terminal.contains("the probes' own cost:"), "{terminal}");
+    // Timed at the probes' calibration's rates, which the run records: the kernel timed no run
+    // of this one (its statistics were off), every program that ran took the calibration's.
+    let run = read_json(dir.join("run.json"));
+    let calibrated = &run["estimate"]["calibration"]["probes"];
+    assert_eq!(calibrated["detail"], "lean", "{run:#}");
+    let rates = calibrated["rates"]["programs"].as_array().unwrap();
+    assert!(!rates.is_empty(), "{calibrated}");
+    for p in collector["program_costs"].as_array().unwrap() {
+        if p["run_cnt"].as_u64().unwrap() == 0 {
+            continue;
+        }
+        assert_eq!(p["from_calibration"], true, "{p}");
+        let rate = rates
+            .iter()
+            .find(|r| r["program"] == p["program"])
+            .unwrap_or_else(|| panic!("{} calibrated", p["program"]));
+        assert_eq!(
+            (&p["sampled_runs"], &p["sampled_ns"]),
+            (&rate["runs"], &rate["ns"])
+        );
+    }
+    assert_eq!(
+        collector["program_rates_from"], calibrated["rates"]["from"],
+        "{collector:#}"
+    );
+    assert!(
+        terminal.contains("the kernel's run-time statistics off in this run"),
+        "{terminal}"
+    );
 }
 
 fn metrics(summary: &Value) -> Vec<String> {
@@ -157,17 +188,28 @@ fn an_interrupted_run_leaves_the_statistics_as_they_were() {
         return;
     }
     let _one = serial();
-    let sandbox = Sandbox::new();
     let before = stats_switch();
     let holders_before = stats_holders();
-    let (mut child, _) = sandbox.start_hold_until_peak(2000, Duration::from_secs(60));
-    // The statistics are on in windows (20 ms of every 200 ms): watch for one.
-    let watched = std::time::Instant::now();
-    let mut during = stats_holders();
-    while !during.contains(&child.id()) && watched.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(5));
-        during = stats_holders();
-    }
+    // By default the measured run leaves the statistics off (the calibration run had them on).
+    let calibrated = Sandbox::new();
+    let (mut child, _) = calibrated.start_hold_until_peak(2000, Duration::from_secs(60));
+    let during = stats_holders();
+    // SAFETY: kill has no memory-safety preconditions; the PID is our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_with_limit(&mut child, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(128 + libc::SIGINT));
+    assert!(
+        !during.contains(&child.id()),
+        "the statistics stay off while a calibrated run's probes run: {during:?}"
+    );
+    // With --probe-times in-run they are on for the whole run: interrupted, it turns them off.
+    let sandbox = Sandbox::new();
+    let (mut child, _) = sandbox.start_hold_until_peak_with(
+        2000,
+        &["--probe-times", "in-run"],
+        Duration::from_secs(60),
+    );
+    let during = stats_holders();
     assert!(
         during.contains(&child.id()),
         "the conductor turns the statistics on while its probes run: {during:?}"

@@ -696,6 +696,38 @@ fn a_warm_up_writes_the_memory_the_largest_run_needs_and_its_calibrations_serve_
         read_json(sandbox.only_results_dir().join("run.json"))["estimate"]["calibration"],
         threads["calibration"]
     );
+    // As root it also timed the probes' programs (lean, the default), and a traced run takes
+    // those rates instead of calibrating the probes again: its programs are timed by them.
+    if is_root() {
+        let probes = &threads["calibration"]["probes"];
+        assert_eq!(probes["detail"], "lean", "{threads:#}");
+        assert!(
+            stdout.contains("lean probes' ns per run calibrated"),
+            "{stdout}"
+        );
+        let traced_box = Sandbox::new();
+        let traced = traced_box.run(&[
+            "--runtime",
+            "threads",
+            "--workload",
+            "hold",
+            "--n",
+            "500",
+            "--calibration-from",
+            warm.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&traced.stderr);
+        assert!(traced.status.success(), "{stderr}");
+        assert!(
+            !stderr.contains("calibrating"),
+            "it calibrated again: {stderr}"
+        );
+        let collector = read_json(traced_box.only_results_dir().join("collector.json"));
+        assert_eq!(
+            collector["program_rates_from"], probes["rates"]["from"],
+            "{collector:#}"
+        );
+    }
 
     // One it did not calibrate is refused, with nothing written; so is a spec that is not one.
     let other = sandbox.run(&[

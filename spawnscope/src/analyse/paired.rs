@@ -99,7 +99,8 @@ pub struct PairedFigures {
     pub cpu_ratio_within_margin: bool,
     /// With the traced runs' program runs (`pairs --programs`): per pair, the unexplained CPU
     /// time over the programs' runs, ns — what the tracing costs around each program run (the
-    /// tracepoints' dispatch, the syscall slow path, the statistics' clock reads), the rate a
+    /// tracepoints' dispatch, the syscall slow path, the statistics' clock reads if they were
+    /// on), the rate a
     /// run's line estimates that part with (`analyse/probe_model.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unexplained_ns_per_program_run: Option<MeanInterval>,

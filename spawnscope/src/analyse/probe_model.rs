@@ -1,6 +1,7 @@
 //! What the collector costs around its programs, which the kernel's run-time statistics do not
 //! see: the tracepoints' dispatch, the syscall-tracing slow path every task takes while a syscall
-//! tracepoint is attached, the statistics' own clock reads. No counter measures it in a run, so it
+//! tracepoint is attached, and the statistics' own clock reads where they were on (the committed
+//! set's traced runs had them off: measure/probe_rates.rs). No counter measures it in a run, so it
 //! is estimated from the overhead benchmark (`scripts/bench-overhead.sh`): per alternating pair,
 //! the CPU time the tracing added less the programs' own time, divided by the programs' runs in
 //! that traced run — ns per program run, with its 95 % interval over the pairs. The figures in use

@@ -78,8 +78,12 @@ pub struct ProbeCost {
     /// on for the whole run (runs recorded before the collector sampled them), exact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled_share: Option<f64>,
-    /// What the tracing cost around the programs (dispatch, the syscall slow path, the
-    /// statistics' clock reads), which no counter sees: the programs' runs at the overhead
+    /// The probes' calibration run whose ns per run timed the programs, the statistics off in
+    /// this run (measure/probe_rates.rs); None: timed in this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates_from: Option<String>,
+    /// What the tracing cost around the programs (dispatch, the syscall slow path), which no
+    /// counter sees: the programs' runs at the overhead
     /// benchmark's rate (`analyse/probe_model.rs`). Inside the run's time figures too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub around_programs: Option<AroundPrograms>,
@@ -122,6 +126,7 @@ pub fn probe_cost(report: &CollectorReport, run: &RunRecord) -> Option<ProbeCost
             .zip(report.program_stats_of_ms)
             .filter(|&(_, of)| of > 0)
             .map(|(on, of)| on as f64 / of as f64),
+        rates_from: report.program_rates_from.clone(),
         programs,
     })
 }

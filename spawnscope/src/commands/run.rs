@@ -87,6 +87,7 @@ pub fn command(args: RunArgs) -> ExitCode {
         force: args.force,
         memory_limit: args.memory_limit,
         probes: (!args.no_probes).then_some(args.probes),
+        probe_times: args.probe_times,
         perf: args.perf.then_some(perf::Options {
             freq: args.perf_freq,
             call_graph: args.perf_call_graph,

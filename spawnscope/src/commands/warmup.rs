@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use crate::cli::{exit_code, RunSpec, WarmUpArgs};
+use crate::host::privileges::is_root;
 use crate::host::signals::Interrupts;
 use crate::measure::run::RunError;
 use crate::measure::{preflight, warmup};
@@ -48,9 +49,26 @@ fn warm_up(args: &WarmUpArgs, interrupts: &Interrupts) -> Result<Option<i32>, Ru
         if let Some(sig) = interrupts.received() {
             return Ok(Some(sig));
         }
-        let est = preflight::estimate(inv, cal, params, preflight::default_budget()?);
+        let mut est = preflight::estimate(inv, cal, params, preflight::default_budget()?);
         if !est.fits {
             return Err(RunError::Refused(preflight::refusal(inv, &est)));
+        }
+        if is_root() && !args.no_probes {
+            let mut failed = Vec::new();
+            preflight::calibrate_probes(
+                binary,
+                inv,
+                &mut est.calibration,
+                args.probes,
+                interrupts,
+                &mut failed,
+            );
+            failed
+                .iter()
+                .for_each(|f| eprintln!("spawnscope warm-up: {f}"));
+            if let Some(sig) = interrupts.received() {
+                return Ok(Some(sig));
+            }
         }
         calibrated.push(WarmUpCalibration {
             runtime: inv.runtime.name().into(),
@@ -96,6 +114,14 @@ fn warm_up(args: &WarmUpArgs, interrupts: &Interrupts) -> Result<Option<i32>, Ru
             count(c.calibration.sizes[1]),
             bytes(c.needed_bytes as f64),
         );
+        if let Some(p) = &c.calibration.probes {
+            println!(
+                "warm-up: {} probes' ns per run calibrated ({} programs, {})",
+                p.detail,
+                p.rates.programs.len(),
+                p.rates.from
+            );
+        }
     }
     println!("warm-up: {}", touched_line(&record.touched));
     println!(

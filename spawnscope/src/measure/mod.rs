@@ -10,6 +10,7 @@ pub mod loadgen;
 pub use spawnscope_collector::launch;
 pub mod perf;
 pub mod preflight;
+pub mod probe_rates;
 pub mod probes;
 pub mod run;
 pub mod sampler;

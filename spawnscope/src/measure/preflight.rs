@@ -15,6 +15,9 @@ use crate::host::privileges::is_root;
 use crate::host::procfs;
 use crate::host::signals::Interrupts;
 use crate::measure::launch::{self, ChildSetup, Stdio};
+use crate::measure::probe_rates;
+use crate::measure::probes::ProbeDetail;
+use crate::measure::run::RUNTIME_THREADS;
 use crate::measure::sampler::memory_in_use_now;
 use crate::record::{Calibration, Estimate};
 use crate::runtime::command::{SweptCommand, CALIBRATION_SIZES};
@@ -33,6 +36,7 @@ impl Calibration {
             per_task_bytes: per_task,
             fixed_bytes: fixed,
             spawn_per_second,
+            probes: None,
         }
     }
 }
@@ -124,13 +128,62 @@ fn measure_hold(
     }
 }
 
-pub fn calibrate(binary: &Path, inv: &Invocation, interrupts: &Interrupts) -> Result<Calibration> {
-    let flags: Vec<String> = inv
-        .flags
+/// Adds the probes' calibration (measure/probe_rates.rs) to `cal` unless it has one of `detail`
+/// already: one short traced `hold` at the calibration's larger size, under the same flags. A
+/// failure is said in `left_out` and leaves the run's statistics on for its whole run.
+pub fn calibrate_probes(
+    binary: &Path,
+    inv: &Invocation,
+    cal: &mut Calibration,
+    detail: ProbeDetail,
+    interrupts: &Interrupts,
+    left_out: &mut Vec<String>,
+) {
+    if cal
+        .probes
+        .as_ref()
+        .is_some_and(|p| p.detail == detail.name())
+    {
+        return;
+    }
+    let n = inv.runtime.describe().calibration_sizes[1];
+    let threads = if inv.runtime.describe().tasks_are_threads {
+        n
+    } else {
+        RUNTIME_THREADS
+    };
+    eprintln!(
+        "spawnscope: calibrating the probes: one short traced hold run of {} at N = {} for each program's ns per run",
+        inv.runtime.name(),
+        count(n)
+    );
+    match probe_rates::calibrate(
+        binary,
+        inv.runtime.name(),
+        n,
+        &cost_flags(inv),
+        threads,
+        detail,
+        interrupts,
+    ) {
+        Ok(probes) => cal.probes = Some(probes),
+        Err(err) => left_out.push(format!(
+            "probes' calibration failed ({err:#}): the kernel's run-time statistics are on for the whole run, their clock reads in its times"
+        )),
+    }
+}
+
+/// The workload flags that change a task's cost, as the calibration runs take them.
+fn cost_flags(inv: &Invocation) -> Vec<String> {
+    inv.flags
         .iter()
         .filter(|(f, _)| Runtime::ALL.iter().any(|r| r.describe().cost_flag == f))
         .flat_map(|(f, v)| [f.clone(), v.clone()])
-        .collect();
+        .collect()
+}
+
+pub fn calibrate(binary: &Path, inv: &Invocation, interrupts: &Interrupts) -> Result<Calibration> {
+    let flags = cost_flags(inv);
     calibrate_at(inv.runtime.describe().calibration_sizes, |n, gauge| {
         measure_hold(binary, n, &flags, gauge, interrupts)
     })

@@ -1,6 +1,8 @@
 //! Starting the eBPF collector (the spawnscope-collector crate) on a workload held at its gate.
 
-use spawnscope_collector::{Collector, Config as CollectorConfig, FaultKinds};
+use spawnscope_collector::{
+    Collector, Config as CollectorConfig, FaultKinds, ProgramRates, ProgramStats,
+};
 
 use crate::host::tracefs;
 
@@ -14,16 +16,40 @@ pub enum ProbeDetail {
     Full,
 }
 
+/// Where each probe program's time comes from (`run --probe-times`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProbeTimes {
+    /// Its runs in this run at its ns per run in a short traced calibration run (the kernel's
+    /// run-time statistics off in this run: their clock reads stay out of its times).
+    #[default]
+    Calibrated,
+    /// The kernel's run-time statistics on for the whole run: each program's exact time here, at
+    /// two clock reads per program run, in every time figure of the run.
+    InRun,
+}
+
+impl ProbeDetail {
+    /// As `--probes` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeDetail::Lean => "lean",
+            ProbeDetail::Full => "full",
+        }
+    }
+}
+
 /// Loads the eBPF collector for the workload's PID, sized for `threads` OS threads, keeping what
 /// `detail` says; `net_syscalls` also counts the syscalls that serve requests (accept, reads,
 /// writes, epoll and poll, close, shutdown: for `serve`, false for every other run — their
-/// tracepoints fire for every process's reads and writes). What cannot be loaded is said, not
-/// fatal.
+/// tracepoints fire for every process's reads and writes). `rates`: each program's ns per run from
+/// a calibration of the same probes, so that the kernel's run-time statistics stay off; None:
+/// they are on for the whole run. What cannot be loaded is said, not fatal.
 pub fn start(
     pid: u32,
     threads: u64,
     detail: ProbeDetail,
     net_syscalls: bool,
+    rates: Option<ProgramRates>,
     left_out: &mut Vec<String>,
 ) -> Option<Collector> {
     let full = detail == ProbeDetail::Full;
@@ -37,6 +63,8 @@ pub fn start(
     } else {
         FaultKinds::Off
     };
+    config.program_stats = ProgramStats::Always;
+    config.program_rates = rates;
     match Collector::start(&config) {
         Ok(collector) => {
             // Probes left out by choice are said once, below, not one by one.

@@ -22,7 +22,7 @@ use crate::measure::follow::{
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use crate::measure::leash::{self, PidsLimitArg};
 use crate::measure::loadgen::{self, LoadOptions};
-use crate::measure::probes::{self, ProbeDetail};
+use crate::measure::probes::{self, ProbeDetail, ProbeTimes};
 use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
 use crate::measure::sentinels::SentinelWatch;
 use crate::measure::{perf, preflight};
@@ -35,7 +35,7 @@ use crate::runtime::{Invocation, Runtime, TaskKind, WorkloadKind};
 
 /// OS threads a runtime whose tasks are not threads runs them on, at most (Go: GOMAXPROCS plus
 /// the threads blocked in syscalls); what the collector sizes its per-thread tables for.
-const RUNTIME_THREADS: u64 = 1024;
+pub(crate) const RUNTIME_THREADS: u64 = 1024;
 
 pub struct RunOptions {
     pub target: Target,
@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub memory_limit: Option<u64>,
     /// The eBPF collector and what it keeps (root only); None: left out (`--no-probes`).
     pub probes: Option<ProbeDetail>,
+    /// Where the probe programs' times come from (a calibration, or this run's statistics).
+    pub probe_times: ProbeTimes,
     /// Record perf samples (`--perf`).
     pub perf: Option<perf::Options>,
     /// A calibration already made under the same flags (compare calibrates once per runtime);
@@ -249,9 +251,21 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         };
         match calibration {
             Ok(cal) => {
-                let est = preflight::estimate(inv, cal, params, budget);
+                let mut est = preflight::estimate(inv, cal, params, budget);
                 if !est.fits && !opts.force {
                     return Err(RunError::Refused(preflight::refusal(inv, &est)));
+                }
+                if let (true, Some(detail), ProbeTimes::Calibrated) =
+                    (root, opts.probes, opts.probe_times)
+                {
+                    preflight::calibrate_probes(
+                        &binary,
+                        inv,
+                        &mut est.calibration,
+                        detail,
+                        interrupts,
+                        &mut left_out,
+                    );
                 }
                 estimate = Some(est);
             }
@@ -383,6 +397,10 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         perf,
         pids_limit.as_ref().map(|l| l.max),
         cpus.as_deref(),
+        estimate
+            .as_ref()
+            .and_then(|e| e.calibration.probes.as_ref())
+            .filter(|_| opts.probe_times == ProbeTimes::Calibrated),
         &mut clock,
     );
 
@@ -662,6 +680,7 @@ struct Measured {
 /// Starts the workload, follows it, reaps it. The caller restores the machine whatever happens.
 /// `perf`: how to record samples, and the cgroup perf filters on (None: the workload's PID).
 /// `pids_limit`: the cgroup's pids.max, which stops a command that reaches it (measure/leash.rs).
+/// `probe_calibration`: each probe program's ns per run, measured before the run.
 #[allow(clippy::too_many_arguments)]
 fn measure(
     opts: &RunOptions,
@@ -674,6 +693,7 @@ fn measure(
     perf: Option<(&record::perf::PerfPlan, Option<String>)>,
     pids_limit: Option<u64>,
     cpus: Option<&[usize]>,
+    probe_calibration: Option<&record::ProbeCalibration>,
     clock: &mut StageClock,
 ) -> Result<Measured> {
     let workload = match &opts.target {
@@ -766,11 +786,17 @@ fn measure(
         _ => target_tasks,
     };
     let collector = if let (true, Some(detail)) = (root, opts.probes) {
+        // Each program's ns per run from the probes' calibration, when it ran these probes: the
+        // kernel's run-time statistics then stay off in this run.
+        let rates = probe_calibration
+            .filter(|p| p.detail == detail.name())
+            .map(|p| p.rates.clone());
         probes::start(
             pid,
             expected_threads,
             detail,
             workload == Some(WorkloadKind::Serve),
+            rates,
             &mut left_out,
         )
     } else {

@@ -17,7 +17,7 @@ use crate::host::signals::Interrupts;
 use crate::host::{binary, limits};
 use crate::measure::loadgen::{self, LoadOptions};
 use crate::measure::preflight;
-use crate::measure::probes::ProbeDetail;
+use crate::measure::probes::{ProbeDetail, ProbeTimes};
 use crate::measure::run::{self, Outcome, RunError, RunOptions};
 use crate::record::process::signal_name;
 use crate::record::{
@@ -251,10 +251,25 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                         "spawnscope compare: calibrating {}: two short hold runs to estimate the memory of N",
                         rt.name()
                     );
-                    let cal = preflight::calibrate(&binary, &inv, interrupts).map_err(|e| {
+                    let mut cal = preflight::calibrate(&binary, &inv, interrupts).map_err(|e| {
                         RunError::Refused(format!("calibrating {}: {e:#}", rt.name()))
                     })?;
                     say_calibrated(&cal);
+                    // Every run of a sweep is traced (lean): its programs' ns per run, once.
+                    if is_root() {
+                        let mut failed = Vec::new();
+                        preflight::calibrate_probes(
+                            &binary,
+                            &inv,
+                            &mut cal,
+                            ProbeDetail::Lean,
+                            interrupts,
+                            &mut failed,
+                        );
+                        failed
+                            .iter()
+                            .for_each(|f| eprintln!("spawnscope compare: {f}"));
+                    }
                     calibrations.insert(rt.name().into(), cal);
                 }
                 let cal = calibrations[rt.name()].clone();
@@ -559,6 +574,7 @@ pub fn compare(
                 memory_limit: job.memory_limit.or(opts.memory_limit),
                 // The collector runs in every cell: its timeline and cross-checks go in the report.
                 probes: Some(ProbeDetail::Lean),
+                probe_times: ProbeTimes::Calibrated,
                 perf: None,
                 calibration: Some(job.calibration.clone()),
                 timeout: None,

@@ -30,7 +30,9 @@ pub use memory::{
 };
 pub use plan::{Plan, PlannedCell, PlannedCommand, Skipped};
 pub use process::{Exit, Rusage};
-pub use run::{Calibration, Estimate, PidsLimit, RunRecord, Stage, StoppedBy, Target};
+pub use run::{
+    Calibration, Estimate, PidsLimit, ProbeCalibration, RunRecord, Stage, StoppedBy, Target,
+};
 pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};
 pub use warmup::{Touched, TouchedChunk, WarmUpCalibration, WarmUpRecord};

@@ -148,7 +148,8 @@ pub enum StoppedBy {
     PidsMax { limit: u64, refused: u64 },
 }
 
-/// Memory per coexisting task, from two sizes: the slope, the intercept, and the spawn rate.
+/// Memory per coexisting task, from two sizes: the slope, the intercept, and the spawn rate; and,
+/// for runs to be traced, what each probe program costs a run.
 #[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Calibration {
     pub sizes: [u64; 2],
@@ -156,6 +157,20 @@ pub struct Calibration {
     pub per_task_bytes: f64,
     pub fixed_bytes: f64,
     pub spawn_per_second: f64,
+    /// The probes' calibration run (absent: none made, untraced runs or no root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<ProbeCalibration>,
+}
+
+/// Each probe program's ns per run, measured on a short traced `hold` with the kernel's run-time
+/// statistics on throughout, so that a traced run of the same probes can leave them off: while
+/// on, they cost two clock reads per program run, which no program's time shows.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ProbeCalibration {
+    /// The probes' detail it was measured with (`lean`, `full`): a run with other probes runs
+    /// other programs and keeps the statistics on instead.
+    pub detail: String,
+    pub rates: spawnscope_collector::ProgramRates,
 }
 
 /// The verdict: what N needs against what the run may use.

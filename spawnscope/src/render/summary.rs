@@ -601,11 +601,16 @@ pub fn cost_line(cost: &ProbeCost) -> String {
     let share = cost.share_of_cpu.map_or(String::new(), |s| {
         format!(", {:.1} % of the workload's CPU time", s * 100.0)
     });
-    let basis = match cost.sampled_share {
+    let basis = match (&cost.rates_from, cost.sampled_share) {
+        (Some(from), _) => format!(
+            "each program's runs at its ns per run in the probes' calibration run ({from}); the kernel's run-time statistics off in this run"
+        ),
         // Recorded with the statistics on for the whole run: what they measured.
-        None => "the kernel's run-time statistics".to_string(),
-        Some(on) if on >= 0.999 => "the kernel's run-time statistics, on for the whole run".into(),
-        Some(on) => format!(
+        (None, None) => "the kernel's run-time statistics".to_string(),
+        (None, Some(on)) if on >= 0.999 => {
+            "the kernel's run-time statistics, on for the whole run".into()
+        }
+        (None, Some(on)) => format!(
             "each program's runs at its ns per run while the kernel's run-time statistics were on, {:.0} % of the run",
             on * 100.0
         ),
@@ -878,6 +883,14 @@ mod tests {
             "{unresolved}"
         );
         assert!(!unresolved.contains("about"), "{unresolved}");
+        // Timed at a calibration's rates: said, with the statistics off in this run.
+        cost.rates_from = Some("threads hold --n 2500, lean probes, 2026-11-27T11:00:00Z".into());
+        let calibrated = cost_line(&cost);
+        assert!(
+            calibrated.contains("(each program's runs at its ns per run in the probes' calibration run (threads hold --n 2500, lean probes, 2026-11-27T11:00:00Z); the kernel's run-time statistics off in this run)"),
+            "{calibrated}"
+        );
+        assert!(!calibrated.contains("on for the whole run"), "{calibrated}");
     }
 
     fn summary(label: &str, memory: bool) -> Summary {

@@ -232,8 +232,18 @@ impl Sandbox {
     /// Starts `run --runtime threads --workload hold --n N --hold-for 60s` and waits until its
     /// tasks are all alive (the `peak` event is on disk): the child and its results directory.
     pub fn start_hold_until_peak(&self, n: u64, limit: Duration) -> (Child, PathBuf) {
+        self.start_hold_until_peak_with(n, &[], limit)
+    }
+
+    /// As `start_hold_until_peak`, with more arguments for `run`.
+    pub fn start_hold_until_peak_with(
+        &self,
+        n: u64,
+        extra: &[&str],
+        limit: Duration,
+    ) -> (Child, PathBuf) {
         let n = n.to_string();
-        let child = self.spawn_run(&[
+        let mut args = vec![
             "--runtime",
             "threads",
             "--workload",
@@ -242,7 +252,9 @@ impl Sandbox {
             &n,
             "--hold-for",
             "60s",
-        ]);
+        ];
+        args.extend_from_slice(extra);
+        let child = self.spawn_run(&args);
         let mut dir = None;
         let peaked = wait_until(limit, || {
             dir = self.results_dirs().into_iter().next();

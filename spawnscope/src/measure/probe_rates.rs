@@ -1,0 +1,88 @@
+//! The probes' calibration: one short traced `hold` with the kernel's BPF run-time statistics on
+//! throughout gives each probe program's ns per run, so that the measured traced run can leave
+//! the statistics off. While on, they cost two clock reads per program run (about as much as a
+//! lean program), counted in no program's time: in the measured run that is perturbation, here it
+//! is only the calibration's. The run's programs' times are then its own runs (each program counts
+//! them) at these rates (docs/probes-cost.md says how far the rates move with N).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::host::signals::Interrupts;
+use crate::measure::launch::{self, ChildSetup, Stdio};
+use crate::measure::probes::{self, ProbeDetail};
+use crate::record::ProbeCalibration;
+use crate::runtime::{Contract, Event};
+
+/// Runs `binary hold --n N FLAGS` gated, the collector attached with `detail` and the statistics
+/// on, releases it at its peak, and reads what each program cost a run (`runtime` names it in the
+/// rates' description). `threads`: the OS threads the collector sizes its tables for.
+pub fn calibrate(
+    binary: &Path,
+    runtime: &str,
+    n: u64,
+    flags: &[String],
+    threads: u64,
+    detail: ProbeDetail,
+    interrupts: &Interrupts,
+) -> Result<ProbeCalibration> {
+    let mut args = vec!["hold".to_string(), "--n".into(), n.to_string()];
+    args.extend_from_slice(flags);
+    let setup = ChildSetup {
+        cgroup_procs: Vec::new(),
+        unlimited_nproc: false,
+        gated: true,
+        stdin: Stdio::Pipe,
+        stdout: Stdio::Pipe,
+        stderr: Stdio::Null,
+    };
+    let mut child = launch::spawn(binary, &args, setup)?;
+    interrupts.watch(child.pid);
+    let mut not_loaded = Vec::new();
+    let collector = probes::start(child.pid, threads, detail, false, None, &mut not_loaded);
+    let released = child.release();
+    let mut stdin = child.stdin.take();
+    let stdout = BufReader::new(child.stdout.take().context("calibration stdout")?);
+    let contract = Contract::new()?;
+    let mut peaked = false;
+    for line in stdout.lines() {
+        if let Ok(Event::Peak { .. }) = contract.parse(&line?) {
+            peaked = true;
+            let _ = stdin.take().map(|mut s| s.write_all(b"\n"));
+        }
+    }
+    let (exit, _) = launch::wait(child.pid)?;
+    interrupts.unwatch(child.pid);
+    released?;
+    let described = format!("`{} {}`", binary.display(), args.join(" "));
+    let Some(collector) = collector else {
+        bail!(
+            "the probes' calibration run {described} could not load the probes: {}",
+            not_loaded.join("; ")
+        );
+    };
+    let report = collector.finish();
+    if !peaked || !exit.success() {
+        bail!(
+            "the probes' calibration run {described} failed ({})",
+            exit.describe()
+        );
+    }
+    if let Some(why) = &report.program_costs_note {
+        bail!("the probes' calibration run {described} timed no program: {why}");
+    }
+    let rates = report.program_rates(format!(
+        "{runtime} hold --n {n}, {} probes, {}",
+        detail.name(),
+        chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ"),
+    ));
+    if rates.programs.is_empty() {
+        bail!("the probes' calibration run {described} timed no program run");
+    }
+    Ok(ProbeCalibration {
+        detail: detail.name().into(),
+        rates,
+    })
+}
