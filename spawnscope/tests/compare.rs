@@ -445,10 +445,22 @@ fn a_small_real_compare_runs_the_matrix_and_restores_the_machine() {
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("run 8 of 8"), "{stderr}");
     assert!(stderr.contains("ETA"), "{stderr}");
+    // Once per runtime, before any run: its memory (two short hold runs) and its probes (one
+    // traced hold); no run calibrates again.
+    assert_eq!(
+        stderr.matches("compare: calibrating ").count(),
+        2,
+        "memory once per runtime: {stderr}"
+    );
+    assert_eq!(
+        stderr.matches("calibrating the probes").count(),
+        2,
+        "probes once per runtime: {stderr}"
+    );
     assert_eq!(
         stderr.matches("calibrating").count(),
-        2,
-        "once per runtime: {stderr}"
+        4,
+        "nothing calibrated per run: {stderr}"
     );
     // Other root tests on the host may move the global sysctls meanwhile: what this run owns
     // is its state file, gone when everything it raised was put back.

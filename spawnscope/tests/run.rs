@@ -670,24 +670,21 @@ fn a_warm_up_writes_the_memory_the_largest_run_needs_and_its_calibrations_serve_
     assert_eq!(written, touched["bytes"].as_u64().unwrap());
     assert!(chunks.iter().all(|c| c["ns"].as_u64().unwrap() > 0));
 
-    // A run takes its calibration from it instead of calibrating.
-    let run = sandbox.run(&[
-        "--runtime",
-        "threads",
-        "--workload",
-        "hold",
-        "--n",
-        "500",
-        "--no-probes",
-        "--calibration-from",
-        warm.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stderr}");
-    assert!(
-        !stderr.contains("calibrating"),
-        "it calibrated again: {stderr}"
-    );
+    // A run takes its calibration from it instead of calibrating (`probes`: its --no-probes or
+    // none); it ran in `sandbox`.
+    let run_500_from_it = |sandbox: &Sandbox, probes: &[&str]| {
+        let mut args = vec!["--runtime", "threads", "--workload", "hold", "--n", "500"];
+        args.extend_from_slice(probes);
+        args.extend(["--calibration-from", warm.to_str().unwrap()]);
+        let run = sandbox.run(&args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{stderr}");
+        assert!(
+            !stderr.contains("calibrating"),
+            "it calibrated again: {stderr}"
+        );
+    };
+    run_500_from_it(&sandbox, &["--no-probes"]);
     let threads = calibrated
         .iter()
         .find(|c| c["runtime"] == "threads")
@@ -706,22 +703,7 @@ fn a_warm_up_writes_the_memory_the_largest_run_needs_and_its_calibrations_serve_
             "{stdout}"
         );
         let traced_box = Sandbox::new();
-        let traced = traced_box.run(&[
-            "--runtime",
-            "threads",
-            "--workload",
-            "hold",
-            "--n",
-            "500",
-            "--calibration-from",
-            warm.to_str().unwrap(),
-        ]);
-        let stderr = String::from_utf8_lossy(&traced.stderr);
-        assert!(traced.status.success(), "{stderr}");
-        assert!(
-            !stderr.contains("calibrating"),
-            "it calibrated again: {stderr}"
-        );
+        run_500_from_it(&traced_box, &[]);
         let collector = read_json(traced_box.only_results_dir().join("collector.json"));
         assert_eq!(
             collector["program_rates_from"], probes["rates"]["from"],
