@@ -41,8 +41,8 @@ pub struct Config {
     /// the report says so (`diagnostics.net_syscalls` false) and leaves their metrics out — not
     /// measured, not 0.
     pub net_syscalls: bool,
-    /// When the kernel's BPF run-time statistics are on (each program's ns per run): in short
-    /// windows by default, since while on they cost two clock reads per program run.
+    /// When the kernel's BPF run-time statistics are on (each program's ns per run) when no
+    /// `program_rates` are given: for the whole run by default (cost.rs says why not in windows).
     pub program_stats: ProgramStats,
     /// Each program's ns per run from a calibration run (its statistics on): given, the
     /// statistics stay off for this run whatever `program_stats` says, and each program's time is

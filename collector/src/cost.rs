@@ -2,11 +2,11 @@
 //! `prog_runs`); the nanoseconds a run takes come from the kernel's run-time statistics
 //! (`bpf_prog_info.run_cnt`, `run_time_ns`), which cost two clock reads per program run while
 //! they are on — about as much as a lean program itself, and counted in no program's time. So
-//! they are not left on for the measured run: by default they are on in short windows (20 ms of
-//! every 200 ms), a calibration sampled across the run's own mix of events, and each program's
-//! time is its runs times the ns per run of those windows. Better still, a calibration run
-//! (spawnscope's preflight: a short `hold` with the statistics on throughout) gives each program's
-//! ns per run, and the measured run leaves them off (`Config::program_rates`).
+//! they are best left off in the measured run: a calibration run (spawnscope's probes'
+//! calibration, a short `hold` with the statistics on throughout) gives each program's ns per run,
+//! and the measured run, given those rates (`Config::program_rates`), leaves them off. Without
+//! rates they are on for the whole run (`ProgramStats::Always`), or in short windows (20 ms of
+//! every 200 ms, `Sampled`), each program's time then its runs times the windows' ns per run.
 //!
 //! The statistics are turned on with `BPF_ENABLE_STATS`, which hands back a file descriptor: the
 //! kernel counts while any such descriptor is open and stops by itself when the last one closes

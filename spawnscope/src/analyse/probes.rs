@@ -83,8 +83,8 @@ pub struct ProbeCost {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rates_from: Option<String>,
     /// What the tracing cost around the programs (dispatch, the syscall slow path), which no
-    /// counter sees: the programs' runs at the overhead
-    /// benchmark's rate (`analyse/probe_model.rs`). Inside the run's time figures too.
+    /// counter sees: the programs' runs at the overhead benchmark's rate
+    /// (`analyse/probe_model.rs`). Inside the run's time figures too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub around_programs: Option<AroundPrograms>,
 }

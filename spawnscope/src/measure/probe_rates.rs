@@ -3,7 +3,7 @@
 //! the statistics off. While on, they cost two clock reads per program run (about as much as a
 //! lean program), counted in no program's time: in the measured run that is perturbation, here it
 //! is only the calibration's. The run's programs' times are then its own runs (each program counts
-//! them) at these rates (docs/probes-cost.md says how far the rates move with N).
+//! them) at these rates (docs/manual/probe-cost.md says how far the rates move with N).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
