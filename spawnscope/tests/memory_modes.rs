@@ -163,10 +163,23 @@ fn threads_sleeping_10ms_add_up_at_the_moment_most_are_alive() {
         .map(|_| {
             let summary = stopped_run();
             let difference = difference_percent(&summary);
+            // One reading of free memory resolves ±5 % of 16 MiB (0.8 MiB: the tool's rule for
+            // "resolved"). Most runs here hold less (130–220 alive, 5–8 MiB) and say they are not
+            // resolved; such a run is held to twice that reading's error in absolute terms
+            // instead of ±10 % (a CI run with the hypervisor stealing: 158 alive, 5.9 MiB,
+            // −14.5 %, 0.86 MiB off).
+            let m = &summary["memory_per_task"];
+            let held_kib =
+                summary["alive_at_peak"].as_f64().unwrap() * m["total_kb"].as_f64().unwrap();
+            let off_kib = difference.abs() / 100.0 * held_kib;
+            let unresolved = m["resolved"] == false;
+            if unresolved {
+                let note = m["resolution_note"].as_str().unwrap_or("");
+                assert!(note.starts_with("not resolved: "), "{m}");
+            }
             assert!(
-                difference.abs() <= 10.0,
-                "parts {difference:+.1} % from the MemAvailable drop: {}",
-                summary["memory_per_task"]
+                difference.abs() <= 10.0 || (unresolved && off_kib <= 2.0 * 0.05 * 16384.0),
+                "parts {difference:+.1} % ({off_kib:.0} KiB) from the MemAvailable drop: {m}"
             );
             difference
         })
