@@ -41,8 +41,9 @@ pub enum ProgramStats {
     Off,
 }
 
-/// The statistics' descriptor: counting while it is open.
-fn enable() -> Result<OwnedFd, String> {
+/// The statistics' descriptor: counting while it is open (the kernel's BPF_ENABLE_STATS; for a
+/// caller that times a stretch of its own, as `spawnscope syscall-cost` does).
+pub fn enable_stats() -> Result<OwnedFd, String> {
     // SAFETY: bpf_enable_stats takes a plain enum and returns a new descriptor or -errno.
     let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
     if fd < 0 {
@@ -75,7 +76,7 @@ impl Stats {
         // Probe once: a kernel or a process that cannot turn them on says why here.
         let probe = match mode {
             ProgramStats::Off => return stats,
-            _ => enable(),
+            _ => enable_stats(),
         };
         match (mode, probe) {
             (_, Err(why)) => stats.note = Some(why),
@@ -113,7 +114,7 @@ fn sample(stop: &AtomicBool, on: Duration, every: Duration) -> Duration {
     let mut was_on = Duration::ZERO;
     let off = every.saturating_sub(on);
     while !stop.load(Ordering::Relaxed) {
-        let Ok(fd) = enable() else {
+        let Ok(fd) = enable_stats() else {
             break;
         };
         let since = Instant::now();

@@ -60,7 +60,7 @@ use std::sync::Mutex;
 pub use attach::{Error, PER_THREAD_ONLY};
 pub use clock::monotonic_ns;
 pub use config::Config;
-pub use cost::ProgramStats;
+pub use cost::{enable_stats, ProgramStats};
 pub use cross_checks::{CrossCheck, Verdict};
 pub use launch::Rusage;
 pub use model::{

@@ -62,7 +62,7 @@ static __always_inline __u32 fault_kind(__u64 addr, __u64 sp)
 
 	if (!mm)
 		return SC_FAULT_UNCLASSIFIED;
-	if (addr >= BPF_CORE_READ(mm, start_brk) && addr < BPF_CORE_READ(mm, brk))
+	if (addr >= mm->start_brk && addr < mm->brk)
 		return SC_FAULT_HEAP;
 	if (cfg[SC_CFG_FAULT_KINDS] < FAULT_KINDS_VMA)
 		return near ? SC_FAULT_STACK : SC_FAULT_OTHER;
@@ -140,13 +140,13 @@ int BPF_PROG(btf_page_fault_kernel, unsigned long address, struct pt_regs *regs,
 
 	if ((long)address < 0 || !current_is_target())
 		return 0;
-	if (BPF_CORE_READ(bpf_get_current_task_btf(), pagefault_disabled)) {
+	if (bpf_get_current_task_btf()->pagefault_disabled) {
 		fault_unhandled();
 		return 0;
 	}
 	if (cfg[SC_CFG_FAULT_KINDS]) {
 		user_regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-		kind = fault_kind(address, BPF_CORE_READ(user_regs, sp));
+		kind = fault_kind(address, user_regs->sp);
 	}
 	fault(false, kind);
 	return 0;

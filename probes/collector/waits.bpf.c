@@ -71,9 +71,9 @@ static __always_inline __s64 futex_bucket_of(__u64 uaddr)
 
 	if (!bpf_core_field_exists(struct mm_struct___x, futex_phash))
 		return -1;
-	mm = (struct mm_struct___x *)BPF_CORE_READ(task, mm);
-	fph = BPF_CORE_READ(mm, futex_phash);
-	mask = fph ? BPF_CORE_READ(fph, hash_mask) : 0;
+	mm = (struct mm_struct___x *)task->mm;
+	fph = mm ? mm->futex_phash : NULL;
+	mask = fph ? fph->hash_mask : 0;
 	if (!mask) {
 		__sync_fetch_and_add(&state[SC_ST_FUTEX_GLOBAL_HASH], 1);
 		return -1;
@@ -322,7 +322,7 @@ static __always_inline __u64 own_mmap_lock(void)
 
 	if (!bpf_core_field_exists(struct mm_struct___x, mmap_lock))
 		return 0;
-	mm = (__u64)BPF_CORE_READ(task, mm);
+	mm = (__u64)task->mm;
 	return mm ? mm + bpf_core_field_offset(struct mm_struct___x, mmap_lock) : 0;
 }
 

@@ -95,6 +95,22 @@ pub enum Command {
         #[arg(long)]
         programs: Option<PathBuf>,
     },
+    /// What the probes' syscall pair costs every syscall on this machine, and what the kernel's
+    /// BPF run-time statistics add to each program run: a getppid() loop timed untraced, with the
+    /// lean probes attached and the statistics off, and on (root; scripts/bench-syscall-cost.sh).
+    /// The floor under every traced run's syscalls, which no program's time shows.
+    SyscallCost {
+        /// Rounds with the statistics on; the untraced and traced states get as many before and
+        /// as many after. Each state's figure is its rounds' median.
+        #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        rounds: u32,
+        /// getppid() calls a round.
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1000..=100_000_000))]
+        calls: u64,
+        /// The raw rounds and the figures as one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Shell completions on stdout, e.g. `spawnscope completions bash >
     /// /usr/share/bash-completion/completions/spawnscope`.
     Completions {

@@ -58,6 +58,11 @@ fn main() -> ExitCode {
             margin,
             programs,
         } => commands::pairs::command(&csv, &workload, &exclude, margin, programs.as_deref()),
+        Command::SyscallCost {
+            rounds,
+            calls,
+            json,
+        } => commands::syscall_cost::command(rounds, calls, json),
         Command::Completions { shell } => commands::docs::completions(shell),
         Command::Man => commands::docs::man(),
         Command::Docs { action } => commands::docs::command(action),

@@ -20,6 +20,7 @@ pub mod run_point;
 pub mod sentinels;
 pub mod serving;
 pub mod summary;
+pub mod syscall_cost;
 #[cfg(test)]
 pub mod test_support;
 pub mod timeline;

@@ -17,4 +17,5 @@ pub mod sampler;
 pub mod sentinels;
 pub mod stop;
 pub mod sweep;
+pub mod syscall_cost;
 pub mod warmup;

@@ -15,6 +15,7 @@ pub mod sentinels;
 pub mod serving;
 pub mod serving_charts;
 pub mod summary;
+pub mod syscall_cost;
 pub mod table;
 pub mod values;
 pub mod verdict;

@@ -615,8 +615,10 @@ pub fn cost_line(cost: &ProbeCost) -> String {
             on * 100.0
         ),
     };
+    // The statistics time a run from their first clock read to their second: each run's time
+    // holds one of their own reads (measure/syscall_cost.rs measures how much that is).
     let programs = format!(
-        "{} in BPF programs over {} runs{share} ({basis})",
+        "{} in BPF programs over {} runs{share} ({basis}; each run's time holds one of the statistics' own clock reads)",
         in_unit(cost.total_ns as f64, "ns"),
         count(cost.events)
     );
@@ -850,6 +852,10 @@ mod tests {
         );
         assert!(bare.contains("on for the whole run"), "{bare}");
         assert!(
+            bare.contains("each run's time holds one of the statistics' own clock reads"),
+            "{bare}"
+        );
+        assert!(
             bare.contains("not in it: the tracepoints' dispatch"),
             "{bare}"
         );
@@ -887,7 +893,7 @@ mod tests {
         cost.rates_from = Some("threads hold --n 2500, lean probes, 2026-11-27T11:00:00Z".into());
         let calibrated = cost_line(&cost);
         assert!(
-            calibrated.contains("(each program's runs at its ns per run in the probes' calibration run (threads hold --n 2500, lean probes, 2026-11-27T11:00:00Z); the kernel's run-time statistics off in this run)"),
+            calibrated.contains("(each program's runs at its ns per run in the probes' calibration run (threads hold --n 2500, lean probes, 2026-11-27T11:00:00Z); the kernel's run-time statistics off in this run; each run's time holds one of the statistics' own clock reads)"),
             "{calibrated}"
         );
         assert!(!calibrated.contains("on for the whole run"), "{calibrated}");
