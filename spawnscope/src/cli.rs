@@ -100,10 +100,11 @@ pub enum Command {
     /// lean probes attached and the statistics off, and on (root; scripts/bench-syscall-cost.sh).
     /// The floor under every traced run's syscalls, which no program's time shows.
     SyscallCost {
-        /// Rounds with the statistics on; the untraced and traced states get as many before and
-        /// as many after. Each state's figure is its rounds' median.
-        #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        rounds: u32,
+        /// Cycles: each times a round untraced, then attaches the probes and times one traced,
+        /// one with the statistics on and one traced again; one more untraced round ends the
+        /// last. Each state's figure is its rounds' median.
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        cycles: u32,
         /// getppid() calls a round.
         #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1000..=100_000_000))]
         calls: u64,

@@ -59,10 +59,10 @@ fn main() -> ExitCode {
             programs,
         } => commands::pairs::command(&csv, &workload, &exclude, margin, programs.as_deref()),
         Command::SyscallCost {
-            rounds,
+            cycles,
             calls,
             json,
-        } => commands::syscall_cost::command(rounds, calls, json),
+        } => commands::syscall_cost::command(cycles, calls, json),
         Command::Completions { shell } => commands::docs::completions(shell),
         Command::Man => commands::docs::man(),
         Command::Docs { action } => commands::docs::command(action),

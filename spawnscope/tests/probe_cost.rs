@@ -230,10 +230,32 @@ fn an_interrupted_run_leaves_the_statistics_as_they_were() {
     );
 }
 
+/// Bad arguments to `spawnscope syscall-cost`: exit 2 and one line, root or not.
+#[test]
+fn syscall_cost_refuses_bad_arguments_in_one_line() {
+    let sandbox = Sandbox::new();
+    for args in [
+        &["--cycles", "0"][..],
+        &["--calls", "999"],
+        &["--cycles", "x"],
+    ] {
+        let mut full = vec!["syscall-cost"];
+        full.extend_from_slice(args);
+        let bad = sandbox.command(&full).output().unwrap();
+        assert_eq!(bad.status.code(), Some(2), "{args:?} is refused");
+        assert_eq!(
+            String::from_utf8_lossy(&bad.stderr).trim().lines().count(),
+            1,
+            "{args:?}: one line"
+        );
+    }
+}
+
 /// `spawnscope syscall-cost` (the floor under a traced run's syscalls) times its loop with the
-/// pair really attached and the statistics really on only in their rounds: the pair's programs
-/// count a run for each traced call, the kernel timed the statistics' rounds and not the traced
-/// ones, and nothing is left on. The figures themselves are the benchmark's, not asserted here.
+/// pair really attached and the statistics really on only in their rounds: the rounds run in
+/// their cycles' order, the pair's programs count a run for each traced call, the kernel timed
+/// the statistics' rounds and not the traced ones, and nothing is left on. The figures
+/// themselves are the benchmark's, not asserted here.
 #[test]
 fn syscall_cost_times_its_loop_with_the_pair_attached_and_the_statistics_on_in_their_rounds() {
     if skip_unless_root(
@@ -243,23 +265,13 @@ fn syscall_cost_times_its_loop_with_the_pair_attached_and_the_statistics_on_in_t
     }
     let _one = serial();
     let sandbox = Sandbox::new();
-    let bad = sandbox
-        .command(&["syscall-cost", "--rounds", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2), "--rounds 0 is refused");
-    assert_eq!(
-        String::from_utf8_lossy(&bad.stderr).trim().lines().count(),
-        1
-    );
-
     let (before, holders_before) = (stats_switch(), stats_holders());
     let calls = 20_000u64;
     let out = sandbox
         .command(&[
             "syscall-cost",
             "--json",
-            "--rounds",
+            "--cycles",
             "3",
             "--calls",
             "20000",
@@ -273,56 +285,90 @@ fn syscall_cost_times_its_loop_with_the_pair_attached_and_the_statistics_on_in_t
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rounds = v["measured"]["rounds"].as_array().unwrap();
-    let in_state = |state: &str| rounds.iter().filter(|r| r["state"] == state).count() as u64;
-    assert_eq!(
-        (
-            in_state("untraced"),
-            in_state("traced"),
-            in_state("statistics_on")
-        ),
-        (6, 6, 3),
-        "three rounds with the statistics on, the others before and after: {rounds:?}"
-    );
+    let states: Vec<&str> = rounds
+        .iter()
+        .map(|r| r["state"].as_str().unwrap())
+        .collect();
+    let cycle = ["untraced", "traced", "statistics_on", "traced"];
+    let expected: Vec<&str> = cycle
+        .iter()
+        .cycle()
+        .take(3 * cycle.len())
+        .chain(["untraced"].iter())
+        .copied()
+        .collect();
+    assert_eq!(states, expected, "three cycles, then one untraced round");
     assert!(rounds
         .iter()
         .all(|r| r["calls"] == calls && r["ns"].as_u64().unwrap() > 0));
-    let enter = v["measured"]["programs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["tracepoint"] == "raw_syscalls:sys_enter")
-        .unwrap_or_else(|| panic!("the pair's sys_enter program: {v:#}"));
-    let (runs, timed) = (
-        enter["runs"].as_u64().unwrap(),
-        enter["timed_runs"].as_u64().unwrap(),
-    );
-    assert!(
-        runs >= 9 * calls,
-        "sys_enter ran for every traced call (6 traced and 3 statistics rounds of {calls}): {runs}"
-    );
-    assert!(
-        timed >= 3 * calls,
-        "the kernel timed at least the statistics rounds' calls: {timed}"
-    );
-    assert!(
-        runs - timed >= 6 * calls,
-        "the traced rounds' calls ran untimed (the statistics off): {runs} runs, {timed} timed"
-    );
+    let programs = v["measured"]["programs"].as_array().unwrap();
+    for tracepoint in ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"] {
+        let p = programs
+            .iter()
+            .find(|p| p["tracepoint"] == tracepoint)
+            .unwrap_or_else(|| panic!("the pair's {tracepoint} program: {v:#}"));
+        let (runs, timed) = (
+            p["runs"].as_u64().unwrap(),
+            p["timed_runs"].as_u64().unwrap(),
+        );
+        assert!(
+            runs >= 9 * calls,
+            "{tracepoint} ran for every traced call (6 traced and 3 statistics rounds of {calls}): {runs}"
+        );
+        assert!(
+            timed >= 3 * calls && timed < runs,
+            "the kernel timed the statistics rounds' calls, not every run: {timed} of {runs}"
+        );
+        assert!(
+            runs - timed >= 6 * calls,
+            "the traced rounds' calls ran untimed (the statistics off): {runs} runs, {timed} timed"
+        );
+    }
     for figure in [
         "untraced_ns",
         "traced_ns",
         "statistics_on_ns",
         "pair_ns_per_syscall",
+        "statistics_ns_per_run",
     ] {
         assert!(
             v["figures"][figure].as_f64().is_some_and(f64::is_finite),
             "{figure}: {v:#}"
         );
     }
+    assert_eq!(
+        v["figures"]["timed"].as_array().map(Vec::len),
+        Some(2),
+        "both programs of the pair timed: {v:#}"
+    );
     assert_eq!(stats_switch(), before, "kernel.bpf_stats_enabled as before");
     let after = stats_holders();
     assert!(
         after.iter().all(|pid| holders_before.contains(pid)),
         "nothing it started keeps the statistics on: {after:?}"
     );
+
+    // With the statistics already on (as another tool may leave them), the traced state cannot be
+    // measured: refused, exit 3, nothing run.
+    let on = fs::write("/proc/sys/kernel/bpf_stats_enabled", "1");
+    let refused = sandbox
+        .command(&["syscall-cost", "--cycles", "1", "--calls", "1000"])
+        .output()
+        .unwrap();
+    fs::write("/proc/sys/kernel/bpf_stats_enabled", before.as_bytes()).unwrap();
+    match on {
+        Ok(()) => {
+            assert_eq!(
+                refused.status.code(),
+                Some(3),
+                "refused while the statistics are on"
+            );
+            assert!(
+                String::from_utf8_lossy(&refused.stderr).contains("kernel.bpf_stats_enabled is 1")
+            );
+        }
+        Err(err) => {
+            eprintln!("SKIP (part): kernel.bpf_stats_enabled cannot be written here: {err}")
+        }
+    }
 }

@@ -18,6 +18,15 @@ pub struct Figures {
     pub pair_ns_per_syscall: f64,
     /// (statistics on − traced) / 2: what the statistics add to each of the two program runs.
     pub statistics_ns_per_run: f64,
+    /// Each of the pair's programs' ns per run as the statistics timed it (their own clock read
+    /// in each).
+    pub timed: Vec<ProgramRate>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProgramRate {
+    pub program: String,
+    pub ns_per_run: f64,
 }
 
 /// None unless every state was timed.
@@ -40,13 +49,22 @@ pub fn figures(m: &Measured) -> Option<Figures> {
         statistics_on_ns: on,
         pair_ns_per_syscall: traced - untraced,
         statistics_ns_per_run: (on - traced) / 2.0,
+        timed: m
+            .programs
+            .iter()
+            .filter(|p| p.timed_runs > 0)
+            .map(|p| ProgramRate {
+                program: p.program.clone(),
+                ns_per_run: p.timed_ns as f64 / p.timed_runs as f64,
+            })
+            .collect(),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::syscall_cost::Round;
+    use crate::measure::syscall_cost::{ProgramTimed, Round};
 
     fn round(state: State, ns: u64) -> Round {
         Round {
@@ -69,7 +87,13 @@ mod tests {
                 round(State::Traced, 480_000),
                 round(State::StatisticsOn, 670_000),
             ],
-            programs: vec![],
+            programs: vec![ProgramTimed {
+                program: "btf_sys_enter".into(),
+                tracepoint: "raw_syscalls:sys_enter".into(),
+                runs: 9_000,
+                timed_runs: 2_000,
+                timed_ns: 140_000,
+            }],
         };
         let f = figures(&m).unwrap();
         assert_eq!(f.untraced_ns, 250.0);
@@ -77,6 +101,13 @@ mod tests {
         assert_eq!(f.statistics_on_ns, 670.0);
         assert_eq!(f.pair_ns_per_syscall, 225.0);
         assert_eq!(f.statistics_ns_per_run, 97.5);
+        assert_eq!(
+            f.timed,
+            vec![ProgramRate {
+                program: "btf_sys_enter".into(),
+                ns_per_run: 70.0
+            }]
+        );
     }
 
     #[test]

@@ -118,6 +118,38 @@ fn parse_slabinfo(text: &str) -> Option<SlabObjects> {
     })
 }
 
+/// Why the kernel's BPF run-time statistics are on now, None when they are off:
+/// `kernel.bpf_stats_enabled` written 1, or processes holding a `BPF_ENABLE_STATS` descriptor
+/// (the sysctl does not show those). While they are on the kernel times every BPF program.
+pub fn bpf_stats_on() -> Option<String> {
+    let sysctl = fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
+    if sysctl.trim() == "1" {
+        return Some("kernel.bpf_stats_enabled is 1".into());
+    }
+    let mut holders = Vec::new();
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .filter_map(|fd| fs::read_link(fd.path()).ok())
+            .any(|target| target.to_string_lossy() == "anon_inode:bpf-stats")
+        {
+            holders.push(pid.to_string());
+        }
+    }
+    (!holders.is_empty()).then(|| {
+        format!(
+            "held on by PID {} (a BPF_ENABLE_STATS descriptor)",
+            holders.join(", ")
+        )
+    })
+}
+
 pub fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };

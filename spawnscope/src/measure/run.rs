@@ -763,7 +763,9 @@ fn measure(
     }
     if let Some(cpus) = cpus {
         if let Err(err) = limits::pin_to_cpus(pid, cpus) {
-            launch::kill(pid);
+            // Dropped while gated, the child is killed; reaped only after, so that no later kill
+            // can reach its PID once it is free.
+            drop(child);
             let _ = launch::wait(pid);
             interrupts.unwatch(pid);
             return Err(err);

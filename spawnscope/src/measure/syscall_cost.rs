@@ -8,8 +8,10 @@
 //! takes while a syscall tracepoint is enabled, two tracepoint dispatches and two programs' first
 //! test: the part no program's statistics see. The statistics then add their two clock reads and
 //! a counter update to each program run, and the time they report for a run spans the program and
-//! the second clock read (kernel/bpf: `__bpf_prog_run`), so their ns per run includes part of their
-//! own cost (docs/manual/probe-cost.md). The figures are analyse/syscall_cost.rs's.
+//! the second clock read (`__bpf_prog_run`, include/linux/filter.h), so their ns per run includes
+//! part of their own cost (docs/manual/probe-cost.md). The figures are analyse/syscall_cost.rs's.
+//! The probes are set up here as a lean run's are (measure/probes.rs), but with the statistics
+//! left to this module.
 
 use std::os::fd::OwnedFd;
 use std::time::Instant;
@@ -21,11 +23,13 @@ use crate::host::tracefs;
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use spawnscope_collector::{Collector, Config as CollectorConfig, FaultKinds, ProgramStats};
 
-/// The states the loop is timed in, in the order the rounds run.
+/// The states the loop is timed in. Each cycle runs untraced, attaches the probes, runs traced,
+/// with the statistics on, traced again, and detaches them; one more untraced round ends it all,
+/// so that the machine's drift falls on every state alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
-    /// No probe attached (before they are, and again after).
+    /// No probe attached.
     Untraced,
     /// The lean probes attached, the kernel's run-time statistics off.
     Traced,
@@ -46,11 +50,13 @@ pub struct Round {
 pub struct ProgramTimed {
     pub program: String,
     pub tracepoint: String,
-    /// Its runs over the whole measurement (the program counts them itself).
+    /// Its runs while the probes were attached, summed over the cycles (the program counts them
+    /// itself): every syscall of the machine's tasks meanwhile.
     pub runs: u64,
-    /// Its runs while the statistics were on, and their ns per run as the statistics report it.
+    /// Its runs while the statistics were on, and their nanoseconds as the statistics report
+    /// them (each run's from their first clock read to their second).
     pub timed_runs: u64,
-    pub timed_ns_per_run: Option<f64>,
+    pub timed_ns: u64,
 }
 
 /// What `spawnscope syscall-cost` measured, raw: every round, and the syscall programs' runs.
@@ -62,22 +68,49 @@ pub struct Measured {
     pub programs: Vec<ProgramTimed>,
 }
 
-/// `rounds` rounds of `calls` calls in each state: untraced, traced, statistics on, traced again,
-/// untraced again (drift falls on both sides of each comparison). Root only.
-pub fn measure(rounds: u32, calls: u64) -> Result<Measured> {
-    let mut timed = Vec::new();
-    let loop_in = |state: State, timed: &mut Vec<Round>| {
-        for _ in 0..rounds {
-            timed.push(Round {
-                state,
-                calls,
-                ns: getppid_loop(calls),
-            });
+/// `cycles` cycles (see [`State`]) of `calls` calls a round. Root only, with the statistics off
+/// to begin with (`procfs::bpf_stats_on`: the caller refuses otherwise); fails if they were on
+/// during the traced rounds all the same.
+pub fn measure(cycles: u32, calls: u64) -> Result<Measured> {
+    let mut rounds = Vec::new();
+    let mut programs: Vec<ProgramTimed> = Vec::new();
+    for _ in 0..cycles {
+        rounds.push(round(State::Untraced, calls));
+        for p in traced_cycle(calls, &mut rounds)? {
+            match programs.iter_mut().find(|q| q.program == p.program) {
+                Some(q) => {
+                    q.runs += p.runs;
+                    q.timed_runs += p.timed_runs;
+                    q.timed_ns += p.timed_ns;
+                }
+                None => programs.push(p),
+            }
         }
-    };
-    loop_in(State::Untraced, &mut timed);
+    }
+    rounds.push(round(State::Untraced, calls));
+    // The traced rounds ran untimed: the pair's runs less those timed hold at least their calls.
+    let traced_calls = 2 * calls * u64::from(cycles);
+    for p in &programs {
+        if p.runs.saturating_sub(p.timed_runs) < traced_calls {
+            bail!(
+                "{} ran {} times, {} of them timed: the statistics were on during the traced rounds ({traced_calls} calls), something else turned them on meanwhile",
+                p.program, p.runs, p.timed_runs
+            );
+        }
+    }
+    Ok(Measured {
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|r| r.trim().to_string())
+            .unwrap_or_default(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        rounds,
+        programs,
+    })
+}
 
-    // A gated child that never execs: the probes are attached for a target that never arms them.
+/// One cycle with the probes attached to a gated child that never execs: traced, statistics on,
+/// traced; the pair's programs' runs and what the statistics timed of them.
+fn traced_cycle(calls: u64, rounds: &mut Vec<Round>) -> Result<Vec<ProgramTimed>> {
     let setup = ChildSetup {
         cgroup_procs: Vec::new(),
         unlimited_nproc: false,
@@ -88,27 +121,29 @@ pub fn measure(rounds: u32, calls: u64) -> Result<Measured> {
     };
     let exe = std::env::current_exe().context("this program's path")?;
     let child = launch::spawn(&exe, &[], setup)?;
-    let attached = attach(child.pid);
-    let measured = attached.map(|collector| {
-        loop_in(State::Traced, &mut timed);
-        let on = statistics_on();
-        if on.is_ok() {
-            loop_in(State::StatisticsOn, &mut timed);
+    let pid = child.pid;
+    let timed = attach(pid).and_then(|collector| {
+        rounds.push(round(State::Traced, calls));
+        let refused = match statistics_on() {
+            Ok(on) => {
+                rounds.push(round(State::StatisticsOn, calls));
+                drop(on);
+                None
+            }
+            Err(err) => Some(err),
+        };
+        rounds.push(round(State::Traced, calls));
+        let report = collector.finish();
+        match refused {
+            Some(err) => Err(err),
+            None => Ok(report),
         }
-        let refused = on.err();
-        loop_in(State::Traced, &mut timed);
-        (collector.finish(), refused)
     });
-    launch::kill(child.pid);
-    let _ = launch::wait(child.pid);
+    // Dropped while gated, the child is killed; reaped only after, so no kill reaches a free PID.
     drop(child);
-    let (report, refused) = measured?;
-    if let Some(why) = refused {
-        return Err(why);
-    }
-    loop_in(State::Untraced, &mut timed);
-
-    let programs = report
+    let _ = launch::wait(pid);
+    let report = timed?;
+    Ok(report
         .program_costs
         .iter()
         .filter(|p| p.tracepoint.starts_with("raw_syscalls:"))
@@ -117,18 +152,17 @@ pub fn measure(rounds: u32, calls: u64) -> Result<Measured> {
             tracepoint: p.tracepoint.clone(),
             runs: p.run_cnt,
             timed_runs: p.sampled_runs,
-            timed_ns_per_run: (p.sampled_runs > 0)
-                .then(|| p.sampled_ns as f64 / p.sampled_runs as f64),
+            timed_ns: p.sampled_ns,
         })
-        .collect();
-    Ok(Measured {
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|r| r.trim().to_string())
-            .unwrap_or_default(),
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        rounds: timed,
-        programs,
-    })
+        .collect())
+}
+
+fn round(state: State, calls: u64) -> Round {
+    Round {
+        state,
+        calls,
+        ns: getppid_loop(calls),
+    }
 }
 
 /// The lean probes, as a run's default, the statistics left to `statistics_on`.
@@ -138,14 +172,16 @@ fn attach(pid: u32) -> Result<Collector> {
     config.fault_kinds = FaultKinds::Off;
     config.program_stats = ProgramStats::Off;
     let collector = Collector::start(&config).context("loading the eBPF probes")?;
-    if collector
-        .probes()
-        .iter()
-        .any(|p| p.probe == "raw_syscalls:sys_enter" && p.attach.is_some())
-    {
+    let attached = |probe: &str| {
+        collector
+            .probes()
+            .iter()
+            .any(|p| p.probe == probe && p.attach.is_some())
+    };
+    if attached("raw_syscalls:sys_enter") && attached("raw_syscalls:sys_exit") {
         Ok(collector)
     } else {
-        bail!("the raw_syscalls:sys_enter probe could not be attached on this kernel")
+        bail!("the raw_syscalls sys_enter/sys_exit pair could not be attached on this kernel")
     }
 }
 

@@ -617,8 +617,13 @@ pub fn cost_line(cost: &ProbeCost) -> String {
     };
     // The statistics time a run from their first clock read to their second: each run's time
     // holds one of their own reads (measure/syscall_cost.rs measures how much that is).
+    let own_read = if cost.total_ns > 0 {
+        "; each run's time holds one of the statistics' own clock reads"
+    } else {
+        ""
+    };
     let programs = format!(
-        "{} in BPF programs over {} runs{share} ({basis}; each run's time holds one of the statistics' own clock reads)",
+        "{} in BPF programs over {} runs{share} ({basis}{own_read})",
         in_unit(cost.total_ns as f64, "ns"),
         count(cost.events)
     );

@@ -8,7 +8,7 @@ use crate::measure::syscall_cost::{Measured, State};
 use crate::units::count;
 
 pub fn text(m: &Measured, f: &Figures) -> String {
-    let rounds = m
+    let cycles = m
         .rounds
         .iter()
         .filter(|r| r.state == State::StatisticsOn)
@@ -17,10 +17,10 @@ pub fn text(m: &Measured, f: &Figures) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "what the probes' raw_syscalls pair costs a syscall (kernel {}, {} CPUs): getppid(), {} rounds of {} calls with the statistics on and twice as many in the other states (before and after), median ns a call",
+        "what the probes' raw_syscalls pair costs a syscall (kernel {}, {} CPUs): getppid(), {} cycles of a round of {} calls untraced, traced, with the statistics on and traced again (one more untraced round at the end), median ns a call",
         m.kernel,
         m.cpus,
-        rounds,
+        cycles,
         count(calls)
     );
     let _ = writeln!(
@@ -38,18 +38,15 @@ pub fn text(m: &Measured, f: &Figures) -> String {
         "  the kernel's run-time statistics on:     {:>7.1} ns: {:+.1} ns a program run (two clock reads and a counter update)",
         f.statistics_on_ns, f.statistics_ns_per_run
     );
-    let timed: Vec<String> = m
-        .programs
-        .iter()
-        .filter_map(|p| {
-            p.timed_ns_per_run
-                .map(|ns| format!("{} {ns:.1} ns over {} runs", p.program, count(p.timed_runs)))
-        })
-        .collect();
-    if !timed.is_empty() {
+    if !f.timed.is_empty() {
+        let timed: Vec<String> = f
+            .timed
+            .iter()
+            .map(|p| format!("{} {:.1} ns", p.program, p.ns_per_run))
+            .collect();
         let _ = writeln!(
             out,
-            "  the statistics' own ns per run of the pair: {} (each spans the program and the statistics' second clock read)",
+            "  the pair's ns per run as the statistics time it: {} (each from their first clock read to their second)",
             timed.join(", ")
         );
     }
