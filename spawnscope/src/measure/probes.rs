@@ -38,6 +38,20 @@ impl ProbeDetail {
     }
 }
 
+/// The collector's configuration for `detail` on `pid`, sized for `threads` OS threads: what a
+/// run loads (`start`), and what `syscall-cost` loads with the statistics left to itself.
+pub fn config(pid: u32, threads: u64, detail: ProbeDetail) -> CollectorConfig {
+    let full = detail == ProbeDetail::Full;
+    let mut config = CollectorConfig::new(pid, threads.max(1));
+    config.per_thread = full;
+    config.fault_kinds = if full {
+        FaultKinds::StackHeap
+    } else {
+        FaultKinds::Off
+    };
+    config
+}
+
 /// Loads the eBPF collector for the workload's PID, sized for `threads` OS threads, keeping what
 /// `detail` says; `net_syscalls` also counts the syscalls that serve requests (accept, reads,
 /// writes, epoll and poll, close, shutdown: for `serve`, false for every other run — their
@@ -52,17 +66,10 @@ pub fn start(
     rates: Option<ProgramRates>,
     left_out: &mut Vec<String>,
 ) -> Option<Collector> {
-    let full = detail == ProbeDetail::Full;
     // libbpf finds tracepoints through tracefs.
     tracefs::mount_if_missing();
-    let mut config = CollectorConfig::new(pid, threads.max(1));
-    config.per_thread = full;
+    let mut config = config(pid, threads, detail);
     config.net_syscalls = net_syscalls;
-    config.fault_kinds = if full {
-        FaultKinds::StackHeap
-    } else {
-        FaultKinds::Off
-    };
     config.program_stats = ProgramStats::Always;
     config.program_rates = rates;
     match Collector::start(&config) {
@@ -78,7 +85,7 @@ pub fn start(
                     missing.probe, missing.reason
                 ));
             }
-            if !full {
+            if detail == ProbeDetail::Lean {
                 left_out.push("eBPF probes: per-thread figures (on-CPU, run-queue, futex and clone times, RSS over time) and page faults by kind not kept: --probes full keeps them, at about 2.5 times the cost".into());
             }
             Some(collector)

@@ -10,8 +10,7 @@
 //! a counter update to each program run, and the time they report for a run spans the program and
 //! the second clock read (`__bpf_prog_run`, include/linux/filter.h), so their ns per run includes
 //! part of their own cost (docs/manual/probe-cost.md). The figures are analyse/syscall_cost.rs's.
-//! The probes are set up here as a lean run's are (measure/probes.rs), but with the statistics
-//! left to this module.
+//! The probes are a lean run's (`probes::config`), with the statistics left to this module.
 
 use std::os::fd::OwnedFd;
 use std::time::Instant;
@@ -21,7 +20,8 @@ use serde::Serialize;
 
 use crate::host::tracefs;
 use crate::measure::launch::{self, ChildSetup, Stdio};
-use spawnscope_collector::{Collector, Config as CollectorConfig, FaultKinds, ProgramStats};
+use crate::measure::probes::{self, ProbeDetail};
+use spawnscope_collector::{Collector, ProgramStats};
 
 /// The states the loop is timed in. Each cycle runs untraced, attaches the probes, runs traced,
 /// with the statistics on, traced again, and detaches them; one more untraced round ends it all,
@@ -168,8 +168,7 @@ fn round(state: State, calls: u64) -> Round {
 /// The lean probes, as a run's default, the statistics left to `statistics_on`.
 fn attach(pid: u32) -> Result<Collector> {
     tracefs::mount_if_missing();
-    let mut config = CollectorConfig::new(pid, 1);
-    config.fault_kinds = FaultKinds::Off;
+    let mut config = probes::config(pid, 1, ProbeDetail::Lean);
     config.program_stats = ProgramStats::Off;
     let collector = Collector::start(&config).context("loading the eBPF probes")?;
     let attached = |probe: &str| {
