@@ -187,7 +187,15 @@ pub fn probe_summary(
             nvcsw: r["nvcsw"].as_u64().unwrap_or(0),
             nivcsw: r["nivcsw"].as_u64().unwrap_or(0),
         });
-    let rusage = from_result.or(run.rusage);
+    // The workload's own getrusage(RUSAGE_SELF) covers its one process: held against the counts
+    // cut at that call. A run that forked (a command, a workload whose tasks are processes) is
+    // held against wait4's rusage instead — the launched process and every descendant it reaped —
+    // over the whole run's counts.
+    let forked = report.total("new_processes") > 0;
+    let (rusage, of_wait4) = match from_result {
+        Some(own) if !forked => (Some(own), false),
+        _ => (run.rusage, true),
+    };
     // Threads created by the kernel for the workload: its spawned threads, or — for goroutines —
     // the OS threads the Go runtime made, less the main thread (exec made that one).
     // A command whose tasks are not threads says nothing about its threads: no such check.
@@ -218,10 +226,12 @@ pub fn probe_summary(
         }
     };
     let mut cross_checks = rusage.map_or_else(Vec::new, |ru| {
-        report.cross_checks(
-            &ru,
-            threads_created.map(|n| (n.unwrap_or(0), expected_from)),
-        )
+        let threads = threads_created.map(|n| (n.unwrap_or(0), expected_from));
+        if of_wait4 {
+            report.cross_checks_of_wait4(&ru, threads)
+        } else {
+            report.cross_checks(&ru, threads)
+        }
     });
     // A command's threads are checked against what it was said to run, not what it spawned.
     if matches!(run.target, Target::Command { .. }) {

@@ -795,6 +795,7 @@ fn measure(
             .map(|p| p.rates.clone());
         probes::start(
             pid,
+            cgroup.and_then(RunCgroup::v2_id),
             expected_threads,
             detail,
             workload == Some(WorkloadKind::Serve),
