@@ -186,35 +186,41 @@ struct {
 	__type(value, __u64);
 } run_tgids SEC(".maps");
 
-static __always_inline bool tgid_followed(__u32 tgid, __u64 leader_start)
+/* The start time a followed tgid was recorded with: NULL when the tgid is not followed, 0 when it
+ * was followed from a classic record (no start time to tell a reused tgid by). */
+static __always_inline __u64 *followed_start(__u32 tgid)
 {
-	__u64 *start;
-
-	if (tgid == TGID)
-		return true;
-	start = bpf_map_lookup_elem(&run_tgids, &tgid);
-	/* 0: followed from a classic record, which has no start time. */
-	return start && (*start == leader_start || *start == 0);
+	return bpf_map_lookup_elem(&run_tgids, &tgid);
 }
 
-/* The current task is one of the run's (armed or not). */
+/* The current task is one of the run's (armed or not). The launched process is told by its tgid
+ * before any map lookup, and a followed one's start time is read only once its tgid is found. */
 static __always_inline bool current_in_run(void)
 {
-	struct task_struct *cur;
+	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	__u64 *start;
 
 	if (RUN_CGROUP_ID)
 		return bpf_get_current_cgroup_id() == RUN_CGROUP_ID;
-	cur = (struct task_struct *)bpf_get_current_task();
-	return tgid_followed((__u32)(bpf_get_current_pid_tgid() >> 32),
-			     BPF_CORE_READ(cur, group_leader, start_time));
+	if (tgid == TGID)
+		return true;
+	start = followed_start(tgid);
+	return start && (!*start || *start == BPF_CORE_READ((struct task_struct *)bpf_get_current_task(),
+							      group_leader, start_time));
 }
 
 /* A task the program was handed as a BTF pointer (tp_btf) is one of the run's. */
 static __always_inline bool task_in_run(struct task_struct *p)
 {
+	__u32 tgid = (__u32)p->tgid;
+	__u64 *start;
+
 	if (RUN_CGROUP_ID)
 		return p->cgroups->dfl_cgrp->kn->id == RUN_CGROUP_ID;
-	return tgid_followed((__u32)p->tgid, p->group_leader->start_time);
+	if (tgid == TGID)
+		return true;
+	start = followed_start(tgid);
+	return start && (!*start || *start == p->group_leader->start_time);
 }
 
 /* A process forked by one of the run's (the caller checked that): followed from now on when no
