@@ -106,7 +106,8 @@ impl Report {
             RusageFrom::LastGetrusage => self.rusage_basis.at_last_getrusage.as_ref(),
             RusageFrom::Wait4 => {
                 notes.push(
-                    "rusage from wait4 (the launched process and every descendant it reaped):                      compared with the whole run's counts"
+                    "rusage from wait4 (the launched process and every descendant it reaped): \
+                     compared with the whole run's counts"
                         .to_string(),
                 );
                 None
@@ -129,6 +130,13 @@ impl Report {
                 }
             }
         };
+        let unfollowed = self.diagnostics.processes_not_followed;
+        if unfollowed > 0 {
+            notes.push(format!(
+                "{unfollowed} processes of the run not followed (the map of its processes was \
+                 full): their tasks were not counted"
+            ));
+        }
         let pre = self.rusage_basis.pre_exec.clone();
         match &pre {
             None => notes.push("the task's counters at exec are unknown".into()),
