@@ -25,6 +25,13 @@ pub fn command(args: CompareArgs) -> ExitCode {
         ))
     });
     let flags = args.workload_flags.pairs();
+    // A CPU no run could be pinned to is bad input before the sweep starts (each run checks again).
+    if let Some(text) = args.cpus.as_deref() {
+        let usable = crate::host::limits::usable_cpus();
+        if let Err(err) = usable.and_then(|u| crate::host::limits::cpus_to_pin(text, &u)) {
+            return usage_error(format!("--cpus {text}: {err:#}"));
+        }
+    }
     let commands = match crate::runtime::command::pair(&args.commands, &args.labels) {
         Ok(commands) => commands
             .into_iter()

@@ -138,9 +138,14 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let cpus = opts
         .cpus
         .as_deref()
-        .map(limits::parse_cpu_list)
+        .map(|text| limits::cpus_to_pin(text, &limits::usable_cpus()?))
         .transpose()
-        .map_err(|e| RunError::Usage(format!("--cpus: {e:#}")))?;
+        .map_err(|e| {
+            RunError::Usage(format!(
+                "--cpus {}: {e:#}",
+                opts.cpus.as_deref().unwrap_or("")
+            ))
+        })?;
     let serving = serve_connections(&opts.target);
     if serving.is_some() {
         loadgen::wrk().map_err(RunError::Usage)?;
