@@ -208,6 +208,8 @@ pub fn probe_summary(
                 .as_u64()
                 .map(|n| n.saturating_sub(1)),
             OsThreads::OnePerTask => r["spawned"].as_u64(),
+            // Forked without CLONE_THREAD: a process per task makes no thread at all.
+            OsThreads::NoneBesidesMain => Some(0),
         }),
         (
             Target::Command {

@@ -70,14 +70,15 @@ pub fn command(args: CompareArgs) -> ExitCode {
             }
         }
         None => CompareOptions {
-            // Every runtime by default: the question is how they stand against each other, and
+            // The three runtimes of the default sweep unless named (processes only on request:
+            // `Runtime::DEFAULT_SWEEP` says why): the question is how they stand against each other, and
             // tokio's runs are the shortest of the three (tasks of a few hundred bytes, spawned
             // in about a microsecond): its 24 runs of the default sweep took 93 s on the dev VM,
             // beside ≈15 min for threads and goroutines.
             runtimes: if commands_only {
                 Vec::new()
             } else if args.runtimes.is_empty() {
-                Runtime::ALL.to_vec()
+                Runtime::DEFAULT_SWEEP.to_vec()
             } else {
                 dedup(args.runtimes)
             },

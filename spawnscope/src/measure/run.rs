@@ -171,7 +171,8 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         }
     };
     let threads_needed = match &opts.target {
-        Target::Workload(inv) if inv.runtime.describe().tasks_are_threads => {
+        // A process takes a kernel task and a PID as a thread does.
+        Target::Workload(inv) if inv.runtime.describe().kernel_task_each() => {
             Some(inv.workload.tasks(inv.n))
         }
         Target::Command {
@@ -785,7 +786,7 @@ fn measure(
     // a runtime's few (its maps are allocated after the "before" snapshot, so they would show
     // in the MemAvailable drop if sized by a million goroutines).
     let expected_threads = match &opts.target {
-        Target::Workload(inv) if !inv.runtime.describe().tasks_are_threads => RUNTIME_THREADS,
+        Target::Workload(inv) if !inv.runtime.describe().kernel_task_each() => RUNTIME_THREADS,
         Target::Command {
             task_kind: TaskKind::Task,
             ..
