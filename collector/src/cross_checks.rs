@@ -284,6 +284,24 @@ impl Report {
         checks
     }
 
+    /// Processes created by the run's tasks (task_newtask without CLONE_THREAD) vs `expected`
+    /// (`from` says whose count that is: a workload of one process per task forks each), over
+    /// the whole run: the processes runtime's own check beside the rusage ones.
+    pub fn processes_created_check(&self, expected: u64, from: &str) -> CrossCheck {
+        let forked = self.total("new_processes");
+        self.check(
+            "processes created vs forked",
+            expected,
+            (forked, forked),
+            0,
+            &["task:task_newtask"],
+            format!(
+                "observed = task_newtask without CLONE_THREAD by the run's tasks, over the whole \
+                 run; expected = {from}"
+            ),
+        )
+    }
+
     pub(crate) fn attach_of(&self, probe: &str) -> Option<Attach> {
         self.probes
             .iter()

@@ -170,3 +170,29 @@ fn the_threads_workload_as_a_command_passes_its_switch_checks_exactly() {
         }
     }
 }
+
+#[test]
+fn the_processes_runtime_is_counted_whole_every_fork_seen() {
+    let test = "the_processes_runtime_is_counted_whole_every_fork_seen";
+    if skip_unless_root(test) {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox.run(&["--runtime", "processes", "--workload", "hold", "--n", "500"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{test}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = read_json(sandbox.only_results_dir().join("summary.json"));
+    assert_every_check_passes(test, &summary);
+    let checks = summary["probes"]["cross_checks"].as_array().unwrap();
+    let forks = checks
+        .iter()
+        .find(|c| c["name"] == "processes created vs forked")
+        .unwrap_or_else(|| panic!("{test}: no processes check in {checks:?}"));
+    assert_eq!(forks["expected"], 500, "{test}: {forks}");
+    assert_eq!(probe_total(&summary, "new_processes"), 500, "{test}");
+}

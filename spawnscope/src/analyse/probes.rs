@@ -235,6 +235,19 @@ pub fn probe_summary(
             report.cross_checks(&ru, threads)
         }
     });
+    // A workload of one process per task forked each (runtime_stats.processes_forked): the probes
+    // must have seen every fork.
+    if let (Target::Workload(inv), Some(r), false) = (&run.target, result, cross_checks.is_empty())
+    {
+        if inv.runtime.describe().os_threads == OsThreads::NoneBesidesMain {
+            if let Some(forked) = r["runtime_stats"]["processes_forked"].as_u64() {
+                cross_checks.push(report.processes_created_check(
+                    forked,
+                    "the processes the workload says it forked (runtime_stats.processes_forked)",
+                ));
+            }
+        }
+    }
     // A command's threads are checked against what it was said to run, not what it spawned —
     // and --tasks is how many it runs at once: a command may end threads and start others
     // (stress-ng's pthread stressor keeps 4,000 alive by replacing them), so the probes must have
