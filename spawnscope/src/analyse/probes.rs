@@ -204,8 +204,11 @@ pub fn probe_summary(
         // tokio's I/O driver) that no workload counts: no check rather than a false Fail.
         (Target::Workload(inv), Some(_)) if inv.workload == WorkloadKind::Serve => None,
         (Target::Workload(inv), Some(r)) => Some(match inv.runtime.describe().os_threads {
-            OsThreads::FromRuntimeStats => r["runtime_stats"]["os_threads_created"]
+            // The count at the result's getrusage, where the probes' count is cut; results from
+            // before it was reported have the peak's.
+            OsThreads::FromRuntimeStats => r["runtime_stats"]["os_threads_at_getrusage"]
                 .as_u64()
+                .or_else(|| r["runtime_stats"]["os_threads_created"].as_u64())
                 .map(|n| n.saturating_sub(1)),
             OsThreads::OnePerTask => r["spawned"].as_u64(),
             // Forked without CLONE_THREAD: a process per task makes no thread at all.
