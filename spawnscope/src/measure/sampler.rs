@@ -363,6 +363,46 @@ mod tests {
         );
     }
 
+    /// A peak sample taken while the walks wait carries the last walk of each process that is
+    /// as it was then, and of no other.
+    #[test]
+    fn a_peak_between_walks_carries_the_last_walk_of_an_unchanged_process_only() {
+        let reading = |pid, threads, rss| ProcessReading {
+            pid,
+            threads,
+            command: "name".into(),
+            status: [("VmRSS".to_string(), rss)].into(),
+            ..Default::default()
+        };
+        let walked = |p: ProcessReading| ProcessReading {
+            smaps_rollup: [("Pss".to_string(), 7)].into(),
+            command: "sh -c prog".into(),
+            smaps_t_ns: Some(42),
+            ..p
+        };
+        let deep = DeepReads {
+            last: Some((Instant::now(), Duration::from_secs(1))),
+            walked: vec![walked(reading(10, 1, 100)), walked(reading(11, 5, 900))],
+        };
+        assert!(!deep.due(), "a walk of 1 s waits 10 s");
+        let mut now = Snapshot {
+            tree: vec![reading(10, 1, 100), reading(11, 6, 900), reading(12, 1, 50)],
+            ..Default::default()
+        };
+        deep.carry(&mut now);
+        let [same, grown, new] = &now.tree[..] else {
+            panic!()
+        };
+        assert_eq!(same.pss_kb(), Some(7));
+        assert_eq!(
+            (same.command.as_str(), same.smaps_t_ns),
+            ("sh -c prog", Some(42))
+        );
+        assert!(grown.smaps_rollup.is_empty() && grown.smaps_t_ns.is_none());
+        assert!(new.smaps_rollup.is_empty());
+        assert!(DeepReads::default().due(), "the first is walked");
+    }
+
     #[test]
     fn memory_in_use_now_reads_the_host_like_a_snapshot() {
         let now = memory_in_use_now(None);
