@@ -11,6 +11,7 @@ pub mod paired;
 pub mod phases;
 pub mod probe_model;
 pub mod probes;
+pub mod processes;
 pub mod regression;
 pub mod repeats;
 pub mod reproduce;

@@ -12,13 +12,15 @@ use spawnscope_collector::Report as CollectorReport;
 use crate::analyse::attribution::Attribution;
 use crate::analyse::phases::{phase_costs, phase_names, stopped_ns_between, PhaseCost};
 use crate::analyse::probes::{probe_summary, ProbeSummary};
+use crate::analyse::processes::{processes, thread_size_kb, Processes};
 use crate::analyse::resolution::{self, Resolution};
 use crate::analyse::sentinels::SentinelFigures;
 use crate::analyse::verdict::Verdict;
 use crate::analyse::waits::{waits, Waits};
+use crate::record::tree::{self, AnonymousBy};
 use crate::record::{
-    CgroupStats, CgroupVersion, MemoryRecord, PeakChoice, PeakMoment, RunRecord, Snapshot, Stage,
-    StopAt, StoppedBy, SysctlRecord, Target, WorkloadStop,
+    CgroupStats, CgroupVersion, MemoryRecord, PeakChoice, PeakMoment, ProcessReading, RunRecord,
+    Snapshot, Stage, StopAt, StoppedBy, SysctlRecord, Target, WorkloadStop,
 };
 use crate::runtime::command::COMMAND_WORKLOAD;
 use crate::runtime::result_event;
@@ -106,6 +108,12 @@ pub struct MemoryPerTask {
     /// maple_node, kmalloc). The slab part is the pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slab_uncharged_kb: Option<f64>,
+    /// What the launchers held (processes of the run that hold none of the tasks: a shell or
+    /// `go run` above the program; record/tree.rs, `launchers`), per task like the rest: their
+    /// own memory, page tables, kernel stacks and task and mm structs (estimated). Not in
+    /// `total_kb`; `total_kb` and it together are what is checked against the drop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launchers_kb: Option<f64>,
     /// The moments averaged, when more than one (the most tasks alive and those near it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moments: Option<Moments>,
@@ -207,6 +215,11 @@ pub struct Summary {
     /// serve: the load, what one connection and one request cost, what happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serve: Option<crate::analyse::serving::ServeFigures>,
+    /// The run's processes at the moment memory was measured (runs that read them): PID,
+    /// command, threads, CPU, RSS, PSS, USS and kernel parts each, launchers marked, the tree
+    /// summed by PSS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<Processes>,
     /// What the kernel matrix found to differ on the run's kernel (analyse::kernel_gaps), one
     /// line each, as `check` says them; none on a kernel where it found none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -274,12 +287,21 @@ fn cgroup_kb(s: &Snapshot, pick: impl Fn(&CgroupStats) -> Option<u64>) -> Option
 /// host's KernelStack over its tasks at the peak (16 KiB on x86_64). Per process, so other
 /// activity on the host does not blur it the way a KernelStack delta would.
 fn kernel_stacks(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
-    let threads = delta(&peak.status, &base.status, "Threads")?;
-    let per_stack =
-        *peak.meminfo.get("KernelStack")? as f64 / peak.tasks_on_host.filter(|&t| t > 0)? as f64;
-    // Round to the power of two THREAD_SIZE is.
-    let thread_size = 2f64.powf(per_stack.log2().round());
-    Some(threads * thread_size)
+    let threads = if peak.counts_by_tree() {
+        tree_sum(peak, |p| Some(p.threads as f64))? - tree_sum(base, |p| Some(p.threads as f64))?
+    } else {
+        delta(&peak.status, &base.status, "Threads")?
+    };
+    Some(threads * thread_size_kb(peak)?)
+}
+
+/// A figure summed over a snapshot's processes (`Snapshot::tree`); a snapshot without them (a
+/// command's base, taken before it existed) holds none.
+fn tree_sum(s: &Snapshot, figure: impl Fn(&ProcessReading) -> Option<f64>) -> Option<f64> {
+    if s.tree.is_empty() {
+        return Some(0.0);
+    }
+    s.tree.iter().map(figure).sum()
 }
 
 /// The sources `kernel_parts` names.
@@ -481,9 +503,12 @@ fn per_task(
         |part: fn(&MemoryParts) -> Option<f64>| parts.iter().map(part).sum::<Option<f64>>();
     let last = parts.last()?;
     let total = sum(MemoryParts::total);
+    let launchers = sum_optional(|p| p.launchers);
+    // What is checked against the drop: the launchers too, whose memory it holds.
+    let checked = total + launchers.unwrap_or(0.0);
     let charge_difference = sum_optional(|p| p.charged_less_cache)
         .filter(|c| *c > 0.0)
-        .map(|c| (total - c) / c * 100.0);
+        .map(|c| (checked - c) / c * 100.0);
     let mut m = MemoryPerTask {
         rss_kb: per(sum(|p| p.rss)),
         kernel_stack_kb: per(sum(|p| p.kernel_stack)),
@@ -506,6 +531,7 @@ fn per_task(
             .filter(|kb| *kb > 0.0)
             .map(per),
         slab_uncharged_kb: sum_optional(|p| p.slab_uncharged).map(per),
+        launchers_kb: launchers.map(per),
         moments: (moments.len() > 1).then(|| Moments {
             count: moments.len() as u64,
             alive_min: moments.iter().map(|(_, a)| *a).min().unwrap_or(0),
@@ -519,7 +545,7 @@ fn per_task(
         sum_optional(|p| p.slab_room_used),
         sum_optional(|p| p.stacks_awaiting_free),
     ) - sum_optional(|p| p.awaiting_split).unwrap_or(0.0);
-    m.difference_percent = (compared > 0.0).then(|| (total - compared) / compared * 100.0);
+    m.difference_percent = (compared > 0.0).then(|| (checked - compared) / compared * 100.0);
     m.adds_up = m
         .difference_percent
         .is_some_and(|d| d.abs() <= ADDS_UP_PERCENT);
@@ -583,6 +609,9 @@ struct MemoryParts {
     rss_source: Option<String>,
     huge_pages: Option<f64>,
     slab_uncharged: Option<f64>,
+    /// What the launchers hold (`Launchers`), where memory was counted from the run's processes:
+    /// not in the parts, in the check against the drop.
+    launchers: Option<f64>,
 }
 
 impl MemoryParts {
@@ -591,7 +620,78 @@ impl MemoryParts {
     }
 }
 
+/// What the run's processes hold above the base, kB, where memory is counted from them
+/// (`Snapshot::counts_by_tree`): all of them, and the launchers' share (record/tree.rs,
+/// `launchers`), which is said apart from the tasks'.
+struct TreeParts {
+    /// Their own memory, anonymous and shared (`ProcessReading::anonymous_kb`).
+    own: f64,
+    page_tables: f64,
+    /// How their own memory was counted: by PSS where every process's smaps_rollup was read.
+    by: AnonymousBy,
+    launchers: Launchers,
+}
+
+/// The launchers' memory above the base, kB: their own, their page tables, their kernel stacks
+/// (threads × THREAD_SIZE) and their task and mm structs (an estimate from the slab's object
+/// sizes: `tree::task_slab_bytes`; 0 where slabinfo was not read).
+#[derive(Default)]
+struct Launchers {
+    own: f64,
+    page_tables: f64,
+    kernel_stack: f64,
+    slab: f64,
+}
+
+impl Launchers {
+    fn total(&self) -> f64 {
+        self.own + self.page_tables + self.kernel_stack + self.slab
+    }
+}
+
+fn tree_parts(base: &Snapshot, peak: &Snapshot) -> Option<TreeParts> {
+    let own = |p: &ProcessReading| p.anonymous_kb().map(|(kb, _)| kb as f64);
+    let page_tables = |p: &ProcessReading| p.page_tables_kb().map(|kb| kb as f64);
+    let by = if peak.tree.iter().all(|p| {
+        p.anonymous_kb()
+            .is_some_and(|(_, by)| by == AnonymousBy::Pss)
+    }) {
+        AnonymousBy::Pss
+    } else {
+        AnonymousBy::Rss
+    };
+    let thread_size = thread_size_kb(peak).unwrap_or(0.0);
+    let task_slab = |s: &Snapshot, p: &ProcessReading| {
+        tree::task_slab_bytes(p.threads, &s.slab_object_bytes).map_or(0.0, |b| b as f64 / 1024.0)
+    };
+    let mut launchers = Launchers::default();
+    for p in peak
+        .tree
+        .iter()
+        .filter(|p| tree::launchers(&peak.tree).contains(&p.pid))
+    {
+        // A launcher there at the base (a workload's own process) counts what it gained since.
+        let before = base.tree.iter().find(|b| b.pid == p.pid);
+        let gained = |f: &dyn Fn(&ProcessReading) -> Option<f64>| {
+            f(p).unwrap_or(0.0) - before.and_then(f).unwrap_or(0.0)
+        };
+        launchers.own += gained(&own);
+        launchers.page_tables += gained(&page_tables);
+        launchers.kernel_stack += gained(&|q| Some(q.threads as f64)) * thread_size;
+        launchers.slab += task_slab(peak, p) - before.map_or(0.0, |b| task_slab(base, b));
+    }
+    Some(TreeParts {
+        own: tree_sum(peak, own)? - tree_sum(base, own)?,
+        page_tables: tree_sum(peak, page_tables)? - tree_sum(base, page_tables)?,
+        by,
+        launchers,
+    })
+}
+
 fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<MemoryParts> {
+    if peak.counts_by_tree() {
+        return tree_memory_parts(base, peak, reading);
+    }
     // RSS and page tables are the process's own (/proc/PID/status). Where the base says the
     // process did not exist yet (a command), its file-backed pages are left out: they are the
     // page cache of its binary and libraries, mostly there before it ran and counted as
@@ -610,6 +710,67 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
         None => (rss, None),
     };
     let page_tables = delta(&peak.status, &base.status, "VmPTE")?;
+    let counted = Counted {
+        rss,
+        page_tables,
+        rss_counted,
+        rss_source,
+        launchers: None,
+    };
+    parts_with_kernel(base, peak, reading, counted)
+}
+
+/// A moment's memory counted from the run's processes (`tree_parts`): the processes that hold
+/// the tasks in the parts, the launchers' memory apart (`MemoryParts::launchers`), both checked
+/// together against the drop. The kernel parts are read for the whole run as for one process,
+/// then the launchers' share taken out of them.
+fn tree_memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<MemoryParts> {
+    let tree = tree_parts(base, peak)?;
+    let l = &tree.launchers;
+    let counted = Counted {
+        rss: tree.own - l.own,
+        page_tables: tree.page_tables,
+        rss_counted: Some(match tree.by {
+            AnonymousBy::Pss => TREE_BY_PSS,
+            AnonymousBy::Rss => TREE_BY_RSS,
+        }),
+        rss_source: None,
+        launchers: Some(l.total()),
+    };
+    let mut parts = parts_with_kernel(base, peak, reading, counted)?;
+    parts.page_tables -= l.page_tables;
+    parts.kernel_stack -= l.kernel_stack;
+    parts.slab -= l.slab;
+    Some(parts)
+}
+
+/// What RSS counts where memory is counted from the run's processes.
+const TREE_BY_PSS: &str = "anonymous and shared memory of the run's processes by PSS (Pss_Anon + Pss_Shmem: a page shared between them counted once); file-backed pages are page cache";
+const TREE_BY_RSS: &str = "anonymous and shared memory of the run's processes by RSS (RssAnon + RssShmem; smaps_rollup not read at this moment: a page shared between them counted once per process); file-backed pages are page cache";
+
+/// A moment's own memory of the run, counted one way or the other, before the kernel parts.
+struct Counted {
+    rss: f64,
+    /// All the run's page tables (the launchers' too: the kernel parts are read for the run).
+    page_tables: f64,
+    rss_counted: Option<&'static str>,
+    rss_source: Option<String>,
+    launchers: Option<f64>,
+}
+
+fn parts_with_kernel(
+    base: &Snapshot,
+    peak: &Snapshot,
+    reading: Reading,
+    counted: Counted,
+) -> Option<MemoryParts> {
+    let Counted {
+        rss,
+        page_tables,
+        rss_counted,
+        rss_source,
+        launchers,
+    } = counted;
     let (kernel_stack, slab, source) = kernel_parts(base, peak, page_tables)?;
     let slab_uncharged = (source == V2_KERNEL_SOURCE)
         .then(|| Some(slab - (cgroup_stat_kb(peak, "slab")? - cgroup_stat_kb(base, "slab")?)))
@@ -690,6 +851,7 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
         rss_source,
         huge_pages,
         slab_uncharged,
+        launchers,
     })
 }
 
@@ -876,6 +1038,7 @@ pub fn summarize(
             .collect();
         memory_per_task_over(base, &moments)
     });
+    s.processes = memory.peak.as_ref().and_then(processes);
     s.phases = phase_costs(run, memory);
     s.probes = collector.map(|c| probe_summary(c, memory, run, result, s.tasks));
     let names = phase_names(memory);
@@ -1307,6 +1470,99 @@ mod tests {
         let old = memory_per_task_over(&old_base, &[(&peak, 1_000)]).unwrap();
         assert!((old.rss_kb - 50.96).abs() < 1e-9);
         assert!(old.rss_counted.is_none() && !old.adds_up);
+    }
+
+    /// `sh -c 'PROG; true'`: the command's base (before it existed), and its peak with the run's
+    /// processes, the shell and PROG sharing 676 kB of anonymous pages (as a fork's copy-on-write
+    /// pages are): PROG holds the 2,000 tasks, the shell none.
+    fn shell_wrapped_snapshots(shell_pss: bool) -> (Snapshot, Snapshot) {
+        let (mut base, _) = command_snapshots();
+        base.meminfo = kv(&[
+            ("MemAvailable", 10_000_000),
+            ("KernelStack", 1_600),
+            ("Slab", 100_000),
+        ]);
+        let process = |pid, ppid, threads, rss_anon, pss_anon: Option<u64>, pte| ProcessReading {
+            pid,
+            ppid,
+            command: format!("p{pid}"),
+            threads,
+            status: kv(&[
+                ("VmRSS", rss_anon + 1_500),
+                ("RssAnon", rss_anon),
+                ("RssShmem", 0),
+                ("VmPTE", pte),
+            ]),
+            smaps_rollup: pss_anon
+                .map(|pss| kv(&[("Pss_Anon", pss), ("Pss_Shmem", 0), ("Pss", pss + 90)]))
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        let own = 48_000 + 676 + 100;
+        let (stacks, page_tables, slab) = (2_002 * 16, 48 + 8_188, 12_000);
+        let mut peak = Snapshot {
+            meminfo: kv(&[
+                (
+                    "MemAvailable",
+                    10_000_000 - (own + stacks + page_tables + slab),
+                ),
+                ("KernelStack", 1_600 + stacks),
+                ("Slab", 100_000 + slab),
+            ]),
+            tasks_on_host: Some(100 + 2_002),
+            // /proc/PID/status of the process started: the shell.
+            status: kv(&[
+                ("VmRSS", 2_276),
+                ("RssAnon", 776),
+                ("RssShmem", 0),
+                ("Threads", 1),
+            ]),
+            tree: vec![
+                process(10, 1, 1, 776, shell_pss.then_some(100 + 338), 48),
+                process(11, 10, 2_001, 48_676, Some(48_000 + 338), 8_188),
+            ],
+            slab_object_bytes: kv(&[("task_struct", 6_144), ("mm_struct", 1_024)]),
+            ..Default::default()
+        };
+        peak.cgroup = Some(CgroupStats {
+            version: Some(CgroupVersion::V1),
+            memory_current_bytes: Some((own + stacks + page_tables + slab) * 1024),
+            kernel_bytes: Some((stacks + page_tables + slab) * 1024),
+            memory_stat: [("cache".to_string(), 0)].into(),
+            ..Default::default()
+        });
+        (base, peak)
+    }
+
+    fn kv(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn a_tree_is_summed_by_pss_its_launcher_apart_and_both_checked_against_the_drop() {
+        let (base, peak) = shell_wrapped_snapshots(true);
+        assert!(peak.counts_by_tree());
+        let m = memory_per_task_over(&base, &[(&peak, 2_000)]).unwrap();
+        let per = |kb: f64| kb / 2_000.0;
+        // PROG's own by PSS: its 48,000 kB and half the pages it shares with the shell.
+        assert!((m.rss_kb - per(48_338.0)).abs() < 1e-9, "{m:?}");
+        assert_eq!(m.rss_counted.as_deref(), Some(TREE_BY_PSS));
+        // PROG's kernel parts: the shell's stack, page tables and task and mm structs out.
+        assert!((m.kernel_stack_kb - per(2_001.0 * 16.0)).abs() < 1e-9);
+        assert!((m.page_tables_kb - per(8_188.0)).abs() < 1e-9);
+        assert!((m.slab_kb - per(12_000.0 - 7.0)).abs() < 1e-9, "{m:?}");
+        // The shell: its 438 kB by PSS, 48 kB of page tables, one 16 kB stack, 7 kB of structs.
+        let launchers = m.launchers_kb.expect("the shell apart");
+        assert!((launchers - per(438.0 + 48.0 + 16.0 + 7.0)).abs() < 1e-9);
+        // Both together are what free memory lost: exactly, each shared page once.
+        assert!(m.difference_percent.unwrap().abs() < 1e-9, "{m:?}");
+        assert!(m.adds_up && m.charge_difference_percent.unwrap().abs() < 1e-9);
+        // The shell's smaps_rollup not read: by RSS, the shared pages twice, said so.
+        let (base, peak) = shell_wrapped_snapshots(false);
+        let by_rss = memory_per_task_over(&base, &[(&peak, 2_000)]).unwrap();
+        assert_eq!(by_rss.rss_counted.as_deref(), Some(TREE_BY_RSS));
+        let over = (by_rss.total_kb + by_rss.launchers_kb.unwrap()) - (m.total_kb + launchers);
+        assert!((over - per(776.0 - 438.0)).abs() < 1e-9, "{over}");
     }
 
     /// `threads hold --n 5000` as spawnscope recorded it in Debian's kernels under QEMU, cgroup

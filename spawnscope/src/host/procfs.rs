@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use crate::record::tree::{ProcessReading, SMAPS_KEYS, STATUS_KEYS, TASK_SLABS};
 pub use crate::record::CpuTime;
 use crate::record::SlabObjects;
 use anyhow::{Context, Result};
@@ -86,10 +87,27 @@ pub fn pcp_free_kb() -> Option<u64> {
     free_pages().map(|f| f.pcp_kb)
 }
 
-/// The slab caches' objects in use and room for objects (/proc/slabinfo, readable by root only).
-/// SLUB counts objects free in the per-CPU slabs as in use: the room counted is the nodes' own.
-pub fn slab_objects() -> Option<SlabObjects> {
-    parse_slabinfo(&fs::read_to_string("/proc/slabinfo").ok()?)
+/// The slab caches' objects in use and room for objects (/proc/slabinfo, readable by root only;
+/// SLUB counts objects free in the per-CPU slabs as in use: the room counted is the nodes' own),
+/// and the object sizes (bytes) of the caches a process's task and mm structs
+/// are in (`tree::TASK_SLABS`), from one reading.
+pub fn slabinfo() -> (Option<SlabObjects>, BTreeMap<String, u64>) {
+    let Ok(text) = fs::read_to_string("/proc/slabinfo") else {
+        return Default::default();
+    };
+    (parse_slabinfo(&text), object_sizes(&text, &TASK_SLABS))
+}
+
+/// The object size of each cache in `names` that slabinfo lists by that name.
+fn object_sizes(text: &str, names: &[&str]) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let name = fields.next()?;
+            let size = fields.nth(2)?.parse().ok()?;
+            names.contains(&name).then(|| (name.to_string(), size))
+        })
+        .collect()
 }
 
 /// "name active_objs num_objs objsize …" rows after the two header lines.
@@ -198,6 +216,97 @@ pub fn is_alive(pid: u32, expected_start: u64) -> bool {
     start_time(pid) == Some(expected_start) && state != Some("Z")
 }
 
+/// The process's descendants now, children before grandchildren: every thread's children
+/// (/proc/PID/task/TID/children; a child belongs to the thread that forked it). A process that
+/// exits meanwhile takes its children out of the list (they are re-parented away).
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut next = vec![pid];
+    while let Some(parent) = next.pop() {
+        let Ok(threads) = fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for thread in threads.flatten() {
+            let Ok(text) = fs::read_to_string(thread.path().join("children")) else {
+                continue;
+            };
+            for child in text.split_whitespace().filter_map(|c| c.parse().ok()) {
+                if child != pid && !found.contains(&child) {
+                    found.push(child);
+                    next.push(child);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// One process's readings (record/tree.rs) that take none of its locks: its status, stat and
+/// name. None when it is gone. `read_mappings` adds the rest.
+pub fn read_process(pid: u32) -> Option<ProcessReading> {
+    let status_text = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = key_values(&status_text);
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let name = status_text
+        .lines()
+        .find_map(|l| l.strip_prefix("Name:"))
+        .map(|n| n.trim().to_string())
+        .unwrap_or_default();
+    Some(ProcessReading {
+        pid,
+        ppid: stat_field(&stat, 4)?,
+        command: name,
+        threads: status.get("Threads").copied().unwrap_or(0),
+        cpu: parse_stat_cpu(&stat, clock_ticks_per_second()),
+        status: kept(&status, &STATUS_KEYS),
+        smaps_rollup: BTreeMap::new(),
+        smaps_t_ns: None,
+    })
+}
+
+/// Adds a process's smaps_rollup and command line to its reading: both take its mmap_lock, and
+/// smaps_rollup walks every mapping under it. Left as they were when it is gone.
+pub fn read_mappings(p: &mut ProcessReading) {
+    if let Ok(rollup) = read_key_values(format!("/proc/{}/smaps_rollup", p.pid)) {
+        p.smaps_rollup = kept(&rollup, &SMAPS_KEYS);
+    }
+    if let Some(line) = fs::read(format!("/proc/{}/cmdline", p.pid))
+        .ok()
+        .and_then(|raw| command_line(&raw))
+    {
+        p.command = line;
+    }
+}
+
+fn kept(all: &BTreeMap<String, u64>, keys: &[&str]) -> BTreeMap<String, u64> {
+    keys.iter()
+        .filter_map(|k| Some((k.to_string(), *all.get(*k)?)))
+        .collect()
+}
+
+/// /proc/PID/cmdline's arguments joined by spaces, at most 200 characters (None: empty, a
+/// kernel thread or a zombie).
+fn command_line(raw: &[u8]) -> Option<String> {
+    let words: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    let line = words.join(" ");
+    (!line.is_empty()).then(|| line.chars().take(200).collect())
+}
+
+/// Field `n` of /proc/PID/stat as the man page numbers them (3 is the state), after the
+/// parenthesised name.
+fn stat_field<T: std::str::FromStr>(text: &str, n: usize) -> Option<T> {
+    let after_comm = &text[text.rfind(')')? + 1..];
+    after_comm
+        .split_whitespace()
+        .nth(n.checked_sub(3)?)?
+        .parse()
+        .ok()
+}
+
 /// Tasks (threads) on the whole host: /proc/loadavg's fourth field's denominator.
 pub fn tasks_on_host() -> Option<u64> {
     let text = fs::read_to_string("/proc/loadavg").ok()?;
@@ -248,6 +357,53 @@ kmalloc-64          2048   4096     64   64    1 : tunables    0    0    0 : sla
         assert_eq!(totals.in_use_kb, (1024 * 10240 + 2048 * 64) / 1024);
         assert_eq!(totals.room_kb, (1040 * 10240 + 4096 * 64) / 1024);
         assert_eq!(parse_slabinfo("slabinfo - version: 2.1\n"), None);
+    }
+
+    #[test]
+    fn slabinfo_gives_the_sizes_of_the_caches_asked_for() {
+        let text = "slabinfo - version: 2.1\n\
+task_struct         1024   1040  10240    3    8 : tunables    0    0    0 : slabdata    347    347      0\n\
+mm_struct             72    140   1600   20    8 : tunables    0    0    0 : slabdata      7      7      0\n\
+kmalloc-64          2048   4096     64   64    1 : tunables    0    0    0 : slabdata     64     64      0\n";
+        let sizes = object_sizes(text, &["task_struct", "mm_struct", "fs_cache"]);
+        assert_eq!(
+            sizes,
+            [
+                ("task_struct".to_string(), 10_240),
+                ("mm_struct".to_string(), 1_600)
+            ]
+            .into()
+        );
+    }
+
+    #[test]
+    fn a_process_and_its_descendants_are_read_with_their_threads_and_command() {
+        // sh (one thread) above sleep: sh's child, found through its task's children.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 5; true"])
+            .spawn()
+            .unwrap();
+        let sh = child.id();
+        let mut below = Vec::new();
+        for _ in 0..100 {
+            below = descendants(sh);
+            if !below.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let shallow = read_process(sh).unwrap();
+        let mut sleep = read_process(below[0]).unwrap();
+        read_mappings(&mut sleep);
+        unsafe { libc::kill(below[0] as i32, libc::SIGKILL) };
+        child.wait().unwrap();
+        assert_eq!(below.len(), 1, "{below:?}");
+        assert_eq!((shallow.command.as_str(), shallow.threads), ("sh", 1));
+        assert!(shallow.smaps_rollup.is_empty() && shallow.status.contains_key("VmRSS"));
+        assert_eq!((sleep.ppid, sleep.command.as_str()), (sh, "sleep 5"));
+        assert!(sleep.pss_kb().is_some() && sleep.uss_kb().is_some());
+        assert!(sleep.cpu.is_some());
+        assert!(read_process(sh).is_none(), "reaped: gone");
     }
 
     #[test]

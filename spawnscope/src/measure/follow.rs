@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use spawnscope_collector::Collector;
 
 use crate::host::cgroup::RunCgroup;
+use crate::host::procfs;
 use crate::measure::loadgen::{self, LoadPlan};
 use crate::measure::sampler::snapshot;
 use crate::measure::sentinels::SentinelWatch;
@@ -60,10 +61,10 @@ pub fn watch_command_stdout(
             let text = String::from_utf8_lossy(&line);
             if matched.is_none() && pattern.is_match(&text) {
                 // Measured before the line is passed on: the command is at its moment now.
-                matched = Some((
-                    snapshot(Some(pid), cgroup.as_ref(), false),
-                    text.into_owned(),
-                ));
+                // The run's processes' mappings too: this is the moment measured.
+                let mut now = snapshot(Some(pid), cgroup.as_ref(), false);
+                now.tree.iter_mut().for_each(procfs::read_mappings);
+                matched = Some((now, text.into_owned()));
             }
             for sink in [
                 Some(&mut out as &mut dyn Write),

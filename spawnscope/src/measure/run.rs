@@ -27,6 +27,7 @@ use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
 use crate::measure::sentinels::SentinelWatch;
 use crate::measure::{perf, preflight};
 use crate::record::process::signal_name;
+use crate::record::tree;
 use crate::record::{
     self, AliveCount, Calibration, Estimate, Exit, MemoryRecord, PeakChoice, PeakMoment,
     ResultsDir, RunRecord, Rusage, Snapshot, Stage, StoppedBy, SysctlRecord, Target,
@@ -613,7 +614,8 @@ fn command_base(cgroup: Option<&RunCgroup>, gated: u32) -> Snapshot {
 }
 
 /// A command's tasks alive at its peak snapshot: OS threads are counted there (all but the main
-/// thread); a user-space runtime's tasks only the command knows (`--tasks`).
+/// thread; of a tree of processes, all but each one's main thread and the launchers'); a
+/// user-space runtime's tasks only the command knows (`--tasks`).
 /// A command whose OS threads at the moment measured are fewer than `--tasks` over this runs
 /// a user-space runtime's tasks (a tokio or Go program of a million tasks runs a handful), not a
 /// thread per task: dividing its memory by its few threads would make each "task" megabytes.
@@ -626,14 +628,29 @@ fn command_moment(
     declared: Option<u64>,
     guess_kind: bool,
 ) -> PeakMoment {
-    let threads = at.status.get("Threads").map(|t| t.saturating_sub(1));
+    // The run's processes where it has several (a shell, `go run` above the program), their
+    // launchers left out; else the process started, as always.
+    let (threads, in_snapshot) = if at.counts_by_tree() {
+        (
+            Some(tree::task_threads(&at.tree)),
+            AliveCount::ThreadsInTree {
+                processes: at.tree.len() as u64,
+                launchers: tree::launchers(&at.tree).len() as u64,
+            },
+        )
+    } else {
+        (
+            at.status.get("Threads").map(|t| t.saturating_sub(1)),
+            AliveCount::ThreadsInSnapshot { before: 1 },
+        )
+    };
     let (alive, counted) = match (kind, threads, declared) {
         (TaskKind::Thread, Some(t), Some(n))
             if guess_kind && t.saturating_mul(THREADS_PER_TASK_FLOOR) < n =>
         {
             (Some(n), AliveCount::AssumedTasks { os_threads: t })
         }
-        (TaskKind::Thread, _, _) => (threads, AliveCount::ThreadsInSnapshot { before: 1 }),
+        (TaskKind::Thread, _, _) => (threads, in_snapshot),
         (TaskKind::Task, _, _) => (declared, AliveCount::Declared),
     };
     PeakMoment {
@@ -1020,6 +1037,50 @@ fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_s_threads_are_counted_over_its_processes_less_the_launchers() {
+        let process = |pid, ppid, threads| crate::record::ProcessReading {
+            pid,
+            ppid,
+            threads,
+            ..Default::default()
+        };
+        let status = |threads| [("Threads".to_string(), threads)].into();
+        // PROG alone: its threads less its main thread, from its status, as always.
+        let alone = Snapshot {
+            status: status(2_001),
+            tree: vec![process(11, 1, 2_001)],
+            ..Default::default()
+        };
+        let moment = |at: &Snapshot| {
+            command_moment(
+                at,
+                PeakChoice::MostMemory,
+                TaskKind::Thread,
+                Some(2_000),
+                true,
+            )
+        };
+        let m = moment(&alone);
+        assert_eq!(m.alive, Some(2_000));
+        assert_eq!(m.counted, AliveCount::ThreadsInSnapshot { before: 1 });
+        // sh -c 'PROG; true': the shell's one thread was all its status said.
+        let wrapped = Snapshot {
+            status: status(1),
+            tree: vec![process(10, 1, 1), process(11, 10, 2_001)],
+            ..Default::default()
+        };
+        let m = moment(&wrapped);
+        assert_eq!(m.alive, Some(2_000), "{m:?}");
+        assert_eq!(
+            m.counted,
+            AliveCount::ThreadsInTree {
+                processes: 2,
+                launchers: 1
+            }
+        );
+    }
 
     #[test]
     fn the_toolchain_is_read_from_every_runtime_version() {

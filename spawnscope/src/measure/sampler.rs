@@ -14,22 +14,26 @@ use crate::host::clock::monotonic_ns;
 use crate::host::procfs;
 use crate::host::sentinels::RunCpuReader;
 use crate::measure::sentinels;
-use crate::record::{SentinelTick, Snapshot, TimelineSample};
+use crate::record::{ProcessReading, SentinelTick, Snapshot, TimelineSample};
 use crate::units::bytes;
 
 /// Readings of the machine (and the process, when there is one) at one moment. The figures that
 /// are compared with one another are read back to back, in this order: free pages and the per-CPU
 /// free lists (one /proc/zoneinfo reading), /proc/meminfo, /proc/slabinfo, the process's status
 /// (RSS, page tables, threads), the cgroup's charge and kernel memory; the rest after. While
-/// tasks start and exit, a slower order would compare moments.
+/// tasks start and exit, a slower order would compare moments. With a process, the run's
+/// processes too (`read_tree`), their statuses among the readings compared; `with_smaps`: this is
+/// a moment memory is measured at, and the process's smaps_rollup and every process's
+/// (`procfs::read_mappings`) are read after the rest.
 pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) -> Snapshot {
     let t_ns = monotonic_ns();
     let free = procfs::free_pages();
     let meminfo = procfs::meminfo().unwrap_or_default();
-    let slab_objects = procfs::slab_objects();
+    let (slab_objects, slab_sizes) = procfs::slabinfo();
     let status = pid
         .and_then(|p| procfs::read_key_values(format!("/proc/{p}/status")).ok())
         .unwrap_or_default();
+    let mut tree = pid.map(|p| read_tree(p, cgroup)).unwrap_or_default();
     let cgroup = cgroup.map(RunCgroup::stats);
     let read_ns = monotonic_ns().saturating_sub(t_ns);
     let smaps_rollup = match (pid, with_smaps) {
@@ -38,7 +42,16 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
         }
         _ => Default::default(),
     };
+    if with_smaps {
+        tree.iter_mut().for_each(procfs::read_mappings);
+    }
     Snapshot {
+        tree,
+        slab_object_bytes: if pid.is_some() {
+            slab_sizes
+        } else {
+            Default::default()
+        },
         t_ns,
         read_ns: Some(read_ns),
         meminfo,
@@ -52,6 +65,81 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
         cgroup,
         slab_objects,
         freed_at_exec_kb: None,
+    }
+}
+
+/// The run's processes now, each read without taking its locks (`procfs::read_process`): its
+/// cgroup's where it has one that lists any (every process of the run, however started), else
+/// `pid` and its descendants.
+pub fn read_tree(pid: u32, cgroup: Option<&RunCgroup>) -> Vec<ProcessReading> {
+    let mut pids: Vec<u32> = cgroup
+        .map(RunCgroup::processes)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| u32::try_from(p).ok())
+        .collect();
+    if pids.is_empty() {
+        pids = std::iter::once(pid)
+            .chain(procfs::descendants(pid))
+            .collect();
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    pids.into_iter().filter_map(procfs::read_process).collect()
+}
+
+/// When a command's peak sample reads its processes' smaps_rollup: the moment measured is only
+/// known once the run is over (its most memory in use), so each sample that becomes the peak is
+/// a candidate; the walks are kept to a tenth of the time (after one that took `took`, none for
+/// ten times as long), so that a tree of thousands of processes is not walked, each under its
+/// mmap_lock, every 100 ms. A peak sample taken meanwhile carries a process's last walk where
+/// its threads and RSS are the same as then (`carry`).
+#[derive(Default)]
+struct DeepReads {
+    last: Option<(Instant, Duration)>,
+    /// The last walk's readings, by PID.
+    walked: Vec<ProcessReading>,
+}
+
+impl DeepReads {
+    fn due(&self) -> bool {
+        self.last
+            .is_none_or(|(at, took)| at.elapsed() >= took.saturating_mul(10))
+    }
+
+    fn walk(&mut self, s: &mut Snapshot) {
+        let started = Instant::now();
+        let t_ns = monotonic_ns();
+        for p in s.tree.iter_mut() {
+            procfs::read_mappings(p);
+            p.smaps_t_ns = None;
+        }
+        self.walked = s
+            .tree
+            .iter()
+            .cloned()
+            .map(|mut p| {
+                p.smaps_t_ns = Some(t_ns);
+                p
+            })
+            .collect();
+        self.last = Some((Instant::now(), started.elapsed()));
+    }
+
+    /// The last walk's smaps_rollup and command line, for each process whose threads and RSS
+    /// are as they were then.
+    fn carry(&self, s: &mut Snapshot) {
+        for p in s.tree.iter_mut() {
+            if let Some(w) = self
+                .walked
+                .iter()
+                .find(|w| w.pid == p.pid && w.threads == p.threads && w.status == p.status)
+            {
+                p.smaps_rollup = w.smaps_rollup.clone();
+                p.command = w.command.clone();
+                p.smaps_t_ns = w.smaps_t_ns;
+            }
+        }
     }
 }
 
@@ -90,6 +178,7 @@ impl Sampler {
             let mut timeline = Vec::new();
             let mut peak: Option<Snapshot> = None;
             let mut sentinel_ticks = Vec::new();
+            let mut deep = DeepReads::default();
             while !flag.load(Ordering::Relaxed) {
                 if let Some(reader) = &run_cpu {
                     sentinel_ticks.push(sentinels::tick(reader));
@@ -107,7 +196,7 @@ impl Sampler {
                 bar.set_message(format!("RSS {}", bytes(sample.rss_kb as f64 * 1024.0)));
                 let in_time = peak_until_ns.is_none_or(|until| sample.t_ns < until);
                 if track_peak && in_time && !status.is_empty() {
-                    let now = snapshot(Some(pid), cgroup.as_ref(), false);
+                    let mut now = snapshot(Some(pid), cgroup.as_ref(), false);
                     // Ties go to the later reading: the first to reach the most memory is taken
                     // at the end of the allocation burst, while the machine's free memory is
                     // still moving (a Go program's 100,000 tasks: 28 MB less free than 100 ms
@@ -117,6 +206,11 @@ impl Sampler {
                         .as_ref()
                         .is_none_or(|p| memory_in_use(&now) >= memory_in_use(p))
                     {
+                        if deep.due() {
+                            deep.walk(&mut now);
+                        } else {
+                            deep.carry(&mut now);
+                        }
                         peak = Some(now);
                     }
                 }
@@ -267,6 +361,46 @@ mod tests {
             memory_in_use(&snapshot_of(&meminfo, Some(900_000), None)),
             0
         );
+    }
+
+    /// A peak sample taken while the walks wait carries the last walk of each process that is
+    /// as it was then, and of no other.
+    #[test]
+    fn a_peak_between_walks_carries_the_last_walk_of_an_unchanged_process_only() {
+        let reading = |pid, threads, rss| ProcessReading {
+            pid,
+            threads,
+            command: "name".into(),
+            status: [("VmRSS".to_string(), rss)].into(),
+            ..Default::default()
+        };
+        let walked = |p: ProcessReading| ProcessReading {
+            smaps_rollup: [("Pss".to_string(), 7)].into(),
+            command: "sh -c prog".into(),
+            smaps_t_ns: Some(42),
+            ..p
+        };
+        let deep = DeepReads {
+            last: Some((Instant::now(), Duration::from_secs(1))),
+            walked: vec![walked(reading(10, 1, 100)), walked(reading(11, 5, 900))],
+        };
+        assert!(!deep.due(), "a walk of 1 s waits 10 s");
+        let mut now = Snapshot {
+            tree: vec![reading(10, 1, 100), reading(11, 6, 900), reading(12, 1, 50)],
+            ..Default::default()
+        };
+        deep.carry(&mut now);
+        let [same, grown, new] = &now.tree[..] else {
+            panic!()
+        };
+        assert_eq!(same.pss_kb(), Some(7));
+        assert_eq!(
+            (same.command.as_str(), same.smaps_t_ns),
+            ("sh -c prog", Some(42))
+        );
+        assert!(grown.smaps_rollup.is_empty() && grown.smaps_t_ns.is_none());
+        assert!(new.smaps_rollup.is_empty());
+        assert!(DeepReads::default().due(), "the first is walked");
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::record::ProcessReading;
+
 /// One moment's readings of the machine, the process and its cgroup.
 #[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -39,6 +41,18 @@ pub struct Snapshot {
     /// The kernel's slab objects, machine-wide (/proc/slabinfo, root only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slab_objects: Option<SlabObjects>,
+    /// The run's processes at this moment (record/tree.rs): its cgroup's, else the process
+    /// started and its descendants; each one's smaps_rollup where this is a moment memory is
+    /// measured at (a `peak` event, a stopped reading, a command's peak). Where it has more than
+    /// one process, the tree is what memory is counted from (analyse/summary.rs); runs recorded
+    /// before it: the process started alone (`status`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tree: Vec<ProcessReading>,
+    /// Object sizes of the slab caches a process's task and mm structs are in, bytes
+    /// (/proc/slabinfo, root only; `tree::TASK_SLABS`), where the tree was read: a launcher's
+    /// share of the slab is estimated from them (`tree::task_slab_bytes`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub slab_object_bytes: BTreeMap<String, u64>,
     /// A command's base only: what its gated child, a fork of the conductor, frees when it execs
     /// the command, kB — the pages only it still maps (the conductor's writes after the fork
     /// gave the conductor new copies: `Private_Dirty`) and its page tables (`VmPTE`). Counted as
@@ -74,6 +88,13 @@ impl Snapshot {
             None => kb("MemAvailable")? + pcp,
         };
         Some(available + self.freed_at_exec_kb.unwrap_or(0))
+    }
+
+    /// Whether memory and a command's threads are counted from the run's processes (`tree`)
+    /// rather than the process started alone (`status`): where the tree has more than one, or
+    /// the process started is gone and others of the run are not.
+    pub fn counts_by_tree(&self) -> bool {
+        self.tree.len() > 1 || (self.status.is_empty() && !self.tree.is_empty())
     }
 
     /// The gated child's own memory, freed at its exec (`freed_at_exec_kb`), from its
@@ -232,6 +253,10 @@ pub enum AliveCount {
     /// The process's threads in the snapshot's /proc/PID/status, less those it had before
     /// spawning: the same reading as its RSS.
     ThreadsInSnapshot { before: u64 },
+    /// The OS threads of the run's processes (`processes`, read in the snapshot's `tree`) that
+    /// are not launchers (`launchers` of them), less each one's main thread
+    /// (`tree::task_threads`): a command that runs its program under a shell or `go run`.
+    ThreadsInTree { processes: u64, launchers: u64 },
     /// The workload's live count in its progress event, `lag_ns` before the snapshot.
     Progress { lag_ns: u64 },
     /// The workload's live count when the phase began (the `result` event's alive_at_peak).

@@ -13,6 +13,7 @@ pub mod process;
 pub mod run;
 pub mod sentinels;
 pub mod sysctl;
+pub mod tree;
 pub mod warmup;
 
 use std::fs;
@@ -35,6 +36,7 @@ pub use run::{
 };
 pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};
+pub use tree::ProcessReading;
 pub use warmup::{Touched, TouchedChunk, WarmUpCalibration, WarmUpRecord};
 
 // A run directory's files, written by `run`.

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::analyse::probes::{ProbeCost, ProbeSummary};
+use crate::analyse::processes::Processes;
 use crate::analyse::summary::{memory_unresolved, ExitPath, Summary, ADDS_UP_PERCENT};
 use crate::record::{AliveCount, Fingerprint, PeakChoice, StopAt, WorkloadStop};
 use crate::render::table::{Cell, Table};
@@ -99,6 +100,9 @@ fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
             rows.push(("of which no cgroup is charged for", kb(uncharged)));
         }
         rows.push(("total (RSS + kernel)", kb(m.total_kb)));
+        if let Some(launchers) = m.launchers_kb {
+            rows.push(("+ launchers, apart (not in the total)", kb(launchers)));
+        }
         rows.push(("MemAvailable drop", kb(m.mem_available_drop_kb)));
         if let Some(room) = m.slab_room_used_kb {
             rows.push(("+ slab objects in old slabs' room", kb(room)));
@@ -323,6 +327,19 @@ fn measured_at_line(s: &Summary) -> Option<String> {
             "OS threads in the same /proc/PID/status reading as RSS, less the {before} there when \
              memory counting began"
         ),
+        AliveCount::ThreadsInTree {
+            processes,
+            launchers,
+        } => format!(
+            "OS threads of the run's {} processes in the same readings as their memory, less \
+             each one's main thread{}",
+            count(*processes),
+            match launchers {
+                0 => String::new(),
+                1 => " and the launcher's (a process that holds none of the tasks)".into(),
+                n => format!(" and the {n} launchers' (processes that hold none of the tasks)"),
+            }
+        ),
         AliveCount::Progress { lag_ns } => format!(
             "the workload's live count in its progress event {} before",
             in_unit(*lag_ns as f64, "ns")
@@ -464,6 +481,11 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
             let _ = writeln!(md, "\n{line}");
         }
     }
+    if let Some(p) = &s.processes {
+        let _ = writeln!(md, "\n## The run's processes at the moment measured\n");
+        md.push_str(&processes_table(p).markdown());
+        let _ = writeln!(md, "\n{}", processes_line(s, p));
+    }
     if let Some(line) = stages_line(s) {
         let _ = writeln!(md, "\n{line}");
     }
@@ -496,6 +518,86 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
         }
     }
     md
+}
+
+/// The run's processes at the moment measured, one row each.
+pub fn processes_table(p: &Processes) -> Table {
+    let opt_kb = |v: Option<u64>| v.map_or("—".into(), |v| kb(v as f64));
+    let opt_fkb = |v: Option<f64>| v.map_or("—".into(), kb);
+    let mut t = Table::new([
+        "PID",
+        "command",
+        "threads",
+        "CPU",
+        "RSS",
+        "PSS",
+        "USS",
+        "kernel stacks",
+        "page tables",
+        "task and mm structs (est.)",
+        "holds",
+    ])
+    .right_aligned([0, 2, 3, 4, 5, 6, 7, 8, 9]);
+    for r in &p.rows {
+        t.row([
+            r.pid.to_string(),
+            r.command.clone(),
+            count(r.threads),
+            r.cpu_s.map_or("—".into(), |c| format!("{c:.2} s")),
+            opt_kb(r.rss_kb),
+            opt_kb(r.pss_kb),
+            opt_kb(r.uss_kb),
+            opt_fkb(r.kernel_stack_kb),
+            opt_kb(r.page_tables_kb),
+            opt_fkb(r.task_slab_kb),
+            if r.launcher { "launcher" } else { "tasks" }.to_string(),
+        ]);
+    }
+    t
+}
+
+/// Under the processes' table: the tree summed by PSS, how the kernel parts were read, and the
+/// launchers with their memory beside the per-task figure.
+fn processes_line(s: &Summary, p: &Processes) -> String {
+    let mut line = match p.pss_kb {
+        Some(pss) => format!(
+            "Summed by PSS, the {} held {} (each page once, however many of them map it; RSS is not summed: it counts a shared page once per process).",
+            if p.rows.len() == 1 { "process".to_string() } else { format!("{} processes", count(p.rows.len() as u64)) },
+            kb(pss as f64)
+        ),
+        None => "Not summed: smaps_rollup was not read for every process at this moment (RSS is not summed in its place: it counts a shared page once per process).".into(),
+    };
+    let _ = write!(
+        line,
+        " Kernel stacks: threads × {} (the host's KernelStack over its tasks); task and mm structs: {}.",
+        p.kernel_stack_size_kb.map_or("?".into(), kb),
+        p.task_slab_estimate
+    );
+    let launchers: Vec<String> = p
+        .rows
+        .iter()
+        .filter(|r| r.launcher)
+        .map(|r| format!("PID {} {}", r.pid, r.command))
+        .collect();
+    if !launchers.is_empty() {
+        let held = match (
+            s.memory_per_task.as_ref().and_then(|m| m.launchers_kb),
+            s.alive_at_peak,
+        ) {
+            (Some(per), Some(alive)) => format!(
+                ": {} in all ({} per task), said beside the per-task figure, not in it",
+                kb(per * alive as f64),
+                kb(per)
+            ),
+            _ => String::new(),
+        };
+        let _ = write!(
+            line,
+            " Launchers (processes that hold none of the tasks: one that started another process of the run and runs no more threads than it has children there, or fewer than a process below it): {}{held}.",
+            launchers.join(", ")
+        );
+    }
+    line
 }
 
 /// A probe figure in its unit: counts as numbers, ns as time, bytes in binary units.
@@ -700,6 +802,20 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     }
     if let Some(line) = exit_path_line(s) {
         let _ = writeln!(out, "  {line}");
+    }
+    // A tree of processes: each on a line, and the sum.
+    if let Some(p) = s.processes.as_ref().filter(|p| p.rows.len() > 1) {
+        let _ = writeln!(out, "  the run's processes at the moment measured:");
+        let table = processes_table(p);
+        for row in &table.rows {
+            let cells: Vec<&str> = row.iter().map(Cell::text).collect();
+            let _ = writeln!(
+                out,
+                "\t{} {} — {} threads, CPU {}, RSS {}, PSS {}, USS {} ({})",
+                cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[10]
+            );
+        }
+        let _ = writeln!(out, "  {}", processes_line(s, p));
     }
     if let Some(line) = stages_line(s) {
         let _ = writeln!(out, "  {line}");

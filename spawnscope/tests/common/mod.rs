@@ -81,6 +81,23 @@ pub fn build_sleepers() -> Option<PathBuf> {
     built.then_some(out)
 }
 
+/// tests/programs/threads-c (C, pthreads), built with the host's C compiler into the temporary
+/// directory: `threads N HOLD_SECONDS [TOUCH_PAGES]`, N threads each touching TOUCH_PAGES (4)
+/// pages of its stack, all held HOLD_SECONDS, a line "all N holding" when all have. None when
+/// there is no C compiler.
+pub fn build_threads_c() -> Option<PathBuf> {
+    let out = std::env::temp_dir().join(format!("spawnscope-threads-c-{}", std::process::id()));
+    let source = repo_root().join("spawnscope/tests/programs/threads-c/threads.c");
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(compiler)
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&out)
+        .arg(source)
+        .status()
+        .is_ok_and(|s| s.success());
+    built.then_some(out)
+}
+
 pub const KEYS: [&str; 3] = ["vm/max_map_count", "kernel/pid_max", "kernel/threads-max"];
 
 pub fn sysctls() -> BTreeMap<&'static str, u64> {
