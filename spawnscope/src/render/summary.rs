@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::analyse::probes::{ProbeCost, ProbeSummary};
-use crate::analyse::processes::Processes;
+use crate::analyse::processes::{ProcessRow, Processes};
 use crate::analyse::summary::{memory_unresolved, ExitPath, Summary, ADDS_UP_PERCENT};
 use crate::record::{AliveCount, Fingerprint, PeakChoice, StopAt, WorkloadStop};
 use crate::render::table::{Cell, Table};
@@ -483,7 +483,7 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     }
     if let Some(p) = &s.processes {
         let _ = writeln!(md, "\n## The run's processes at the moment measured\n");
-        md.push_str(&processes_table(p).markdown());
+        md.push_str(&processes_table(p, TREE_ROWS_MD).markdown());
         let _ = writeln!(md, "\n{}", processes_line(s, p));
     }
     if let Some(line) = stages_line(s) {
@@ -520,8 +520,33 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     md
 }
 
-/// The run's processes at the moment measured, one row each.
-pub fn processes_table(p: &Processes) -> Table {
+/// Rows of the processes' table shown in summary.md and on the terminal: a processes run holds
+/// one process per task (summary.json keeps every row).
+const TREE_ROWS_MD: usize = 20;
+const TREE_ROWS_TERMINAL: usize = 6;
+
+/// The rows shown when there are more than `most`: the launchers, then the processes holding the
+/// most (PSS, else RSS), in PID order; the others summed in one last row.
+fn shown_rows(p: &Processes, most: usize) -> (Vec<&ProcessRow>, Vec<&ProcessRow>) {
+    if p.rows.len() <= most {
+        return (p.rows.iter().collect(), Vec::new());
+    }
+    let mut by_weight: Vec<&ProcessRow> = p.rows.iter().collect();
+    by_weight.sort_by_key(|r| {
+        (
+            !r.launcher,
+            std::cmp::Reverse(r.pss_kb.or(r.rss_kb).unwrap_or(0)),
+            r.pid,
+        )
+    });
+    let rest = by_weight.split_off(most.saturating_sub(1).max(1));
+    by_weight.sort_by_key(|r| r.pid);
+    (by_weight, rest)
+}
+
+/// The run's processes at the moment measured, one row each — at most `most` rows, the rest
+/// summed in the last ("N more processes").
+pub fn processes_table(p: &Processes, most: usize) -> Table {
     let opt_kb = |v: Option<u64>| v.map_or("—".into(), |v| kb(v as f64));
     let opt_fkb = |v: Option<f64>| v.map_or("—".into(), kb);
     let mut t = Table::new([
@@ -538,7 +563,8 @@ pub fn processes_table(p: &Processes) -> Table {
         "holds",
     ])
     .right_aligned([0, 2, 3, 4, 5, 6, 7, 8, 9]);
-    for r in &p.rows {
+    let (shown, rest) = shown_rows(p, most);
+    for r in shown {
         t.row([
             r.pid.to_string(),
             r.command.clone(),
@@ -551,6 +577,36 @@ pub fn processes_table(p: &Processes) -> Table {
             opt_kb(r.page_tables_kb),
             opt_fkb(r.task_slab_kb),
             if r.launcher { "launcher" } else { "tasks" }.to_string(),
+        ]);
+    }
+    if !rest.is_empty() {
+        // A sum where every row has the figure, else "—": a partial sum would read as the whole.
+        let sum_u = |f: fn(&ProcessRow) -> Option<u64>| {
+            rest.iter()
+                .map(|r| f(r))
+                .sum::<Option<u64>>()
+                .map_or("—".into(), |v| kb(v as f64))
+        };
+        let sum_f =
+            |f: fn(&ProcessRow) -> Option<f64>| rest.iter().map(|r| f(r)).sum::<Option<f64>>();
+        let launchers = rest.iter().filter(|r| r.launcher).count();
+        t.row([
+            "…".into(),
+            format!("{} more processes, summed", count(rest.len() as u64)),
+            count(rest.iter().map(|r| r.threads).sum()),
+            sum_f(|r| r.cpu_s).map_or("—".into(), |c| format!("{c:.2} s")),
+            // RSS summed counts a shared page once per process: said as such, never the tree's.
+            format!("{} (summed)", sum_u(|r| r.rss_kb)),
+            sum_u(|r| r.pss_kb),
+            sum_u(|r| r.uss_kb),
+            sum_f(|r| r.kernel_stack_kb).map_or("—".into(), kb),
+            sum_u(|r| r.page_tables_kb),
+            sum_f(|r| r.task_slab_kb).map_or("—".into(), kb),
+            if launchers > 0 {
+                format!("tasks ({launchers} launchers)")
+            } else {
+                "tasks".into()
+            },
         ]);
     }
     t
@@ -806,7 +862,7 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     // A tree of processes: each on a line, and the sum.
     if let Some(p) = s.processes.as_ref().filter(|p| p.rows.len() > 1) {
         let _ = writeln!(out, "  the run's processes at the moment measured:");
-        let table = processes_table(p);
+        let table = processes_table(p, TREE_ROWS_TERMINAL);
         for row in &table.rows {
             let cells: Vec<&str> = row.iter().map(Cell::text).collect();
             let _ = writeln!(
@@ -953,6 +1009,41 @@ const KEY_PROBES: &[(&str, bool)] = &[
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_tree_of_a_thousand_processes_shows_its_launcher_and_heaviest_and_sums_the_rest() {
+        let row = |pid: u32, pss: u64, launcher: bool| ProcessRow {
+            pid,
+            command: format!("p{pid}"),
+            threads: 1,
+            rss_kb: Some(500),
+            pss_kb: Some(pss),
+            uss_kb: Some(40),
+            launcher,
+            ..ProcessRow::default()
+        };
+        let mut rows = vec![row(1, 700, true)];
+        rows.extend((2..=1001).map(|pid| row(pid, if pid == 500 { 90 } else { 45 }, false)));
+        let p = Processes {
+            rows,
+            ..Processes::default()
+        };
+        let t = processes_table(&p, 6);
+        assert_eq!(t.rows.len(), 6);
+        let first: Vec<&str> = t.rows.iter().map(|r| r[0].text()).collect();
+        assert_eq!(first[0], "1", "the launcher first: {first:?}");
+        assert!(first.contains(&"500"), "the heaviest: {first:?}");
+        let last: Vec<&str> = t.rows[5].iter().map(|c| c.text()).collect();
+        assert_eq!(last[1], "996 more processes, summed");
+        assert_eq!(last[2], "996");
+        assert_eq!(last[5], kb(996.0 * 45.0));
+        // A small tree is shown whole.
+        let small = Processes {
+            rows: p.rows[..3].to_vec(),
+            ..Processes::default()
+        };
+        assert_eq!(processes_table(&small, 6).rows.len(), 3);
+    }
+
     use super::*;
     use crate::analyse::summary::{MemoryPerTask, TimePerTask};
 
