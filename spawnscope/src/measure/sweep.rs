@@ -672,7 +672,7 @@ pub fn compare(
 }
 
 /// The sweep's end line, when a run did not complete or completed with wrong counts: "1 of 12
-/// runs did not complete; 2 completed with their counts WRONG (a cross-check failed: each run's
+/// runs did not complete; 2 of 12 runs completed with their counts WRONG (a cross-check failed: each run's
 /// summary says which)". The matrix went on past them; the exit code says the worst (4, else 5).
 fn end_line(not_complete: usize, counts_wrong: usize, runs: usize) -> Option<String> {
     let mut said = Vec::new();
@@ -681,8 +681,8 @@ fn end_line(not_complete: usize, counts_wrong: usize, runs: usize) -> Option<Str
     }
     if counts_wrong > 0 {
         said.push(format!(
-            "{counts_wrong} of {runs} completed with their counts WRONG (a cross-check failed: \
-             each run's summary says which)"
+            "{counts_wrong} of {runs} runs completed with their counts WRONG (a cross-check \
+             failed: each run's summary says which)"
         ));
     }
     (!said.is_empty()).then(|| said.join("; "))
@@ -705,6 +705,19 @@ fn note_cell(plan: &mut Plan, job: &Job, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_end_line_says_the_runs_that_failed_and_those_whose_counts_are_wrong() {
+        assert_eq!(end_line(0, 0, 12), None);
+        assert_eq!(
+            end_line(1, 2, 12).as_deref(),
+            Some(
+                "1 of 12 runs did not complete; 2 of 12 runs completed with their counts WRONG \
+                 (a cross-check failed: each run's summary says which)"
+            )
+        );
+        assert!(end_line(0, 1, 1).is_some_and(|l| l.starts_with("1 of 1 runs completed")));
+    }
 
     fn est(fits: bool, largest_n: u64) -> Estimate {
         Estimate {
