@@ -4,7 +4,7 @@
 #   nix run                       the main job, as `sudo ./scripts/trace.sh` with no arguments (root)
 #   nix run .#spawnscope -- ARGS  the conductor, wired to the Nix-built workloads, bpftrace and perf
 #   nix run .#goroutines -- hold --n 1000        a workload on its own (no root needed; also
-#                                                .#threads, .#tokio-tasks)
+#                                                .#threads, .#tokio-tasks, .#processes)
 #   nix build && sudo ./result/bin/spawnscope-trace     the main job as root, from a build
 #   nix develop                   every tool the project builds, tests and traces with
 #
@@ -121,6 +121,22 @@
             };
           };
 
+          # One forked process per task: std only, like threads.
+          processes = rustPackage {
+            pname = "processes";
+            cargoBuildFlags = [
+              "--package"
+              "processes"
+            ];
+            postInstall = ''
+              mv "$out/bin/processes" "$out/bin/spawnscope-processes"
+            '';
+            meta = meta // {
+              description = "spawnscope workload: N forked processes (fork and pipes), JSON Lines on stdout";
+              mainProgram = "spawnscope-processes";
+            };
+          };
+
           goroutines = pkgs.buildGoModule {
             pname = "goroutines";
             # Pure Go: `net` (serve) would otherwise link cgo and start its threads through glibc.
@@ -181,7 +197,8 @@
           };
 
           # The conductor as users run it: it finds the Nix-built workloads through
-          # SPAWNSCOPE_THREADS_BIN / SPAWNSCOPE_GOROUTINES_BIN / SPAWNSCOPE_TOKIO_BIN and bpftrace,
+          # SPAWNSCOPE_THREADS_BIN / SPAWNSCOPE_GOROUTINES_BIN / SPAWNSCOPE_TOKIO_BIN /
+          # SPAWNSCOPE_PROCESSES_BIN and bpftrace,
           # perf and inferno on PATH; `run` and `compare` say how to re-run with sudo when started
           # without root.
           spawnscope = pkgs.writeShellApplication {
@@ -197,6 +214,7 @@
               SPAWNSCOPE_THREADS_BIN = lib.getExe threads;
               SPAWNSCOPE_GOROUTINES_BIN = lib.getExe goroutines;
               SPAWNSCOPE_TOKIO_BIN = lib.getExe tokio-tasks;
+              SPAWNSCOPE_PROCESSES_BIN = lib.getExe processes;
             };
             text = builtins.readFile ./nix/spawnscope.sh;
             meta = meta // {
@@ -225,13 +243,14 @@
               threads
               goroutines
               tokio-tasks
+              processes
             ];
             # The conductor's completions and man page (built with it; its bin/ is the wrapper's).
             postBuild = ''
               ln -s ${spawnscope-unwrapped}/share "$out/share"
             '';
             meta = meta // {
-              description = "spawnscope: the main job, the conductor and the three workloads";
+              description = "spawnscope: the main job, the conductor and the four workloads";
               mainProgram = "spawnscope-trace";
             };
           };
@@ -249,6 +268,7 @@
             threads
             goroutines
             tokio-tasks
+            processes
             spawnscope
             spawnscope-unwrapped
             ;
@@ -270,6 +290,7 @@
           threads = app p.threads;
           goroutines = app p.goroutines;
           tokio-tasks = app p.tokio-tasks;
+          processes = app p.processes;
           spawnscope = app p.spawnscope;
         }
       );

@@ -222,6 +222,21 @@ func runtimeStats() object {
 		with("os_threads_created", pprof.Lookup("threadcreate").Count())
 }
 
+// rusageWithThreads reads getrusage and the OS threads the runtime has made (pprof's
+// threadcreate count) at one moment: the count is read before and after the call, again until
+// the two agree. The runtime may start an M at any time (one for a blocked syscall, one more P
+// woken after the peak); the probes' "threads created" check cuts its count at this very call,
+// so the count it is held against must be this call's, not the peak's.
+func rusageWithThreads() (object, int) {
+	for {
+		before := pprof.Lookup("threadcreate").Count()
+		ru := rusageObject()
+		if after := pprof.Lookup("threadcreate").Count(); after == before {
+			return ru, after
+		}
+	}
+}
+
 func (h *harness) phaseSpan(name string) (uint64, bool) {
 	for i := 0; i+1 < len(h.phases); i++ {
 		if h.phases[i].name == name {
@@ -263,6 +278,11 @@ func (h *harness) finish(t *throughput) int {
 	if h.serve != nil {
 		serveObject = h.serve.object(h.spawned)
 	}
+	ru, threads := rusageWithThreads()
+	stats := h.peakStats
+	if stats != nil {
+		stats = append(object{}, stats...).with("os_threads_at_getrusage", threads)
+	}
 	h.emit(object{}.
 		with("event", "result").
 		with("schema", schemaVersion).
@@ -280,9 +300,9 @@ func (h *harness) finish(t *throughput) int {
 		with("spawn_ns_per_task", perTask).
 		with("throughput", rate).
 		with("serve", serveObject).
-		with("rusage", rusageObject()).
+		with("rusage", ru).
 		with("status_at_peak", h.peakStatus).
-		with("runtime_stats", h.peakStats))
+		with("runtime_stats", stats))
 	switch {
 	case h.outputFailed:
 		return 1

@@ -5,6 +5,7 @@
 #   SPAWNSCOPE_THREADS_BIN      the Nix-built `threads`, read by the conductor
 #   SPAWNSCOPE_GOROUTINES_BIN   the Nix-built `goroutines`, read by the conductor
 #   SPAWNSCOPE_TOKIO_BIN        the Nix-built `tokio-tasks`, read by the conductor
+#   SPAWNSCOPE_PROCESSES_BIN    the Nix-built `processes`, read by the conductor
 # `run` and `compare` tune sysctls, make cgroups and load eBPF programs, so they need root; asked
 # without it, this says how to re-run with the same store paths and runs nothing.
 

@@ -265,6 +265,8 @@ enum sc_state {
 	SC_ST_FUTEX_ADDRS_FULL,  /* ops on addresses futex_addrs had no room for */
 	SC_ST_LOCK_NESTING_LOST, /* contention_begin deeper than the two levels kept */
 	SC_ST_WAITS_LOST,        /* waits not timed: their tid's slot held another task's wait */
+	SC_ST_RUN_FULL,          /* processes of the run run_tgids had no room for: not followed */
+	SC_ST_RUN_PROCESSES,     /* processes the run_tgids map followed (the target not counted) */
 	SC_NR_STATE
 };
 
@@ -282,6 +284,7 @@ enum sc_cfg {
 	SC_CFG_TLB_FUNC,         /* address of flush_tlb_func (kallsyms), 0 unknown */
 	SC_CFG_CPU_WORDS,        /* longs in a cpumask: ceil(nr_cpu_ids / 64) */
 	SC_CFG_WAIT_SLOTS,       /* slots of waits_by_tid, a power of two: slot = tid & (slots - 1) */
+	SC_CFG_CGROUP_ID,        /* the run's v2 cgroup id: the run is its tasks; 0: the target's tree */
 	SC_NR_CFG
 };
 

@@ -92,6 +92,20 @@ struct mm_struct {
 	struct percpu_counter rss_stat[4];	/* indexed by MM_FILEPAGES.. MM_SHMEMPAGES */
 };
 
+/* The run's cgroup on the v2 (default) hierarchy: task->cgroups->dfl_cgrp->kn->id is the id
+ * bpf_get_current_cgroup_id() returns for the current task (the directory's inode number). */
+struct kernfs_node {
+	u64 id;
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+};
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+};
+
 struct task_struct {
 	unsigned int __state;
 	unsigned int flags;
@@ -105,6 +119,9 @@ struct task_struct {
 	struct mm_struct *mm;
 	struct sighand_struct *sighand;
 	int pagefault_disabled;
+	struct css_set *cgroups;
+	struct task_struct *group_leader;
+	u64 start_time;
 };
 
 struct vm_area_struct {

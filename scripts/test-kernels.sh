@@ -101,6 +101,12 @@ if [ "$suite" = full ]; then
   (cd spawnscope/tests/programs/sleepers && go build -o "$REPO_ROOT/target/kernel-suite/sleepers" .) ||
     warn "could not build spawnscope/tests/programs/sleepers: the command check will fail"
 fi
+# Every suite's process-tree check runs the tests' C program whose children make the threads.
+say "building the tests' C program for the process-tree check (target/kernel-suite/forked-threads)"
+mkdir -p target/kernel-suite
+cc -O2 -pthread -o target/kernel-suite/forked-threads \
+  spawnscope/tests/programs/forked-threads/forked-threads.c ||
+  warn "could not build spawnscope/tests/programs/forked-threads: the process-tree check will fail"
 
 # package_of KERNEL: the linux-image-…-unsigned package of a series (its newest) or a release.
 package_of() {

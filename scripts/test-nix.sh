@@ -9,12 +9,12 @@
 #   5. the writeShellApplication scripts pass shellcheck, as nixpkgs checks them when built
 #   6. the packages in $NIX_CHECK_BUILD are built; their main programs, and the apps that run
 #      them, exist and are executable
-# Then `nix run .#goroutines -- hold --n 1000` (and threads, tokio-tasks), the app scripts' own behaviour
+# Then `nix run .#goroutines -- hold --n 1000` (and threads, tokio-tasks, processes), the app scripts' own behaviour
 # (root / not root, what the main job runs), and broken copies of the flake that the check must
 # refuse, each for its own reason. The real files are never modified: all of it runs on copies.
 # Installs Debian's nix-bin when nix is missing (root); prints SKIP and exits 77 when nix cannot be had.
 # Usage: ./scripts/test-nix.sh              Exit status: 0 when every case passed, 77 skipped.
-#   NIX_CHECK_BUILD="threads goroutines tokio-tasks spawnscope-unwrapped"   the packages built
+#   NIX_CHECK_BUILD="threads goroutines tokio-tasks processes spawnscope-unwrapped"   the packages built
 #                                            (default; the others are evaluated only)
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
@@ -40,7 +40,7 @@ add_toolchain_paths
 command -v cargo >/dev/null 2>&1 || die "cargo not found: the stand-in builds with the host's cargo"
 command -v go >/dev/null 2>&1 || die "go not found: the stand-in builds with the host's go"
 
-read -r -a BUILD <<<"${NIX_CHECK_BUILD:-threads goroutines tokio-tasks spawnscope-unwrapped}"
+read -r -a BUILD <<<"${NIX_CHECK_BUILD:-threads goroutines tokio-tasks processes spawnscope-unwrapped}"
 
 # Offline, no binary cache, builds as root without sandbox (the stand-in's builders read the host's
 # ~/.cargo and ~/.rustup), flakes enabled.
@@ -234,6 +234,7 @@ hold_1000() {
 case_passes "nix run .#goroutines -- hold --n 1000 (the real program, built by Nix)" hold_1000 goroutines
 case_passes "nix run .#threads -- hold --n 1000 (the real program, built by Nix)" hold_1000 threads
 case_passes "nix run .#tokio-tasks -- hold --n 1000 (the real program, built by Nix)" hold_1000 tokio-tasks
+case_passes "nix run .#processes -- hold --n 1000 (the real program, built by Nix)" hold_1000 processes
 
 # out_path PACKAGE: the store path of a package the offline check built.
 out_path() {
@@ -245,21 +246,23 @@ out_path() {
 # The conductor's completions and man page where installShellFiles puts them, each naming the
 # subcommands; the workloads under names no other program has, and not under the common ones.
 installed_files() {
-  local unwrapped threads goroutines tokio file
+  local unwrapped threads goroutines tokio processes file
   unwrapped=$(out_path spawnscope-unwrapped) && threads=$(out_path threads) &&
-    goroutines=$(out_path goroutines) && tokio=$(out_path tokio-tasks) || return 1
+    goroutines=$(out_path goroutines) && tokio=$(out_path tokio-tasks) &&
+    processes=$(out_path processes) || return 1
   for file in share/bash-completion/completions/spawnscope.bash share/zsh/site-functions/_spawnscope \
     share/fish/vendor_completions.d/spawnscope.fish share/man/man1/spawnscope.1; do
     printf '%s: ' "$file"
     grep -c -e compare "$unwrapped/$file" || return 1
   done
   grep -q '^\.TH spawnscope 1' "$unwrapped/share/man/man1/spawnscope.1" || return 1
-  ls "$threads/bin" "$goroutines/bin" "$tokio/bin"
+  ls "$threads/bin" "$goroutines/bin" "$tokio/bin" "$processes/bin"
   [ -x "$threads/bin/spawnscope-threads" ] && [ ! -e "$threads/bin/threads" ] &&
     [ -x "$goroutines/bin/spawnscope-goroutines" ] && [ ! -e "$goroutines/bin/goroutines" ] &&
-    [ -x "$tokio/bin/spawnscope-tokio-tasks" ] && [ ! -e "$tokio/bin/tokio-tasks" ]
+    [ -x "$tokio/bin/spawnscope-tokio-tasks" ] && [ ! -e "$tokio/bin/tokio-tasks" ] &&
+    [ -x "$processes/bin/spawnscope-processes" ] && [ ! -e "$processes/bin/processes" ]
 }
-case_passes "nix build: completions and the man page installed; workloads as spawnscope-threads, spawnscope-goroutines, spawnscope-tokio-tasks" installed_files
+case_passes "nix build: completions and the man page installed; workloads as spawnscope-threads, spawnscope-goroutines, spawnscope-tokio-tasks, spawnscope-processes" installed_files
 
 # --- The scripts behind the apps, run as they are written (with the preamble's bash options),
 # with a fake conductor / fake spawnscope that log their arguments.

@@ -24,6 +24,8 @@ pub(crate) struct Meta {
     pub per_thread: bool,
     /// Whether the syscalls that serve requests were asked for (Config::net_syscalls).
     pub net_syscalls: bool,
+    /// Whether the run's cgroup selected its tasks (else its process tree was followed).
+    pub by_cgroup: bool,
     pub errors: Vec<String>,
     /// The held child's counters from /proc, read before the probes were attached.
     pub held: Option<PreExec>,
@@ -129,6 +131,16 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
             nv_untracked: st[state::NV_UNTRACKED],
             task_storage: support.task_storage,
             vma_lookups_busy: st[state::VMA_BUSY],
+            run_selected_by: Some(
+                if meta.by_cgroup {
+                    "cgroup"
+                } else {
+                    "process tree"
+                }
+                .into(),
+            ),
+            processes_followed: st[state::RUN_PROCESSES],
+            processes_not_followed: st[state::RUN_FULL],
             execs: st[state::EXECS],
             read_errors: meta.errors,
         },
@@ -355,6 +367,7 @@ mod tests {
             fault_kinds: FaultKinds::StackHeap,
             per_thread: true,
             net_syscalls: false,
+            by_cgroup: true,
             errors: Vec::new(),
             held: None,
             support: Support::default(),

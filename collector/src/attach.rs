@@ -356,6 +356,7 @@ fn attempt(
             "series" | "rss" => map.set_max_entries(sizing.buckets),
             "tasks" => map.set_max_entries(sizing.tasks),
             "nv_by_tid" => map.set_max_entries(sizing.nv_slots),
+            "run_tgids" => map.set_max_entries(sizing.run_processes),
             // Without kernel BTF the kernel cannot make task storage: the programs' uses of it
             // sit behind cfg SC_CFG_TASK_STORAGE = 0, which the verifier prunes.
             "waits_by_tid" => map.set_max_entries(if kernel.task_storage {
@@ -478,6 +479,7 @@ fn config_words(cfg: &Config, sizing: &Sizing, kernel: &Kernel) -> Vec<u64> {
     } else {
         1
     };
+    words[cfg_idx::CGROUP_ID] = cfg.run_cgroup_id.unwrap_or(0);
     words
 }
 

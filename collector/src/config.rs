@@ -6,9 +6,16 @@ use crate::model::{FaultKinds, ProgramRates};
 /// What to trace and how big to make the kernel-side maps.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// PID of the process to trace: counting starts when it execs, and covers every thread of
-    /// its thread group.
+    /// PID of the process launched: counting starts when it execs. The run it covers is every
+    /// task of `run_cgroup_id`'s cgroup or, without one, this process and every process forked
+    /// from it or its descendants (their threads included).
     pub target_pid: u32,
+    /// The id of the run's cgroup on the v2 hierarchy (the directory's inode number, what
+    /// `bpf_get_current_cgroup_id` returns), which the target joined before exec: the probes count
+    /// that cgroup's tasks. None: they follow the target's process tree from its forks instead
+    /// (a host without a v2 hierarchy, or a run without a cgroup), in a map sized from
+    /// `expected_tasks`; processes it had no room for are counted in the report's diagnostics.
+    pub run_cgroup_id: Option<u64>,
     /// The most tasks the workload will spawn (its N). Sizes the per-thread map, capped at the
     /// kernel's pid_max since no process can hold more threads than that.
     pub expected_tasks: u64,
@@ -62,6 +69,7 @@ impl Config {
     pub fn new(target_pid: u32, expected_tasks: u64) -> Self {
         Config {
             target_pid,
+            run_cgroup_id: None,
             expected_tasks,
             bucket_ns: 100_000_000,
             max_duration_ns: 20 * 60 * 1_000_000_000,

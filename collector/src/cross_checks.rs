@@ -79,9 +79,46 @@ impl Report {
     ///   says where that count comes from. None: the tasks are not threads and nobody said how
     ///   many threads to expect, so there is no such check.
     pub fn cross_checks(&self, rusage: &Rusage, threads: Option<(u64, &str)>) -> Vec<CrossCheck> {
+        self.cross_checks_against(rusage, threads, RusageFrom::LastGetrusage)
+    }
+
+    /// The same checks against the rusage wait4 returned for the launched process once it
+    /// exited: every task of the run that it or its descendants reaped, over the whole run — so
+    /// the counts compared are the run's totals, never a cut at the launched process's own last
+    /// getrusage (a command that calls getrusage, the threads workload run as a command, would
+    /// otherwise leave out everything after that call: its threads' exits).
+    pub fn cross_checks_of_wait4(
+        &self,
+        rusage: &Rusage,
+        threads: Option<(u64, &str)>,
+    ) -> Vec<CrossCheck> {
+        self.cross_checks_against(rusage, threads, RusageFrom::Wait4)
+    }
+
+    fn cross_checks_against(
+        &self,
+        rusage: &Rusage,
+        threads: Option<(u64, &str)>,
+        from: RusageFrom,
+    ) -> Vec<CrossCheck> {
         let mut notes = Vec::new();
-        let window = match &self.rusage_basis.at_last_getrusage {
+        let cut = match from {
+            RusageFrom::LastGetrusage => self.rusage_basis.at_last_getrusage.as_ref(),
+            RusageFrom::Wait4 => {
+                notes.push(
+                    "rusage from wait4 (the launched process and every descendant it reaped): \
+                     compared with the whole run's counts"
+                        .to_string(),
+                );
+                None
+            }
+        };
+        let window = match cut {
             Some(window) => window.clone(),
+            None if from == RusageFrom::Wait4 => CutWindow {
+                entered: self.rusage_basis.total.clone(),
+                returned: self.rusage_basis.total.clone(),
+            },
             None => {
                 notes.push(format!(
                     "counts are totals: {} getrusage calls and {} returns seen, no cut at the last",
@@ -93,6 +130,13 @@ impl Report {
                 }
             }
         };
+        let unfollowed = self.diagnostics.processes_not_followed;
+        if unfollowed > 0 {
+            notes.push(format!(
+                "{unfollowed} processes of the run not followed (the map of its processes was \
+                 full): their tasks were not counted"
+            ));
+        }
         let pre = self.rusage_basis.pre_exec.clone();
         match &pre {
             None => notes.push("the task's counters at exec are unknown".into()),
@@ -233,11 +277,29 @@ impl Report {
                 0,
                 &["task:task_newtask"],
                 with_common(format!(
-                    "observed = task_newtask with CLONE_THREAD from the target; expected = {from}"
+                    "observed = task_newtask with CLONE_THREAD by the run's tasks; expected = {from}"
                 )),
             ));
         }
         checks
+    }
+
+    /// Processes created by the run's tasks (task_newtask without CLONE_THREAD) vs `expected`
+    /// (`from` says whose count that is: a workload of one process per task forks each), over
+    /// the whole run: the processes runtime's own check beside the rusage ones.
+    pub fn processes_created_check(&self, expected: u64, from: &str) -> CrossCheck {
+        let forked = self.total("new_processes");
+        self.check(
+            "processes created vs forked",
+            expected,
+            (forked, forked),
+            0,
+            &["task:task_newtask"],
+            format!(
+                "observed = task_newtask without CLONE_THREAD by the run's tasks, over the whole \
+                 run; expected = {from}"
+            ),
+        )
     }
 
     pub(crate) fn attach_of(&self, probe: &str) -> Option<Attach> {
@@ -282,6 +344,16 @@ impl Report {
             basis,
         }
     }
+}
+
+/// Which rusage the counts are held against.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RusageFrom {
+    /// The workload's own getrusage(RUSAGE_SELF), in its result event: the counts cut at its
+    /// last call.
+    LastGetrusage,
+    /// wait4's, when the launched process has exited: the whole run.
+    Wait4,
 }
 
 fn switch_basis(counts: &CutCounts, voluntary: bool, pre: u64, attach: Option<Attach>) -> String {
@@ -390,6 +462,9 @@ mod tests {
                 task_storage: false,
                 net_syscalls: false,
                 vma_lookups_busy: 0,
+                run_selected_by: None,
+                processes_followed: 0,
+                processes_not_followed: 0,
                 execs: 1,
                 read_errors: Vec::new(),
             },

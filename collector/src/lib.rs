@@ -183,6 +183,7 @@ impl Collector {
             fault_kinds: cfg.fault_kinds,
             per_thread: cfg.per_thread,
             net_syscalls: cfg.net_syscalls,
+            by_cgroup: cfg.run_cgroup_id.is_some(),
             errors,
             held,
             support: waits::Support {

@@ -225,6 +225,17 @@ pub struct Diagnostics {
     pub net_syscalls: bool,
     /// VMA lookups that found mmap_lock held for writing (their faults count as `fault_other`).
     pub vma_lookups_busy: u64,
+    /// How the run's tasks were told from the rest: "cgroup" (every task of the run's v2 cgroup),
+    /// "process tree" (the launched process and the processes forked from it, followed by
+    /// task_newtask), or absent in files from before a run was more than its one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_selected_by: Option<String>,
+    /// Processes the run forked besides the launched one, followed by their tgid (process tree
+    /// only), and those the map had no room for: their tasks were not counted.
+    #[serde(default)]
+    pub processes_followed: u64,
+    #[serde(default)]
+    pub processes_not_followed: u64,
     pub execs: u64,
     pub read_errors: Vec<String>,
 }

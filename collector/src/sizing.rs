@@ -14,6 +14,9 @@ pub(crate) struct Sizing {
     pub nv_slots: u32,
     /// Slots of the wait-starts array, a power of two (see `wait_slots`).
     pub wait_slots: u32,
+    /// Entries of the map of the run's processes followed by fork (1, unused, when the run's
+    /// cgroup selects its tasks): see `run_processes`.
+    pub run_processes: u32,
     /// Time buckets of the series.
     pub buckets: u32,
     pub bucket_ns: u64,
@@ -38,6 +41,11 @@ impl Sizing {
                 pid_max.clamp(1, 1 << 22) as u32
             },
             wait_slots: wait_slots(cfg.expected_tasks, pid_max),
+            run_processes: if cfg.run_cgroup_id.is_some() {
+                1
+            } else {
+                run_processes(cfg.expected_tasks, pid_max)
+            },
             buckets: cfg.max_duration_ns.div_ceil(bucket_ns).clamp(1, 1 << 20) as u32,
             bucket_ns,
         }
@@ -48,6 +56,13 @@ impl Sizing {
 /// threads), plus room for the runtime's own threads.
 fn tasks(expected_tasks: u64, pid_max: u64) -> u32 {
     (expected_tasks.min(pid_max) + 1024).min(1 << 24) as u32
+}
+
+/// Entries of the map of the run's processes when they are followed by fork: one per task
+/// expected (a task may be a process) and room for launchers and helpers, never more than
+/// pid_max (no more processes can exist at once) nor 2^20 (a preallocated hash: about 64 MB).
+fn run_processes(expected_tasks: u64, pid_max: u64) -> u32 {
+    (expected_tasks + 1024).min(pid_max.max(1024)).min(1 << 20) as u32
 }
 
 /// Slots of the wait-starts array (slot = tid & (slots - 1)): one per possible tid when pid_max
@@ -72,6 +87,13 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn the_followed_processes_fit_the_tasks_and_never_pass_pid_max() {
+        assert_eq!(run_processes(2_000, 32_768), 3_024);
+        assert_eq!(run_processes(100_000, 32_768), 32_768);
+        assert_eq!(run_processes(10_000_000, 1 << 22), 1 << 20);
+    }
 
     #[test]
     fn the_per_thread_map_is_capped_by_pid_max() {

@@ -29,6 +29,7 @@ const SUMMARY: &[(&str, &str)] = &[
     ("clone_calls", "clone calls (Go)"),
     ("clone3_calls", "clone3 calls (glibc)"),
     ("new_threads", "tasks created (task_newtask)"),
+    ("new_processes", "processes created (fork)"),
     ("thread_exits", "tasks exited"),
     ("switches_voluntary", "voluntary switches (blocked)"),
     ("switches_involuntary", "involuntary switches (preempted)"),
@@ -182,6 +183,8 @@ impl Report {
         SUMMARY
             .iter()
             .filter(|(name, _)| self.fault_kind_counted(name))
+            // Shown for a run that forked; a workload of threads or goroutines never does.
+            .filter(|(name, _)| *name != "new_processes" || self.total(name) > 0)
             .filter_map(|&(name, _)| {
                 let parts = parts(name);
                 if parts.is_empty() {
@@ -238,6 +241,7 @@ mod tests {
             fault_kinds,
             per_thread: true,
             net_syscalls: false,
+            by_cgroup: true,
             errors: Vec::new(),
             held: None,
             support: Default::default(),
@@ -281,6 +285,7 @@ mod tests {
             nr_buckets: 12_000,
             fault_kinds: FaultKinds::Off,
             per_thread: false,
+            by_cgroup: true,
             net_syscalls: true,
             errors: Vec::new(),
             held: None,

@@ -87,6 +87,7 @@ in
                 "threads"
                 "goroutines"
                 "tokio-tasks"
+                "processes"
                 "spawnscope"
               ] (attrNames (packages.${sys} or { }))
             )
@@ -96,6 +97,7 @@ in
                 "threads"
                 "goroutines"
                 "tokio-tasks"
+                "processes"
                 "spawnscope"
               ] (attrNames (apps.${sys} or { }))
             )

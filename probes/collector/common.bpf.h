@@ -162,9 +162,90 @@ static __always_inline bool armed(void)
 	return state[SC_ST_ARMED] != 0;
 }
 
+/* ---- the run: which tasks are counted ---------------------------------------------------- */
+
+/*
+ * The run is every process the command starts, not one TGID: a shell wrapper, `go run`, a
+ * prefork server or the processes runtime put their tasks in children. Where the run has a cgroup
+ * on the v2 hierarchy (every v2 host, and hybrid ones, which mount an empty v2 hierarchy beside
+ * v1), the run is that cgroup's tasks: the launcher moves the held child into it before exec, and
+ * every descendant is born there. The test is the current task's cgroup id (a helper call) or, for
+ * another task, four pointer loads. Without such a cgroup the run is the target and the processes
+ * forked from it (task_newtask), followed in run_tgids: each new process's tgid with its start
+ * time, so a tgid some other process takes once the run's one is gone is not mistaken for it.
+ * SC_CFG_CGROUP_ID is load-time constant: the verifier drops the branch a run does not take.
+ */
+#define RUN_CGROUP_ID cfg[SC_CFG_CGROUP_ID]
+
+/* The run's processes besides the target, when no cgroup selects them: tgid -> the group
+ * leader's start_time (ns). max_entries set at load (1 when a cgroup selects). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} run_tgids SEC(".maps");
+
+/* The start time a followed tgid was recorded with: NULL when the tgid is not followed, 0 when it
+ * was followed from a classic record (no start time to tell a reused tgid by). */
+static __always_inline __u64 *followed_start(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&run_tgids, &tgid);
+}
+
+/* The current task is one of the run's (armed or not). The launched process is told by its tgid
+ * before any map lookup, and a followed one's start time is read only once its tgid is found. */
+static __always_inline bool current_in_run(void)
+{
+	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	__u64 *start;
+
+	if (RUN_CGROUP_ID)
+		return bpf_get_current_cgroup_id() == RUN_CGROUP_ID;
+	if (tgid == TGID)
+		return true;
+	start = followed_start(tgid);
+	return start && (!*start || *start == BPF_CORE_READ((struct task_struct *)bpf_get_current_task(),
+							      group_leader, start_time));
+}
+
+/* A task the program was handed as a BTF pointer (tp_btf) is one of the run's. */
+static __always_inline bool task_in_run(struct task_struct *p)
+{
+	__u32 tgid = (__u32)p->tgid;
+	__u64 *start;
+
+	if (RUN_CGROUP_ID)
+		return p->cgroups->dfl_cgrp->kn->id == RUN_CGROUP_ID;
+	if (tgid == TGID)
+		return true;
+	start = followed_start(tgid);
+	return start && (!*start || *start == p->group_leader->start_time);
+}
+
+/* A process forked by one of the run's (the caller checked that): followed from now on when no
+ * cgroup selects the run. `start`: its start_time (it is its own group leader). */
+static __always_inline void follow_process(__u32 tgid, __u64 start)
+{
+	if (RUN_CGROUP_ID)
+		return;
+	if (bpf_map_update_elem(&run_tgids, &tgid, &start, BPF_ANY) == 0)
+		__sync_fetch_and_add(&state[SC_ST_RUN_PROCESSES], 1);
+	else
+		__sync_fetch_and_add(&state[SC_ST_RUN_FULL], 1);
+}
+
+/* The target proper: the process the conductor launched (its exec arms the counting, its
+ * getrusage calls cut the counts for the cross-checks, its counters at exec are taken off). */
+static __always_inline bool current_is_launched(void)
+{
+	return (__u32)(bpf_get_current_pid_tgid() >> 32) == TGID;
+}
+
+/* The current task is one of the run's and the counting has started. */
 static __always_inline bool current_is_target(void)
 {
-	return armed() && (__u32)(bpf_get_current_pid_tgid() >> 32) == TGID;
+	return armed() && current_in_run();
 }
 
 static __always_inline struct vec_counters *phase_vec(void)

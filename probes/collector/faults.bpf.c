@@ -161,12 +161,13 @@ struct tp_page_fault {
 
 static __always_inline void classic_fault(bool user_mode)
 {
-	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != TGID)
-		return;
-	if (armed())
-		fault(user_mode, SC_FAULT_UNCLASSIFIED);
-	else
+	if (armed()) {
+		if (current_in_run())
+			fault(user_mode, SC_FAULT_UNCLASSIFIED);
+	} else if (current_is_launched()) {
+		/* The held child before its exec: the only process of the run yet. */
 		__sync_fetch_and_add(&state[SC_ST_PREARM_FAULTS], 1);
+	}
 }
 
 SEC("tracepoint/exceptions/page_fault_user")

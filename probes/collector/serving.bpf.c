@@ -10,11 +10,12 @@
  * Config::net_syscalls: their tracepoints fire on every such call of every process on the machine
  * (a load generator's included), so each syscall has one program, at its return, where the
  * result is: the call, the bytes it moved, whether it found nothing to do (EAGAIN). A call counts
- * in the phase it returns in. The filter comes first: the tgid, then one per-CPU counter vector.
+ * in the phase it returns in. The filter comes first: the run's tasks, then one per-CPU counter
+ * vector.
  */
 static __always_inline struct vec_counters *net_vec(void)
 {
-	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != TGID || !armed())
+	if (!current_is_target())
 		return NULL;
 	return phase_vec();
 }

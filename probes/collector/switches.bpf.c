@@ -17,18 +17,19 @@ struct {
 /* PF_KTHREAD (include/linux/sched.h): the task is a kernel thread. */
 #define SC_PF_KTHREAD 0x00200000
 
-/* On-CPU time of the task leaving this CPU when it is outside the run: not the target's, not the
- * collector's own process, not the idle task. Kernel threads' share is counted apart as well:
- * at a big run's exit they free what it left (stacks, task structs through RCU) on its behalf. */
-static __always_inline void outside_switch(__u32 prev_pid, __u32 prev_tgid, __u32 prev_flags,
-					   __u64 now)
+/* On-CPU time of the task leaving this CPU when it is outside the run: not one of the run's
+ * tasks (prev_in_run), not the collector's own process, not the idle task. Kernel threads' share
+ * is counted apart as well: at a big run's exit they free what it left (stacks, task structs
+ * through RCU) on its behalf. */
+static __always_inline void outside_switch(bool prev_in_run, __u32 prev_pid, __u32 prev_tgid,
+					   __u32 prev_flags, __u64 now)
 {
 	__u32 zero = 0;
 	__u64 *since = bpf_map_lookup_elem(&cpu_since, &zero);
 
 	if (!since)
 		return;
-	if (*since && now > *since && prev_pid != 0 && prev_tgid != TGID &&
+	if (*since && now > *since && prev_pid != 0 && !prev_in_run &&
 	    prev_tgid != (__u32)cfg[SC_CFG_SELF_TGID]) {
 		count_at(SC_OUTSIDE_ONCPU_NS, now - *since);
 		if (prev_flags & SC_PF_KTHREAD)
@@ -135,12 +136,14 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 	RAN(SC_P_SCHED_SWITCH);
 	__u64 now;
 	struct sc_task *t;
+	bool prev_in_run;
 
 	if (!armed())
 		return 0;
 	now = bpf_ktime_get_ns();
-	outside_switch(prev->pid, prev->tgid, prev->flags, now);
-	if ((__u32)prev->tgid == TGID) {
+	prev_in_run = task_in_run(prev);
+	outside_switch(prev_in_run, prev->pid, prev->tgid, prev->flags, now);
+	if (prev_in_run) {
 		__u32 tid = prev->pid;
 		__u64 nvcsw = prev->nvcsw;
 		bool by_rule = !preempt && prev_state != TASK_RUNNING;
@@ -183,7 +186,7 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 			sight = AFTER_EXIT;
 		switch_out(tid, t, voluntary, sight, prev_state & TASK_DEAD, now);
 	}
-	if ((__u32)next->tgid == TGID) {
+	if (task_in_run(next)) {
 		t = task_get(next->pid, true);
 		if (t)
 			switch_in(t, now);
@@ -211,7 +214,7 @@ SEC("tracepoint/sched/sched_switch")
 int tp_sched_switch(struct tp_sched_switch *ctx)
 {
 	RAN(SC_P_SCHED_SWITCH);
-	bool current_target = (__u32)(bpf_get_current_pid_tgid() >> 32) == TGID;
+	bool current_target;
 	long st = ctx->prev_state;
 	bool voluntary = !(st & TASK_REPORT_MAX) && (st & 0xff) != 0;
 	__u64 now;
@@ -220,14 +223,15 @@ int tp_sched_switch(struct tp_sched_switch *ctx)
 	if (!armed()) {
 		/* The held child before its exec: user space knows its counters up to the hold
 		 * (/proc), these probes the rest. */
-		if (current_target)
+		if (current_is_launched())
 			__sync_fetch_and_add(&state[voluntary ? SC_ST_PREARM_VOLUNTARY
 							      : SC_ST_PREARM_INVOLUNTARY], 1);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
+	current_target = current_in_run();
 	/* prev is current: its tgid is ours to read. */
-	outside_switch(ctx->prev_pid, (__u32)(bpf_get_current_pid_tgid() >> 32),
+	outside_switch(current_target, ctx->prev_pid, (__u32)(bpf_get_current_pid_tgid() >> 32),
 		       BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), flags), now);
 	if (current_target) {
 		bool last = st & (REPORT_EXIT_DEAD | REPORT_EXIT_ZOMBIE);
@@ -260,7 +264,7 @@ int BPF_PROG(btf_sched_wakeup, struct task_struct *p)
 	RAN(SC_P_SCHED_WAKEUP);
 	struct sc_task *t;
 
-	if (!armed() || (__u32)p->tgid != TGID)
+	if (!armed() || !task_in_run(p))
 		return 0;
 	t = task_get(p->pid, true);
 	woken(t);
@@ -273,7 +277,7 @@ int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p)
 	RAN(SC_P_SCHED_WAKEUP_NEW);
 	struct sc_task *t;
 
-	if (!armed() || (__u32)p->tgid != TGID)
+	if (!armed() || !task_in_run(p))
 		return 0;
 	t = task_get(p->pid, true);
 	woken(t);
@@ -328,7 +332,7 @@ SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(btf_sched_migrate_task, struct task_struct *p, int dest_cpu)
 {
 	RAN(SC_P_SCHED_MIGRATE_TASK);
-	if (armed() && (__u32)p->tgid == TGID)
+	if (armed() && task_in_run(p))
 		migrated();
 	return 0;
 }

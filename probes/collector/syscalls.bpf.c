@@ -83,7 +83,9 @@ static __always_inline void write_enter(__u64 fd, __u64 buf, __u64 len)
 {
 	__u64 head[2], seen;
 
-	if (!cfg[SC_CFG_PHASES_FROM_STDOUT] || fd != STDOUT_FD || len < 16)
+	/* The contract's events are the launched workload's: a child of the run writing to the
+	 * same stdout is not it. */
+	if (!cfg[SC_CFG_PHASES_FROM_STDOUT] || fd != STDOUT_FD || len < 16 || !current_is_launched())
 		return;
 	if (bpf_probe_read_user(head, sizeof(head), (void *)buf))
 		return;
@@ -97,12 +99,13 @@ static __always_inline void write_enter(__u64 fd, __u64 buf, __u64 len)
 	state[SC_ST_PHASE_EVENTS] = seen + 1;
 }
 
-/* getrusage(RUSAGE_SELF) by the target: its entry and its return each open a new epoch, so the
- * cross-checks can compare rusage with what was counted before the workload's last call (its
- * result event) -- nothing after it, such as its threads' exit, stands between the two. */
+/* getrusage(RUSAGE_SELF) by the launched process: its entry and its return each open a new epoch,
+ * so the cross-checks can compare rusage with what was counted before the workload's last call
+ * (its result event) -- nothing after it, such as its threads' exit, stands between the two. The
+ * run's other processes' calls cut nothing: their rusage is not the workload's. */
 static __always_inline void getrusage_enter(__u64 who)
 {
-	if ((int)who != RUSAGE_SELF)
+	if ((int)who != RUSAGE_SELF || !current_is_launched())
 		return;
 	state[SC_ST_LAST_GETRUSAGE_NS] = bpf_ktime_get_ns();
 	state[SC_ST_GETRUSAGE_TID] = (__u32)bpf_get_current_pid_tgid() + 1;
@@ -204,7 +207,10 @@ static __always_inline void target_sys_exit(long nr, long ret)
 	case NR_FUTEX_WAKE: futex_exit(ret); break;
 	case NR_CLONE: clone_exit(SC_SYS_CLONE, ret); break;
 	case NR_CLONE3: clone_exit(SC_SYS_CLONE3, ret); break;
-	case NR_GETRUSAGE: getrusage_exit((__u32)bpf_get_current_pid_tgid()); break;
+	case NR_GETRUSAGE:
+		if (current_is_launched())
+			getrusage_exit((__u32)bpf_get_current_pid_tgid());
+		break;
 	}
 }
 

@@ -75,7 +75,11 @@ int tp_sched_process_exec(struct tp_sched_process_exec *ctx)
 
 /* ---- thread creation and exit ------------------------------------------------------------- */
 
-static __always_inline void new_task(__u32 tid, __u64 clone_flags, __u64 nvcsw, bool nv_known)
+/* A task created by one of the run's: a thread, or a process the run now includes (`start`: its
+ * start_time, 0 when not known; see follow_process). Either way its switches are the run's, so
+ * its nvcsw (0 at its birth: copy_mm) is known from here. */
+static __always_inline void new_task(__u32 tid, __u64 clone_flags, __u64 nvcsw, bool nv_known,
+				     __u64 start)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct vec_counters *c = phase_vec();
@@ -86,16 +90,17 @@ static __always_inline void new_task(__u32 tid, __u64 clone_flags, __u64 nvcsw, 
 	if (!(clone_flags & CLONE_THREAD)) {
 		if (c)
 			c->v[SC_NEW_PROCESSES] += 1;
-		return;
+		follow_process(tid, start);
+	} else {
+		if (c)
+			c->v[SC_NEW_THREADS] += 1;
+		k = cut_vec();
+		if (k)
+			k->v[SC_CUT_NEW_THREADS] += 1;
+		s = series_vec(now);
+		if (s)
+			s->v[SC_S_NEW_THREADS] += 1;
 	}
-	if (c)
-		c->v[SC_NEW_THREADS] += 1;
-	k = cut_vec();
-	if (k)
-		k->v[SC_CUT_NEW_THREADS] += 1;
-	s = series_vec(now);
-	if (s)
-		s->v[SC_S_NEW_THREADS] += 1;
 	t = task_get(tid, true);
 	if (t && nv_known) {
 		t->nvcsw_seen = nvcsw;
@@ -116,7 +121,7 @@ int BPF_PROG(btf_task_newtask, struct task_struct *task, __u64 clone_flags)
 	RAN(SC_P_TASK_NEWTASK);
 	if (!current_is_target())
 		return 0;
-	new_task(task->pid, clone_flags, task->nvcsw, true);
+	new_task(task->pid, clone_flags, task->nvcsw, true, task->start_time);
 	return 0;
 }
 
@@ -134,8 +139,9 @@ int tp_task_newtask(struct tp_task_newtask *ctx)
 	RAN(SC_P_TASK_NEWTASK);
 	if (!current_is_target())
 		return 0;
-	/* A new thread's nvcsw starts at 0 (copy_process). */
-	new_task(ctx->pid, ctx->clone_flags, 0, true);
+	/* A new task's nvcsw starts at 0 (copy_mm); its start time is not in the record (0: a
+	 * process followed by its tgid alone). */
+	new_task(ctx->pid, ctx->clone_flags, 0, true, 0);
 	return 0;
 }
 
@@ -154,7 +160,7 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(btf_sched_process_exit, struct task_struct *p)
 {
 	RAN(SC_P_SCHED_PROCESS_EXIT);
-	if (armed() && (__u32)p->tgid == TGID)
+	if (armed() && task_in_run(p))
 		thread_exit();
 	return 0;
 }

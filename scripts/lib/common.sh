@@ -236,14 +236,14 @@ give_to_invoker() {
   fi
 }
 
-# build_workloads: the three workload binaries, into target/release/.
+# build_workloads: the four workload binaries, into target/release/.
 build_workloads() {
   prebuilt && return 0
   # tokio-sleepers, async-std-sleepers, join-all-sleepers: the 2024 article's Rust programs, for
   # compare --reproduce async-runtimes-2024 (the last two in their own crate, examples/rust-sleepers,
   # so that async-std and futures never reach the workloads).
-  say "building the workloads (cargo build --release -p threads -p tokio-tasks --bins --example tokio-sleepers; -p rust-sleepers --examples; go build goroutines)"
-  (cd "$REPO_ROOT" && cargo build --release --quiet -p threads -p tokio-tasks --bins --example tokio-sleepers)
+  say "building the workloads (cargo build --release -p threads -p tokio-tasks -p processes --bins --example tokio-sleepers; -p rust-sleepers --examples; go build goroutines)"
+  (cd "$REPO_ROOT" && cargo build --release --quiet -p threads -p tokio-tasks -p processes --bins --example tokio-sleepers)
   (cd "$REPO_ROOT" && cargo build --release --quiet -p rust-sleepers --examples)
   "$REPO_ROOT/scripts/build-goroutines.sh" "$BIN_DIR/goroutines"
   build_coroutines || true

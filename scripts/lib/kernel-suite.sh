@@ -167,6 +167,18 @@ command_check() {
   run_check "$name" --tasks "$n" --task-kind task --peak-when "^all [0-9]+ sleeping\$" -- "$program" "$n" 4s
 }
 
+# tree_check NAME: a command that forks is measured whole — a shell wrapping the tests' C program
+# (spawnscope/tests/programs/forked-threads, built on the host by test-kernels.sh), whose child
+# makes 2,000 threads: passes as run_check says (memory adds up, every cross-check passes: the
+# probes counted the child's threads, faults and switches as the run's, selected by the run's v2
+# cgroup there).
+tree_check() {
+  local name=$1 program="$repo/target/kernel-suite/forked-threads"
+  wanted "$name" || return 0
+  [ -x "$program" ] || { record "$name" fail "$program was not built (test-kernels.sh builds it)"; return 0; }
+  run_check "$name" --tasks 2000 --task-kind thread -- sh -c "$program 1 2000 4 3000; true"
+}
+
 # perf_check NAME: a --perf run is sampled and its time attributed: summary.json's attribution has
 # kernel samples and at least half of them fall in a named category.
 perf_check() {
@@ -236,6 +248,7 @@ if [ "$suite" = full ]; then
 fi
 run_check goroutines-hold-100000 --runtime goroutines --workload hold --n 100000
 run_check tokio-hold-100000 --runtime tokio --workload hold --n 100000
+tree_check command-shell-wrapped-2000
 if [ "$suite" = full ]; then
   run_check goroutines-sleep-100000 --runtime goroutines --workload sleep --n 100000 --sleep 10s
   run_check tokio-sleep-100000 --runtime tokio --workload sleep --n 100000 --sleep 10s

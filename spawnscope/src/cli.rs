@@ -329,7 +329,8 @@ pub struct CheckArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// threads (Rust std::thread), goroutines, or tokio (tasks on tokio's multi-threaded runtime).
+    /// threads (Rust std::thread), goroutines, tokio (tasks on tokio's multi-threaded runtime), or
+    /// processes (one forked process per task).
     #[arg(short, long, value_enum, help_heading = "What to run")]
     pub runtime: Option<Runtime>,
     #[arg(short, long, value_enum, help_heading = "What to run")]
@@ -568,8 +569,8 @@ fn studies_parser() -> clap::builder::PossibleValuesParser {
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// Runtimes to compare, comma-separated or repeated [default: every runtime:
-    /// threads,goroutines,tokio].
+    /// Runtimes to compare, comma-separated or repeated [default: threads,goroutines,tokio;
+    /// processes on request].
     #[arg(long, visible_alias = "runtime", value_enum, value_delimiter = ',')]
     pub runtimes: Vec<Runtime>,
     /// N values of the sweep, each clamped by the preflight to what fits [default: 1000,10000,100000,1000000].

@@ -77,37 +77,24 @@ fn assert_stopped(
     read_json(dir.join("run.json"))
 }
 
-#[test]
-fn a_fork_bomb_stops_at_its_pids_limit_while_the_host_keeps_forking() {
-    let test = "a_fork_bomb_stops_at_its_pids_limit_while_the_host_keeps_forking";
-    if skip_unless_root(test) {
-        return;
-    }
+/// A fork bomb run as `command` (it starts by `bash -c BOMB` somewhere), `probes` loaded or not:
+/// it stops at the pids.max `--tasks 100` gives while this process keeps forking, and leaves
+/// nothing behind. Returns the run's summary.json.
+fn fork_bomb(test: &str, probes: bool, command: &[&str]) -> Value {
     let _one = serial();
     let sandbox = Sandbox::new();
-    let marker = marker("bomb");
-    // The classic bomb: every copy starts two more in the background and returns, so the first
-    // shell exits at once and the run follows the rest of its cgroup.
-    let bomb = "bomb() { bomb | bomb & }; bomb";
-    let run = marked_run(
-        &sandbox,
-        &marker,
-        &[
-            "--no-probes",
-            "--tasks",
-            "100",
-            "--timeout",
-            "2m",
-            "--",
-            "bash",
-            "-c",
-            bomb,
-        ],
-    )
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let marker = marker(test);
+    let mut args = vec!["--tasks", "100", "--timeout", "2m"];
+    if !probes {
+        args.push("--no-probes");
+    }
+    args.push("--");
+    args.extend_from_slice(command);
+    let run = marked_run(&sandbox, &marker, &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     // Meanwhile this process starts processes of its own, and every one of them starts.
     let started = Instant::now();
     let mut forks = 0;
@@ -131,6 +118,39 @@ fn a_fork_bomb_stops_at_its_pids_limit_while_the_host_keeps_forking() {
     assert_eq!(record["pids_limit"]["max"], 164, "{record}");
     assert_eq!(record["stopped_by"]["kind"], "pids_max", "{record}");
     assert!(record["stopped_by"]["refused"].as_u64().unwrap() >= 1);
+    read_json(sandbox.only_results_dir().join("summary.json"))
+}
+
+/// The classic bomb: every copy starts two more in the background and returns, so the first
+/// shell exits at once and the run follows the rest of its cgroup.
+const BOMB: &str = "bomb() { bomb | bomb & }; bomb";
+
+#[test]
+fn a_fork_bomb_stops_at_its_pids_limit_while_the_host_keeps_forking() {
+    let test = "a_fork_bomb_stops_at_its_pids_limit_while_the_host_keeps_forking";
+    if skip_unless_root(test) {
+        return;
+    }
+    fork_bomb(test, false, &["bash", "-c", BOMB]);
+}
+
+#[test]
+fn a_fork_bomb_below_a_shell_stops_at_its_pids_limit_with_the_probes_following_it() {
+    let test = "a_fork_bomb_below_a_shell_stops_at_its_pids_limit_with_the_probes_following_it";
+    if skip_unless_root(test) {
+        return;
+    }
+    let wrapped = format!("bash -c '{BOMB}'; sleep 1");
+    let summary = fork_bomb(test, true, &["sh", "-c", &wrapped]);
+    // The probes followed the bomb below the shell: every process it forked up to the limit.
+    let forked = summary["probes"]["rows"]
+        .as_array()
+        .expect("probe rows: the probes were loaded")
+        .iter()
+        .find(|r| r["metric"] == "new_processes")
+        .and_then(|r| r["total"].as_u64())
+        .unwrap_or(0);
+    assert!(forked >= 100, "{test}: {forked} processes created counted");
 }
 
 #[test]

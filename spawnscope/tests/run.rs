@@ -5,6 +5,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -797,4 +798,79 @@ fn a_warm_up_writes_the_memory_the_largest_run_needs_and_its_calibrations_serve_
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert_eq!(sandbox.results_dirs().len(), 1);
+}
+
+/// The CPUs online here (their count: the first CPU number the host does not have).
+fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|list| {
+            list.trim()
+                .split(',')
+                .filter_map(|part| part.rsplit('-').next()?.parse::<usize>().ok())
+                .max()
+        })
+        .map_or(1, |last| last + 1)
+}
+
+#[test]
+fn cpus_the_conductor_cannot_use_are_bad_input_and_nothing_is_written() {
+    let sandbox = Sandbox::new();
+    let missing = online_cpus().to_string();
+    let hold = [
+        "--runtime",
+        "threads",
+        "--workload",
+        "hold",
+        "--n",
+        "10",
+        "--cpus",
+    ];
+    let mut args: Vec<&str> = hold.to_vec();
+    args.push(&missing);
+    let says = format!("CPU {missing} is not one this process may run on");
+    assert_runs_refused(&sandbox, &[(&args, &says)]);
+    // compare refuses it before its sweep starts, and writes nothing either.
+    let out = sandbox.out();
+    let compare = sandbox
+        .command(&[
+            "compare",
+            "--runtimes",
+            "threads",
+            "--workloads",
+            "hold",
+            "--n",
+            "10",
+            "--cpus",
+            &missing,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&compare.stderr);
+    assert_eq!(compare.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(!out.exists(), "compare wrote {}", out.display());
+    // A CPU the host has but the conductor may not use (taskset around it) is refused the same.
+    if online_cpus() < 2 {
+        eprintln!("SKIP the taskset half: one CPU online");
+        return;
+    }
+    let run = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(spawnscope_bin())
+        .args(["run", "--out", out.to_str().unwrap()])
+        .args(&hold)
+        .arg("1")
+        .env("SPAWNSCOPE_STATE_DIR", sandbox.state_dir())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("CPU 1 is not") && stderr.contains("usable here: 0"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "run under taskset wrote {}", out.display());
 }

@@ -1,4 +1,4 @@
-//! The contract test: the three workload binaries, run with identical arguments for every
+//! The contract test: the four workload binaries, run with identical arguments for every
 //! workload (serve driven by the same clients), print the same events with the same keys and JSON
 //! types (runtime_stats excepted: it is the one runtime-specific object) and all validate against
 //! the shared schema.
@@ -89,12 +89,27 @@ fn tokio_bin() -> PathBuf {
     path
 }
 
-/// The three binaries by program name, `threads` first (the one the others are compared with).
+/// The processes binary: $PROCESSES_BIN, or cargo's build of it beside `threads`.
+fn processes_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("PROCESSES_BIN") {
+        return PathBuf::from(path);
+    }
+    let path = threads_bin().with_file_name("processes");
+    assert!(
+        path.is_file(),
+        "{} is missing: run the workspace's tests (cargo test --workspace), or build it first (cargo build -p processes, same profile)",
+        path.display()
+    );
+    path
+}
+
+/// The four binaries by program name, `threads` first (the one the others are compared with).
 fn binaries() -> Option<Vec<(&'static str, PathBuf)>> {
     Some(vec![
         ("threads", threads_bin()),
         ("goroutines", goroutines_bin()?),
         ("tokio-tasks", tokio_bin()),
+        ("processes", processes_bin()),
     ])
 }
 

@@ -34,6 +34,11 @@ pub trait Tasks {
     fn alive(&self) -> u64;
     /// The result's `runtime_stats`: the one object whose keys differ between runtimes.
     fn stats(&self, cfg: &Config) -> Obj;
+    /// The result's `rusage`: this process's own, unless the runtime's tasks are processes of
+    /// their own (then theirs too).
+    fn rusage(&self) -> Obj {
+        sys::rusage()
+    }
 }
 
 /// One workload of a runtime: spawns and waits through the harness, and says what it did.
@@ -290,6 +295,20 @@ impl<T: Tasks> Harness<T> {
     /// `start`) and the service the connections share.
     pub fn listen(&mut self) -> (Vec<TcpListener>, &'static Service) {
         let service: &'static Service = Box::leak(Box::new(Service::new(&self.cfg)));
+        self.listen_with(service)
+    }
+
+    /// serve: `listen`, with the service in memory shared with the processes forked from now on
+    /// (`sys::share`), so that what they count main reads. Exits 1 when there is no such memory.
+    pub fn listen_shared(&mut self) -> (Vec<TcpListener>, &'static Service) {
+        let Some(service) = sys::share(Service::new(&self.cfg)) else {
+            eprintln!("{}: no shared memory for serve's counts", self.program.name);
+            std::process::exit(1);
+        };
+        self.listen_with(service)
+    }
+
+    fn listen_with(&mut self, service: &'static Service) -> (Vec<TcpListener>, &'static Service) {
         self.service = Some(service);
         self.phase("listen");
         let addrs: Vec<String> = self
@@ -397,6 +416,89 @@ impl<T: Tasks> Harness<T> {
             thread::park_timeout(Duration::from_nanos((give_up - now).min(PROGRESS_EVERY_NS)));
             self.tick();
         }
+        self.open_at_end = service.open();
+        self.phase("end");
+        Some(Throughput {
+            unit: "requests/s",
+            count: self.requests_in_load,
+            phase: "load",
+        })
+    }
+
+    /// serve, after `listen`, to phase `end`, where the tasks take their connections themselves
+    /// (a prefork server's processes, started before this is called, `Service::took`): main
+    /// does not see a connection arrive, so it looks at the shared counts every `look_every`:
+    /// phase `load` from the first connection taken, `peak` the first time --n are open at once,
+    /// progress, release (a line or EOF on stdin, or --serve-for), then `stop_accepting` and the
+    /// drain, as `serve`. The tasks' connections are the result's `spawned`. Where spawning
+    /// stopped before --n tasks (`capacity` of them started), accepting stops once each has
+    /// taken a connection, as `serve` stops at the first connection no task can take.
+    pub fn serve_watched(
+        &mut self,
+        look_every: Duration,
+        capacity: u64,
+        stop_accepting: impl FnOnce(),
+    ) -> Option<Throughput> {
+        let service = self.service?;
+        let mut stop_accepting = Some(stop_accepting);
+        let mut stop = move || {
+            if let Some(stop) = stop_accepting.take() {
+                stop();
+            }
+        };
+        let deadline = self.cfg.serve_for_ns.map(|ns| sys::monotonic_ns() + ns);
+        // Main keeps a sender: the wait ends with the release or a timeout, never hung up.
+        let (to_main, stdin_read) = std::sync::mpsc::channel::<()>();
+        let mut released = false;
+        if deadline.is_none() {
+            let to_main = to_main.clone();
+            let watcher = thread::Builder::new().spawn(move || {
+                let mut line = String::new();
+                let _ = io::stdin().lock().read_line(&mut line);
+                let _ = to_main.send(());
+            });
+            // Without a thread waiting on stdin nothing could release the run: it drains at once.
+            if let Err(err) = watcher {
+                self.spawn_failed(&err);
+                released = true;
+            }
+        }
+        let look = |h: &mut Self| {
+            h.spawned = service.accepted();
+            if h.spawned > 0 {
+                h.mark_load();
+            }
+            h.alive_max = h.alive_max.max(service.max_open());
+            if service.open() >= h.target() && h.peak.is_none() {
+                h.emit_peak();
+            }
+            h.tick();
+        };
+        while !released {
+            let now = sys::monotonic_ns();
+            let wait = match deadline {
+                Some(at) if now >= at => break,
+                Some(at) => Duration::from_nanos(at - now).min(look_every),
+                None => look_every,
+            };
+            released = stdin_read.recv_timeout(wait).is_ok();
+            look(self);
+            if self.failed() && service.accepted() >= capacity {
+                stop();
+            }
+        }
+        drop(to_main);
+        look(self);
+        self.mark_load();
+        self.requests_in_load = service.requests();
+        self.phase("drain");
+        stop();
+        let give_up = sys::monotonic_ns() + serve::DRAIN_FOR_NS;
+        while service.open() > 0 && sys::monotonic_ns() < give_up {
+            thread::sleep(look_every);
+            self.tick();
+        }
+        look(self);
         self.open_at_end = service.open();
         self.phase("end");
         Some(Throughput {
@@ -514,7 +616,7 @@ impl<T: Tasks> Harness<T> {
             .with("spawn_ns_per_task", per_task)
             .with("throughput", throughput)
             .with("serve", serve)
-            .with("rusage", sys::rusage())
+            .with("rusage", self.tasks.rusage())
             .with("status_at_peak", status)
             .with("runtime_stats", self.tasks.stats(&self.cfg));
         self.emit(event);

@@ -69,6 +69,10 @@ pub struct Service {
     response_bytes: AtomicU64,
     bad_requests: AtomicU64,
     accept_errors: AtomicU64,
+    /// Connections taken by tasks that accept for themselves (`took`): a prefork server's.
+    accepted: AtomicU64,
+    /// The most connections open at once among those (`took`).
+    max_open: AtomicU64,
     /// Main, woken when the last open connection closes (the drain waits for that).
     main: Thread,
 }
@@ -87,6 +91,8 @@ impl Service {
             response_bytes: 0.into(),
             bad_requests: 0.into(),
             accept_errors: 0.into(),
+            accepted: 0.into(),
+            max_open: 0.into(),
             main: thread::current(),
         }
     }
@@ -131,6 +137,26 @@ impl Service {
     /// Counts a connection open before its task starts; returns how many are open.
     pub(crate) fn opened(&self) -> u64 {
         self.open.fetch_add(1, SeqCst) + 1
+    }
+
+    /// A task that accepts for itself (a prefork server's process) took a connection: counted
+    /// accepted and open, and the most open at once kept, where main, which does not see it,
+    /// reads them (`accepted`, `max_open`). Returns how many are open.
+    pub fn took(&self) -> u64 {
+        self.accepted.fetch_add(1, SeqCst);
+        let open = self.opened();
+        self.max_open.fetch_max(open, SeqCst);
+        open
+    }
+
+    /// Connections taken so far by tasks that accept for themselves.
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(SeqCst)
+    }
+
+    /// The most connections open at once among those taken by tasks that accept for themselves.
+    pub fn max_open(&self) -> u64 {
+        self.max_open.load(SeqCst)
     }
 
     /// A connection's task ends, its socket closed (or it never started).
@@ -234,6 +260,19 @@ mod tests {
         assert_eq!(
             service.response(false).len(),
             service.response(true).len() + 19
+        );
+    }
+
+    #[test]
+    fn connections_taken_by_their_tasks_count_accepted_open_and_the_most_open() {
+        let service = Service::new(&config(0, 1));
+        assert_eq!((service.took(), service.took(), service.took()), (1, 2, 3));
+        service.closed();
+        service.closed();
+        assert_eq!(service.took(), 2);
+        assert_eq!(
+            (service.accepted(), service.open(), service.max_open()),
+            (4, 2, 3)
         );
     }
 }

@@ -1,6 +1,7 @@
 //! What the workload reads about itself and the host: the monotonic clock, rusage and rlimits
 //! (libc, which std links, declared here because the workload takes no crates), and /proc, /sys;
-//! and the two socket calls std does not offer (serve's backlog and closing its listeners).
+//! the two socket calls std does not offer (serve's backlog and closing its listeners); and memory
+//! that forked processes share (the `processes` binary's serve counts).
 
 use std::fs;
 use std::io::{self, Read};
@@ -58,10 +59,19 @@ extern "C" {
     fn sysconf(name: c_int) -> c_long;
     fn listen(fd: c_int, backlog: c_int) -> c_int;
     fn shutdown(fd: c_int, how: c_int) -> c_int;
+    fn mmap(
+        addr: *mut std::ffi::c_void,
+        len: usize,
+        prot: c_int,
+        flags: c_int,
+        fd: c_int,
+        offset: i64,
+    ) -> *mut std::ffi::c_void;
 }
 
 const CLOCK_MONOTONIC: c_int = 1;
 const RUSAGE_SELF: c_int = 0;
+const RUSAGE_CHILDREN: c_int = -1;
 const RLIMIT_NPROC: c_int = 6;
 const RLIM_INFINITY: u64 = u64::MAX;
 
@@ -78,9 +88,51 @@ pub fn monotonic_ns() -> u64 {
 
 /// getrusage(RUSAGE_SELF) as the `rusage` object of the schema.
 pub fn rusage() -> Obj {
+    rusage_obj(&read_rusage(RUSAGE_SELF))
+}
+
+/// This process's getrusage(RUSAGE_SELF) plus RUSAGE_CHILDREN (every child it has reaped) as the
+/// `rusage` object: the processes binary's tasks are its children. Times, faults and switches
+/// are summed; maxrss is the larger of the two (RUSAGE_CHILDREN's is the largest child's).
+/// RUSAGE_SELF is read last, so that the workload's last getrusage call is its own, as the
+/// probes' cut expects.
+pub fn rusage_with_children() -> Obj {
+    let children = read_rusage(RUSAGE_CHILDREN);
+    let own = read_rusage(RUSAGE_SELF);
+    rusage_obj(&own.plus(&children))
+}
+
+fn read_rusage(who: c_int) -> Rusage {
     let mut ru = Rusage::default();
     // SAFETY: ru is a valid, writable struct rusage.
-    unsafe { getrusage(RUSAGE_SELF, &mut ru) };
+    unsafe { getrusage(who, &mut ru) };
+    ru
+}
+
+impl Rusage {
+    /// The fields the schema carries, summed (maxrss: the larger).
+    fn plus(&self, other: &Rusage) -> Rusage {
+        let tv = |a: &Timeval, b: &Timeval| {
+            let us = (a.tv_sec + b.tv_sec) * 1_000_000 + a.tv_usec + b.tv_usec;
+            Timeval {
+                tv_sec: us / 1_000_000,
+                tv_usec: us % 1_000_000,
+            }
+        };
+        Rusage {
+            ru_utime: tv(&self.ru_utime, &other.ru_utime),
+            ru_stime: tv(&self.ru_stime, &other.ru_stime),
+            ru_maxrss: self.ru_maxrss.max(other.ru_maxrss),
+            ru_minflt: self.ru_minflt + other.ru_minflt,
+            ru_majflt: self.ru_majflt + other.ru_majflt,
+            ru_nvcsw: self.ru_nvcsw + other.ru_nvcsw,
+            ru_nivcsw: self.ru_nivcsw + other.ru_nivcsw,
+            ..Rusage::default()
+        }
+    }
+}
+
+fn rusage_obj(ru: &Rusage) -> Obj {
     let us = |tv: &Timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
     Obj::new()
         .with("user_us", us(&ru.ru_utime))
@@ -90,6 +142,41 @@ pub fn rusage() -> Obj {
         .with("majflt", ru.ru_majflt as u64)
         .with("nvcsw", ru.ru_nvcsw as u64)
         .with("nivcsw", ru.ru_nivcsw as u64)
+}
+
+/// Moves `value` into memory that stays shared with every process this one forks from now on
+/// (an anonymous MAP_SHARED mapping, never unmapped): their writes to it are seen by all, where
+/// a fork's ordinary memory is copied at the first write. For atomics counted across processes;
+/// what `value` points to elsewhere (a Vec's buffer) is still each process's own copy. None when
+/// the mapping fails.
+pub fn share<T: Sync>(value: T) -> Option<&'static T> {
+    const PROT_READ: c_int = 1;
+    const PROT_WRITE: c_int = 2;
+    const MAP_SHARED: c_int = 0x01;
+    const MAP_ANONYMOUS: c_int = 0x20;
+    const MAP_FAILED: usize = usize::MAX;
+    let len = std::mem::size_of::<T>().max(1);
+    // SAFETY: a fresh anonymous mapping, no address asked for, no file.
+    let at = unsafe {
+        mmap(
+            std::ptr::null_mut(),
+            len,
+            PROT_READ | PROT_WRITE,
+            MAP_SHARED | MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if at as usize == MAP_FAILED || std::mem::align_of::<T>() > 4096 {
+        return None;
+    }
+    let at = at.cast::<T>();
+    // SAFETY: `at` is page-aligned (enough for T, checked), writable and len bytes long; the
+    // mapping is never unmapped, so the reference lives as long as the process.
+    unsafe {
+        at.write(value);
+        Some(&*at)
+    }
 }
 
 /// RLIMIT_NPROC's soft limit, None when unlimited.
@@ -396,6 +483,48 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         let b = monotonic_ns();
         assert!(b >= a + 2_000_000, "{a} -> {b}");
+    }
+
+    #[test]
+    fn rusage_sums_times_and_counts_and_keeps_the_larger_maxrss() {
+        let a = Rusage {
+            ru_utime: Timeval {
+                tv_sec: 1,
+                tv_usec: 700_000,
+            },
+            ru_maxrss: 100,
+            ru_minflt: 5,
+            ru_nvcsw: 2,
+            ..Rusage::default()
+        };
+        let b = Rusage {
+            ru_utime: Timeval {
+                tv_sec: 0,
+                tv_usec: 400_000,
+            },
+            ru_maxrss: 300,
+            ru_minflt: 7,
+            ru_nivcsw: 3,
+            ..Rusage::default()
+        };
+        let sum = rusage_obj(&a.plus(&b)).to_line();
+        for field in [
+            r#""user_us":2100000"#,
+            r#""maxrss_kb":300"#,
+            r#""minflt":12"#,
+            r#""nvcsw":2"#,
+            r#""nivcsw":3"#,
+        ] {
+            assert!(sum.contains(field), "{field} not in {sum}");
+        }
+    }
+
+    #[test]
+    fn shared_memory_is_seen_by_the_process_that_writes_it() {
+        use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+        let count = share(AtomicU64::new(41)).expect("an anonymous shared mapping");
+        count.fetch_add(1, SeqCst);
+        assert_eq!(count.load(SeqCst), 42);
     }
 
     #[test]

@@ -88,6 +88,8 @@ pub struct Run {
     pub report: Report,
     pub result: Value,
     pub phase_names: Vec<String>,
+    /// What wait4 returned for the launched process: it and every descendant it reaped.
+    pub wait4: Rusage,
 }
 
 impl Run {
@@ -106,6 +108,18 @@ impl Run {
 
 /// The run, or None after a printed SKIP when BPF cannot be used here.
 pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Config)) -> Option<Run> {
+    run_in(test, bin, args, Vec::new(), config)
+}
+
+/// The same, the child joining the cgroups whose cgroup.procs files `cgroup_procs` names before
+/// it execs (as the conductor puts it in the run's cgroup).
+pub fn run_in(
+    test: &str,
+    bin: &Path,
+    args: &[&str],
+    cgroup_procs: Vec<std::ffi::CString>,
+    config: impl FnOnce(&mut Config),
+) -> Option<Run> {
     if !is_root() {
         skip(test, "needs root to load BPF programs");
         return None;
@@ -115,6 +129,7 @@ pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Confi
         gated: true,
         stdin: Stdio::Null,
         stdout: Stdio::Pipe,
+        cgroup_procs,
         ..ChildSetup::default()
     };
     let mut child = launch::spawn(bin, &args, setup)
@@ -157,7 +172,7 @@ pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Confi
             _ => {}
         }
     }
-    let (exit, _) = launch::wait(child.pid).unwrap();
+    let (exit, wait4) = launch::wait(child.pid).unwrap();
     assert!(
         exit.success(),
         "{} {args:?} exited with {}",
@@ -168,6 +183,7 @@ pub fn run(test: &str, bin: &Path, args: &[&str], config: impl FnOnce(&mut Confi
         report: collector.finish(),
         result: result.expect("a result event"),
         phase_names,
+        wait4,
     })
 }
 

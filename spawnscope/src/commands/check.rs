@@ -187,7 +187,10 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
         });
     }
     let store = SysctlStore::system();
-    if let Some(n) = args.n.filter(|_| args.runtime.describe().tasks_are_threads) {
+    if let Some(n) = args
+        .n
+        .filter(|_| args.runtime.describe().kernel_task_each())
+    {
         match sysctl::needs_for_threads(n, procfs::tasks_on_host().unwrap_or(0)) {
             Ok(needs) => {
                 for need in needs {
@@ -240,9 +243,10 @@ pub fn lines(args: &CheckArgs) -> Vec<Line> {
     // SAFETY: a zeroed rlimit is valid; getrlimit fills it.
     let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
     // SAFETY: rl is a valid, writable rlimit.
-    // RLIMIT_NPROC counts threads: it matters only to runtimes whose tasks are threads.
+    // RLIMIT_NPROC counts threads and processes: it matters only to runtimes whose tasks are
+    // kernel tasks.
     if !root
-        && args.runtime.describe().tasks_are_threads
+        && args.runtime.describe().kernel_task_each()
         && unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) } == 0
         && rl.rlim_cur != libc::RLIM_INFINITY
     {

@@ -26,6 +26,13 @@ pub fn command(args: CompareArgs) -> ExitCode {
         ))
     });
     let flags = args.workload_flags.pairs();
+    // A CPU no run could be pinned to is bad input before the sweep starts (each run checks again).
+    if let Some(text) = args.cpus.as_deref() {
+        let usable = crate::host::limits::usable_cpus();
+        if let Err(err) = usable.and_then(|u| crate::host::limits::cpus_to_pin(text, &u)) {
+            return usage_error(format!("--cpus {text}: {err:#}"));
+        }
+    }
     let commands = match crate::runtime::command::pair(&args.commands, &args.labels) {
         Ok(commands) => commands
             .into_iter()
@@ -64,14 +71,15 @@ pub fn command(args: CompareArgs) -> ExitCode {
             }
         }
         None => CompareOptions {
-            // Every runtime by default: the question is how they stand against each other, and
+            // The three runtimes of the default sweep unless named (processes only on request:
+            // `Runtime::DEFAULT_SWEEP` says why): the question is how they stand against each other, and
             // tokio's runs are the shortest of the three (tasks of a few hundred bytes, spawned
             // in about a microsecond): its 24 runs of the default sweep took 93 s on the dev VM,
             // beside ≈15 min for threads and goroutines.
             runtimes: if commands_only {
                 Vec::new()
             } else if args.runtimes.is_empty() {
-                Runtime::ALL.to_vec()
+                Runtime::DEFAULT_SWEEP.to_vec()
             } else {
                 dedup(args.runtimes)
             },

@@ -93,6 +93,19 @@ pub fn perf_event_hierarchy() -> Option<Hierarchy> {
     }
 }
 
+/// The v2 (unified) hierarchy's mount, whatever its controllers: on a hybrid host it holds none,
+/// yet a directory there gives the run a v2 cgroup id, which is how the probes select the run's
+/// tasks (`bpf_get_current_cgroup_id` reads the v2 cgroup, whatever the v1 ones are).
+fn unified_hierarchy() -> Option<Hierarchy> {
+    cgroup_mounts()
+        .into_iter()
+        .find(|(fs, _, _)| fs == "cgroup2")
+        .map(|(_, mount, _)| Hierarchy {
+            version: Version::V2,
+            mount,
+        })
+}
+
 /// A short description for `check`: "v2", "v1", or "hybrid (memory: v1, pids: v1, unified mounted)".
 pub fn describe_host() -> String {
     let mounts = cgroup_mounts();
@@ -170,6 +183,9 @@ pub struct RunCgroup {
     /// On v1 hosts with a freezer hierarchy: lets [`RunCgroup::kill_all`] stop a forking command
     /// before killing it (v2 has cgroup.kill and cgroup.freeze in the memory directory).
     freezer: Option<(Hierarchy, PathBuf)>,
+    /// On hybrid hosts (memory and pids on v1): the run's directory in the v2 hierarchy, no
+    /// controller in it, so that the run has a v2 cgroup id (see [`RunCgroup::v2_id`]).
+    unified: Option<(Hierarchy, PathBuf)>,
     memory_limit: Option<u64>,
     /// Whether the kernel charges the run's socket buffers to it (v2 always; v1 once a TCP limit
     /// is written, see [`RunCgroup::count_sockets`]).
@@ -192,6 +208,7 @@ impl RunCgroup {
             cpuacct: None,
             perf_event: None,
             freezer: None,
+            unified: None,
             memory_limit,
             sockets_counted: memory_h.as_ref().is_some_and(|h| h.version == Version::V2),
         };
@@ -247,7 +264,35 @@ impl RunCgroup {
                 }
             }
         }
+        // A hybrid host: a v2 directory of its own, for the v2 cgroup id alone.
+        let has_v2 = [&group.memory, &group.pids]
+            .into_iter()
+            .flatten()
+            .any(|(h, _)| h.version == Version::V2);
+        if !has_v2 {
+            if let Some(h) = unified_hierarchy() {
+                let dir = h.mount.join(PARENT).join(&name);
+                if fs::create_dir_all(&dir).is_ok() {
+                    group.unified = Some((h, dir));
+                }
+            }
+        }
         Ok(group)
+    }
+
+    /// The run's cgroup on the v2 hierarchy, by id (its directory's inode number: what the
+    /// kernel's `cgroup_id` and `bpf_get_current_cgroup_id` give): the memory or pids directory on
+    /// a v2 host, the controller-less one on a hybrid host. The probes count its tasks — every
+    /// process the command starts. None on a host without a v2 hierarchy: the probes then follow
+    /// the launched process's forks.
+    pub fn v2_id(&self) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        [&self.memory, &self.pids, &self.unified]
+            .into_iter()
+            .flatten()
+            .find(|(h, _)| h.version == Version::V2)
+            .and_then(|(_, dir)| fs::metadata(dir).ok())
+            .map(|m| m.ino())
     }
 
     /// Has the kernel count the run's TCP socket buffers. v2 counts them always (memory.stat
@@ -361,6 +406,7 @@ impl RunCgroup {
             .chain(self.cpuacct.iter())
             .chain(self.freezer.iter())
             .chain(self.perf_event.iter())
+            .chain(self.unified.iter())
             .map(|(_, d)| d)
             .collect();
         dirs.dedup();
@@ -448,6 +494,7 @@ impl RunCgroup {
             .chain(self.cpuacct.iter())
             .chain(self.freezer.iter())
             .chain(self.perf_event.iter())
+            .chain(self.unified.iter())
             .map(|(_, d)| d.clone())
             .collect();
         dirs.dedup();
@@ -522,7 +569,7 @@ pub fn remove_stale() -> Vec<PathBuf> {
     let hierarchies = ["memory", "pids", "cpuacct", "freezer"]
         .iter()
         .map(|c| find(c))
-        .chain([perf_event_hierarchy()]);
+        .chain([perf_event_hierarchy(), unified_hierarchy()]);
     for h in hierarchies {
         let Some(h) = h else { continue };
         let Ok(entries) = fs::read_dir(h.mount.join(PARENT)) else {

@@ -138,6 +138,57 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>> {
     Ok(cpus)
 }
 
+/// The CPUs this process may run on (its affinity mask: online CPUs, less those a cpuset or
+/// taskset around the conductor leaves out): the only ones a workload can be pinned to.
+pub fn usable_cpus() -> Result<Vec<usize>> {
+    // SAFETY: a zeroed cpu_set_t is an empty set, filled by the kernel for this process.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("reading this process's CPUs");
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+/// `--cpus LIST` checked against the CPUs this process may use (`usable`): a CPU the host does
+/// not have, or one outside the conductor's own set, is bad input — said before anything runs.
+pub fn cpus_to_pin(text: &str, usable: &[usize]) -> Result<Vec<usize>> {
+    let cpus = parse_cpu_list(text)?;
+    let outside: Vec<String> = cpus
+        .iter()
+        .filter(|cpu| !usable.contains(cpu))
+        .map(|cpu| cpu.to_string())
+        .collect();
+    if !outside.is_empty() {
+        bail!(
+            "CPU {} is not one this process may run on (usable here: {})",
+            outside.join(", "),
+            cpu_list(usable)
+        );
+    }
+    Ok(cpus)
+}
+
+/// CPUs as taskset writes them: "0-3,6".
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 /// Pins `pid` (one thread: the gated child, before its exec) to `cpus`; the threads it starts
 /// inherit the mask. Fails for CPUs this machine does not have online.
 pub fn pin_to_cpus(pid: u32, cpus: &[usize]) -> Result<()> {
@@ -166,6 +217,18 @@ mod tests {
         assert!(parse_cpu_list("2-1").is_err());
         assert!(parse_cpu_list("a").is_err());
         assert!(parse_cpu_list("0-99999").is_err());
+    }
+
+    #[test]
+    fn a_cpu_outside_the_usable_set_is_refused_and_named() {
+        assert_eq!(cpus_to_pin("0-1", &[0, 1, 2]).unwrap(), vec![0, 1]);
+        let err = cpus_to_pin("1,3", &[0, 1, 2]).unwrap_err().to_string();
+        assert!(
+            err.contains("CPU 3 is not") && err.contains("usable here: 0-2"),
+            "{err}"
+        );
+        assert_eq!(cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert!(!usable_cpus().unwrap().is_empty());
     }
 
     /// A child of ours: its limit raised (as far as a non-root user may) and its CPUs pinned, as

@@ -147,7 +147,7 @@ pub fn calibrate_probes(
         return;
     }
     let n = inv.runtime.describe().calibration_sizes[1];
-    let threads = if inv.runtime.describe().tasks_are_threads {
+    let threads = if inv.runtime.describe().kernel_task_each() {
         n
     } else {
         RUNTIME_THREADS
@@ -177,7 +177,11 @@ pub fn calibrate_probes(
 fn cost_flags(inv: &Invocation) -> Vec<String> {
     inv.flags
         .iter()
-        .filter(|(f, _)| Runtime::ALL.iter().any(|r| r.describe().cost_flag == f))
+        .filter(|(f, _)| {
+            Runtime::ALL
+                .iter()
+                .any(|r| r.describe().cost_flag == Some(f))
+        })
         .flat_map(|(f, v)| [f.clone(), v.clone()])
         .collect()
 }

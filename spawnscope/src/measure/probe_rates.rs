@@ -41,7 +41,16 @@ pub fn calibrate(
     let mut child = launch::spawn(binary, &args, setup)?;
     interrupts.watch(child.pid);
     let mut not_loaded = Vec::new();
-    let collector = probes::start(child.pid, threads, detail, false, None, &mut not_loaded);
+    // No cgroup here: the probes follow the one process by its tgid.
+    let collector = probes::start(
+        child.pid,
+        None,
+        threads,
+        detail,
+        false,
+        None,
+        &mut not_loaded,
+    );
     let released = child.release();
     let mut stdin = child.stdin.take();
     let stdout = BufReader::new(child.stdout.take().context("calibration stdout")?);

@@ -57,9 +57,12 @@ pub fn config(pid: u32, threads: u64, detail: ProbeDetail) -> CollectorConfig {
 /// writes, epoll and poll, close, shutdown: for `serve`, false for every other run — their
 /// tracepoints fire for every process's reads and writes). `rates`: each program's ns per run from
 /// a calibration of the same probes, so that the kernel's run-time statistics stay off; None:
-/// they are on for the whole run. What cannot be loaded is said, not fatal.
+/// they are on for the whole run. `run_cgroup`: the run's v2 cgroup id, whose tasks the probes
+/// count (every process the workload or command starts); None: the probes follow `pid`'s forks.
+/// What cannot be loaded is said, not fatal.
 pub fn start(
     pid: u32,
+    run_cgroup: Option<u64>,
     threads: u64,
     detail: ProbeDetail,
     net_syscalls: bool,
@@ -69,6 +72,7 @@ pub fn start(
     // libbpf finds tracepoints through tracefs.
     tracefs::mount_if_missing();
     let mut config = config(pid, threads, detail);
+    config.run_cgroup_id = run_cgroup;
     config.net_syscalls = net_syscalls;
     config.program_stats = ProgramStats::Always;
     config.program_rates = rates;

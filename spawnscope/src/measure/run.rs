@@ -138,9 +138,14 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let cpus = opts
         .cpus
         .as_deref()
-        .map(limits::parse_cpu_list)
+        .map(|text| limits::cpus_to_pin(text, &limits::usable_cpus()?))
         .transpose()
-        .map_err(|e| RunError::Usage(format!("--cpus: {e:#}")))?;
+        .map_err(|e| {
+            RunError::Usage(format!(
+                "--cpus {}: {e:#}",
+                opts.cpus.as_deref().unwrap_or("")
+            ))
+        })?;
     let serving = serve_connections(&opts.target);
     if serving.is_some() {
         loadgen::wrk().map_err(RunError::Usage)?;
@@ -166,7 +171,8 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         }
     };
     let threads_needed = match &opts.target {
-        Target::Workload(inv) if inv.runtime.describe().tasks_are_threads => {
+        // A process takes a kernel task and a PID as a thread does.
+        Target::Workload(inv) if inv.runtime.describe().kernel_task_each() => {
             Some(inv.workload.tasks(inv.n))
         }
         Target::Command {
@@ -780,7 +786,7 @@ fn measure(
     // a runtime's few (its maps are allocated after the "before" snapshot, so they would show
     // in the MemAvailable drop if sized by a million goroutines).
     let expected_threads = match &opts.target {
-        Target::Workload(inv) if !inv.runtime.describe().tasks_are_threads => RUNTIME_THREADS,
+        Target::Workload(inv) if !inv.runtime.describe().kernel_task_each() => RUNTIME_THREADS,
         Target::Command {
             task_kind: TaskKind::Task,
             ..
@@ -795,6 +801,7 @@ fn measure(
             .map(|p| p.rates.clone());
         probes::start(
             pid,
+            cgroup.and_then(RunCgroup::v2_id),
             expected_threads,
             detail,
             workload == Some(WorkloadKind::Serve),

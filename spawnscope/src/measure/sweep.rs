@@ -77,7 +77,7 @@ pub fn flags_for(
             // A runtime's own cost flag goes to that runtime only.
             other => Runtime::ALL
                 .iter()
-                .all(|r| r.describe().cost_flag != other || *r == runtime),
+                .all(|r| r.describe().cost_flag != Some(other) || *r == runtime),
         })
         .cloned()
         .collect()

@@ -24,6 +24,7 @@ pub enum Runtime {
     Threads,
     Goroutines,
     Tokio,
+    Processes,
 }
 
 /// What a command's `--tasks` counts: OS threads (each one a task the kernel schedules), or the
@@ -61,6 +62,10 @@ pub enum OsThreads {
     /// The runtime's own threads: `result.runtime_stats.os_threads_created`, less the main thread
     /// (exec made that one).
     FromRuntimeStats,
+    /// None: each task is a process forked without CLONE_THREAD, one thread each, and the
+    /// workload makes no thread of its own besides main (serve's stdin watcher has no check).
+    /// Its new processes are the probes' `new_processes`, a row of the probe table.
+    NoneBesidesMain,
 }
 
 /// All that differs between runtimes.
@@ -84,10 +89,15 @@ pub struct Descriptor {
     /// out of the noise of MemAvailable, small enough to take a second.
     pub calibration_sizes: [u64; 2],
     /// The workload flag of this runtime only that changes what one task costs (carried into the
-    /// calibration; given to this runtime's runs only in a sweep).
-    pub cost_flag: &'static str,
-    /// Each task is an OS thread: the kernel's thread and map limits must fit N.
+    /// calibration; given to this runtime's runs only in a sweep). None: fork has no such knob.
+    pub cost_flag: Option<&'static str>,
+    /// Each task is an OS thread of the workload's process: the kernel's thread and map limits
+    /// must fit N, and the process's thread count is its tasks alive.
     pub tasks_are_threads: bool,
+    /// Each task is a process of its own (a forked child, one thread): a kernel task as a thread
+    /// is (threads-max, pid_max, RLIMIT_NPROC and the probes' per-task tables must fit N), but
+    /// not a thread of the workload's process, whose own count says nothing of them.
+    pub tasks_are_processes: bool,
     pub os_threads: OsThreads,
     /// Memory per coexisting task measured on the project's development VM (`check`'s rough
     /// estimate before a run calibrates).
@@ -101,7 +111,7 @@ pub struct Descriptor {
 }
 
 /// One row per runtime, in the order reports show them.
-pub const DESCRIPTORS: [Descriptor; 3] = [
+pub const DESCRIPTORS: [Descriptor; 4] = [
     Descriptor {
         runtime: Runtime::Threads,
         name: "threads",
@@ -111,8 +121,9 @@ pub const DESCRIPTORS: [Descriptor; 3] = [
         binary_env: "SPAWNSCOPE_THREADS_BIN",
         build_hint: "cargo build --release -p threads",
         calibration_sizes: [500, 2_500],
-        cost_flag: "--stack-size",
+        cost_flag: Some("--stack-size"),
         tasks_are_threads: true,
+        tasks_are_processes: false,
         os_threads: OsThreads::OnePerTask,
         rough_task_bytes: 37.4 * 1024.0,
         perf_call_graph: "dwarf,4096",
@@ -127,8 +138,9 @@ pub const DESCRIPTORS: [Descriptor; 3] = [
         binary_env: "SPAWNSCOPE_GOROUTINES_BIN",
         build_hint: "cd goroutines-go && CGO_ENABLED=0 go build -o ../target/release/goroutines .",
         calibration_sizes: [20_000, 100_000],
-        cost_flag: "--gomaxprocs",
+        cost_flag: Some("--gomaxprocs"),
         tasks_are_threads: false,
+        tasks_are_processes: false,
         os_threads: OsThreads::FromRuntimeStats,
         rough_task_bytes: 2.7 * 1024.0,
         perf_call_graph: "fp",
@@ -145,17 +157,63 @@ pub const DESCRIPTORS: [Descriptor; 3] = [
         // A task is a few hundred bytes, a fifth of a goroutine: five times the tasks for the
         // same signal, still well under a second of spawning.
         calibration_sizes: [100_000, 500_000],
-        cost_flag: "--workers",
+        cost_flag: Some("--workers"),
         tasks_are_threads: false,
+        tasks_are_processes: false,
         os_threads: OsThreads::FromRuntimeStats,
         rough_task_bytes: 0.44 * 1024.0,
         perf_call_graph: "dwarf,4096",
         colors: [(44, 160, 44), (152, 223, 138)],
     },
+    Descriptor {
+        runtime: Runtime::Processes,
+        name: "processes",
+        one_task: "process",
+        binary: "processes",
+        installed_binary: "spawnscope-processes",
+        binary_env: "SPAWNSCOPE_PROCESSES_BIN",
+        build_hint: "cargo build --release -p processes",
+        // A process is its kernel task and its own page tables and memory map, about 120 KiB,
+        // and a fork takes tens of microseconds: small sizes, as threads', for a short calibration.
+        calibration_sizes: [500, 2_500],
+        cost_flag: None,
+        tasks_are_threads: false,
+        tasks_are_processes: true,
+        os_threads: OsThreads::NoneBesidesMain,
+        rough_task_bytes: ROUGH_PROCESS_BYTES,
+        perf_call_graph: "dwarf,4096",
+        colors: [(148, 103, 189), (197, 176, 213)],
+    },
 ];
 
+/// A process's memory, `rough_task_bytes` of processes: `run --runtime processes --workload hold
+/// --n 1000` on the development VM charged its cgroup 120 KiB per process (MemAvailable fell
+/// 122 KiB), 78 KiB of it slab (task_struct, mm_struct, the copied memory map, files, signal
+/// handlers), the rest its kernel stack, page tables and the stack page it writes.
+const ROUGH_PROCESS_BYTES: f64 = 120.0 * 1024.0;
+
+impl Descriptor {
+    /// Each task is a kernel task of its own (a thread or a process): N of them must fit the
+    /// kernel's task limits, and the probes see N tasks.
+    pub fn kernel_task_each(&self) -> bool {
+        self.tasks_are_threads || self.tasks_are_processes
+    }
+}
+
 impl Runtime {
-    pub const ALL: [Runtime; 3] = [Runtime::Threads, Runtime::Goroutines, Runtime::Tokio];
+    /// Every runtime, in report order: what a name is looked up among (colours, descriptors,
+    /// labels no command may take).
+    pub const ALL: [Runtime; 4] = [
+        Runtime::Threads,
+        Runtime::Goroutines,
+        Runtime::Tokio,
+        Runtime::Processes,
+    ];
+
+    /// The runtimes `compare` sweeps when none are named. Processes only on request: a
+    /// process per task is the dearest of all, the default sweep's million would be clamped by
+    /// the preflight anyway, and CI's time stays where it is.
+    pub const DEFAULT_SWEEP: [Runtime; 3] = [Runtime::Threads, Runtime::Goroutines, Runtime::Tokio];
 
     pub fn describe(self) -> &'static Descriptor {
         DESCRIPTORS
@@ -245,6 +303,10 @@ mod tests {
         assert!(Runtime::order_of("threads") < Runtime::order_of("goroutines"));
         assert!(Runtime::order_of("goroutines") < Runtime::order_of("tokio"));
         assert!(Runtime::order_of("tokio") < Runtime::order_of("node"));
+        // Processes are swept only when asked for.
+        assert!(Runtime::DEFAULT_SWEEP
+            .iter()
+            .all(|r| Runtime::ALL.contains(r) && *r != Runtime::Processes));
     }
 
     #[test]
@@ -260,9 +322,11 @@ mod tests {
                     ("binary", d.binary, e.binary),
                     ("installed binary", d.installed_binary, e.installed_binary),
                     ("environment variable", d.binary_env, e.binary_env),
-                    ("cost flag", d.cost_flag, e.cost_flag),
                 ] {
                     assert_ne!(a, b, "{} and {} share their {what}", d.name, e.name);
+                }
+                if let (Some(a), Some(b)) = (d.cost_flag, e.cost_flag) {
+                    assert_ne!(a, b, "{} and {} share their cost flag", d.name, e.name);
                 }
                 for c in d.colors {
                     assert!(
@@ -280,10 +344,22 @@ mod tests {
             );
             assert!(d.build_hint.contains(d.binary), "{}", d.name);
             assert!(d.installed_binary.starts_with("spawnscope-"), "{}", d.name);
-            // OS threads are counted one per task exactly when tasks are threads.
+            // OS threads are counted one per task exactly when tasks are threads, none besides
+            // main exactly when tasks are processes; a task is never both.
             assert_eq!(
                 d.tasks_are_threads,
                 d.os_threads == OsThreads::OnePerTask,
+                "{}",
+                d.name
+            );
+            assert_eq!(
+                d.tasks_are_processes,
+                d.os_threads == OsThreads::NoneBesidesMain,
+                "{}",
+                d.name
+            );
+            assert!(
+                !(d.tasks_are_threads && d.tasks_are_processes),
                 "{}",
                 d.name
             );

@@ -59,13 +59,13 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
     let cells = ROUNDS
         .iter()
         .flat_map(|&(connections, mib)| {
-            Runtime::ALL
+            Runtime::DEFAULT_SWEEP
                 .iter()
                 .map(move |&rt| (rt, WorkloadKind::Serve, connections, Some(mib << 20)))
         })
         .collect();
     Ok(CompareOptions {
-        runtimes: Runtime::ALL.to_vec(),
+        runtimes: Runtime::DEFAULT_SWEEP.to_vec(),
         ns: ROUNDS.iter().map(|(c, _)| *c).collect(),
         workloads: vec![WorkloadKind::Serve],
         repeats: asked.repeats.unwrap_or(1),

@@ -489,3 +489,23 @@ impl Drop for Hogs {
         }
     }
 }
+
+/// tests/programs/NAME/NAME.c, compiled with the host's C compiler (`cc -O2 -pthread`) into the
+/// temporary directory; None, with the reason, when there is no compiler or the build fails.
+pub fn build_c_program(name: &str) -> Result<PathBuf, String> {
+    let source = repo_root()
+        .join("spawnscope/tests/programs")
+        .join(name)
+        .join(format!("{name}.c"));
+    let out = std::env::temp_dir().join(format!("spawnscope-{name}-{}", std::process::id()));
+    let status = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .map_err(|e| format!("no C compiler (cc: {e})"))?;
+    status
+        .success()
+        .then_some(out)
+        .ok_or_else(|| format!("cc {} failed: {status}", source.display()))
+}
