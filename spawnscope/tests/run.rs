@@ -861,7 +861,7 @@ fn cpus_the_conductor_cannot_use_are_bad_input_and_nothing_is_written() {
         .args(["-c", "0"])
         .arg(spawnscope_bin())
         .args(["run", "--out", out.to_str().unwrap()])
-        .args(&hold)
+        .args(hold)
         .arg("1")
         .env("SPAWNSCOPE_STATE_DIR", sandbox.state_dir())
         .output()
