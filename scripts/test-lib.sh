@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests the shell helpers the scripts share: the statistics in scripts/lib/stats.sh (median, min,
 # max, ratio, is_outlier), the argument rules in scripts/lib/common.sh (is_count, bench_args), the
-# main job's traced round (traced_round) and its choice of OS packages on Debian and Ubuntu
+# main job's traced round (traced_round), which of its runs' exit codes it goes on past and ends
+# with (run_ended, worse_exit) and its choice of OS packages on Debian and Ubuntu
 # (has_candidate, pick_package).
 # Needs bash and awk only; no root, nothing built.
 # Usage: ./scripts/test-lib.sh
@@ -59,6 +60,32 @@ expect 3 traced_round 3
 expect 3 traced_round 4
 expect 4 traced_round 5
 expect 6 traced_round 10
+
+# A set of runs goes on past a run that exited 4 or 5 (saying so) and ends with the stronger: 4,
+# then 5; any other failure stops it with its code.
+expect 0 worse_exit 0 0
+expect 5 worse_exit 0 5
+expect 5 worse_exit 5 0
+expect 4 worse_exit 5 4
+expect 4 worse_exit 4 5
+expect 4 worse_exit 4 0
+went_on() {
+  local status=0
+  run_ended "$@" 2>"$stderr_file" || status=$?
+  echo "$status $(grep -c 'going on' "$stderr_file" || true)"
+}
+expect '0 0' went_on 0 'a run'
+expect '0 1' went_on 4 'a run'
+expect '0 1' went_on 5 'a run'
+expect '1 0' went_on 1 'a run'
+expect '3 0' went_on 3 'a run'
+expect '130 0' went_on 130 'a run'
+run_ended 5 'round 2: threads hold 100000' 2>"$stderr_file" || true
+if grep -q "round 2: threads hold 100000 completed but its counts are WRONG (exit 5" "$stderr_file"; then
+  pass "run_ended names the run and says its counts are wrong"
+else
+  fail "run_ended 5: $(cat "$stderr_file")"
+fi
 
 # write_plan: the plan a committed set's machine line names its command from.
 plan_file=$(mktemp)

@@ -17,6 +17,11 @@
 #
 # On a fresh Debian/Ubuntu machine it installs the OS packages it needs (saying which), builds
 # what is missing, and restores every sysctl it raises on every exit path.
+#
+# The main job goes on past a run that exits 4 (the workload failed, hit a limit or was stopped)
+# or 5 (it completed but its counts disagree with the kernel's: a cross-check failed), saying so,
+# as `compare` does, and exits with the stronger of them (4 over 5) once the report is written;
+# any other failure stops it with that run's code.
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
@@ -95,6 +100,8 @@ else
   warn "the warm-up failed (see ${out#"$REPO_ROOT"/}/warmup.log); each counted run calibrates itself"
   calibration=()
 fi
+# The stronger of the runs' exit codes 4 and 5 (0: every run completed, its counts right).
+ended=0
 for ((r = 1; r <= rounds; r++)); do
   if [ "$r" -eq "$traced_at" ]; then
     say "round $r of $rounds: traced (counts and waits; its times carry the probes' cost and are left out)"
@@ -105,7 +112,10 @@ for ((r = 1; r <= rounds; r++)); do
   fi
   for spec in "${main_runs[@]}"; do
     read -r runtime workload n <<<"$spec"
-    run_main "$out" "$runtime" "$workload" "$n" "${calibration[@]}" "${probes[@]}"
+    rc=0
+    run_main "$out" "$runtime" "$workload" "$n" "${calibration[@]}" "${probes[@]}" || rc=$?
+    run_ended "$rc" "round $r: $runtime $workload $n" || exit $?
+    ended=$(worse_exit "$ended" "$rc")
   done
 done
 elapsed_s=$(( ($(date +%s%N) - started_ns) / 1000000 ))
@@ -123,3 +133,7 @@ sed -n '1,/^## /{/^\*\*/p; /^Times /{s/^/\n/p}}; /^## Runs: median/,/^## Per tas
 give_to_invoker "$REPO_ROOT/results"
 echo
 echo "results: ${out#"$REPO_ROOT"/}/ (summary.md in each run; side-by-side.md; compare.md and report.html for the set; re-render with: ./scripts/trace.sh report DIR…)"
+if [ "$ended" -ne 0 ]; then
+  warn "exit $ended: $([ "$ended" -eq 4 ] && echo 'a run did not complete' || echo "a run's counts were WRONG") (said above, and in its summary.md)"
+fi
+exit "$ended"

@@ -24,6 +24,32 @@ is_count() { [[ "$1" =~ ^[1-9][0-9]{0,8}$ ]]; }
 # one alone (with REPEATS = 1 there is no middle: the last).
 traced_round() { echo $((($1 + 1) / 2 + 1)); }
 
+# run_ended RC WHAT: what a `spawnscope run` that exited RC means for a set of runs (the exit codes:
+# docs/reference/exit-codes.md). 4 (the workload failed, hit a limit or was stopped) and 5 (it
+# completed but its counts disagree with the kernel's: a cross-check failed) wrote their results:
+# said as a warning naming WHAT, and the set goes on, as `compare` goes on past them (status 0).
+# Anything else but 0 (failed, refused, a signal) stops the set: status RC.
+run_ended() {
+  case $1 in
+    0) ;;
+    4) warn "$2 did not complete (exit 4: the workload failed, hit a limit or was stopped; its results are kept, see its summary.md); going on" ;;
+    5) warn "$2 completed but its counts are WRONG (exit 5: a cross-check against the kernel's accounting failed; its summary.md says which); going on" ;;
+    *) return "$1" ;;
+  esac
+}
+
+# worse_exit A B: the stronger of two sets-of-runs exit codes among 0, 4 and 5, as `compare` ends
+# with its runs': 4 (a run did not complete) wins over 5 (a run's counts were wrong), 5 over 0.
+worse_exit() {
+  if [ "$1" -eq 4 ] || [ "$2" -eq 4 ]; then
+    echo 4
+  elif [ "$1" -eq 5 ] || [ "$2" -eq 5 ]; then
+    echo 5
+  else
+    echo 0
+  fi
+}
+
 # write_plan FILE REPEATS TRACED_RUNS ARGV... -- CELL...: a set's plan.json as `compare` writes one
 # (its command, repeats and cells "RUNTIME WORKLOAD N"; TRACED_RUNS beside the untraced repeats, or
 # - when every run is traced), written before the first run so that a set committed under docs/

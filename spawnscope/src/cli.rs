@@ -20,7 +20,8 @@ use crate::runtime::{Runtime, TaskKind, WorkloadKind};
     about = "What does one OS thread, one goroutine or one tokio task cost, and where does the time go?",
     after_help = "Exit codes: 0 done; 1 failed (the machine was restored); 2 bad arguments (nothing changed);\n\
                   3 refused by the preflight (nothing changed); 4 the workload failed, hit a limit or was stopped by\n\
-                  --timeout or --pids-limit (results written);\n\
+                  --timeout or --pids-limit (results written); 5 the run completed but its counts disagree with the\n\
+                  kernel's (a cross-check failed; results written; 4 wins over 5);\n\
                   128+N interrupted by signal N (the machine was restored)."
 )]
 pub struct Cli {
@@ -207,13 +208,38 @@ pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// How a run, or a sweep's runs, ended, as the exit code tells it (a sweep: its worst run's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Completed, and the counts agree with the kernel's or were not checked: 0.
+    Done,
+    /// Completed, but a cross-check failed: the counts disagree with the kernel's (5).
+    CountsWrong,
+    /// The workload failed, hit a limit or was stopped by the leash (4). The stronger news: a
+    /// run that did not complete exits 4 whatever its counts, and so does a sweep with one.
+    NotComplete,
+}
+
+impl Ended {
+    /// One run, or a sweep: whether it (every run) completed, and whether its counts (a run's)
+    /// are wrong.
+    pub fn of_run(completed: bool, counts_wrong: bool) -> Ended {
+        match (completed, counts_wrong) {
+            (false, _) => Ended::NotComplete,
+            (true, true) => Ended::CountsWrong,
+            (true, false) => Ended::Done,
+        }
+    }
+}
+
 /// The exit code of a run or a sweep, as the help's table says: Ok carries the interrupting
-/// signal, if any, and whether every run completed.
-pub fn exit_code(result: Result<(Option<i32>, bool), RunError>) -> ExitCode {
+/// signal, if any, and how the runs ended (a signal wins over both).
+pub fn exit_code(result: Result<(Option<i32>, Ended), RunError>) -> ExitCode {
     match result {
         Ok((Some(sig), _)) => ExitCode::from(128 + sig as u8),
-        Ok((None, true)) => ExitCode::SUCCESS,
-        Ok((None, false)) => ExitCode::from(4),
+        Ok((None, Ended::Done)) => ExitCode::SUCCESS,
+        Ok((None, Ended::NotComplete)) => ExitCode::from(4),
+        Ok((None, Ended::CountsWrong)) => ExitCode::from(5),
         Err(RunError::Usage(message)) => usage_error(message),
         Err(RunError::Refused(message)) => {
             eprintln!("spawnscope: refused: {message}");
@@ -618,6 +644,39 @@ pub struct CompareArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn a_failed_workload_is_stronger_news_than_wrong_counts() {
+        assert_eq!(Ended::of_run(true, false), Ended::Done);
+        assert_eq!(Ended::of_run(true, true), Ended::CountsWrong);
+        assert_eq!(Ended::of_run(false, true), Ended::NotComplete);
+        assert_eq!(Ended::of_run(false, false), Ended::NotComplete);
+        assert_eq!(exit_code(Ok((None, Ended::Done))), ExitCode::SUCCESS);
+        assert_eq!(exit_code(Ok((None, Ended::NotComplete))), ExitCode::from(4));
+        assert_eq!(exit_code(Ok((None, Ended::CountsWrong))), ExitCode::from(5));
+        // A signal wins over both.
+        assert_eq!(
+            exit_code(Ok((Some(2), Ended::CountsWrong))),
+            ExitCode::from(130)
+        );
+    }
+
+    #[test]
+    fn the_help_names_every_exit_code() {
+        let help = Cli::command().render_long_help().to_string();
+        for code in [
+            "0 done",
+            "1 failed",
+            "2 bad arguments",
+            "3 refused",
+            "4 the workload failed",
+            "5 the run completed but its counts disagree",
+            "128+N",
+        ] {
+            assert!(help.contains(code), "{code}: {help}");
+        }
+    }
 
     #[test]
     fn run_help_groups_its_options_under_headings_with_short_flags() {

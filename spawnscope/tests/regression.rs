@@ -13,8 +13,10 @@
 //! each run's memory per task its resolution (`resolved`, …: the goroutine runs, 2–8 MiB held,
 //! say "not resolved" in their summary.md, in compare.md's runs table (‡) and in the headline);
 //! compare.json each cell's `times_from` (every run here traced: times from the traced runs) and
-//! compare.md the line that says so ("Times include the probes' cost: every run was traced."):
-//! every number they had before is as recorded.
+//! compare.md the line that says so ("Times include the probes' cost: every run was traced.");
+//! each summary its counts verdict (`counts_verdict`, summary.md's "Counts" line; the command
+//! run, whose threads check failed when it was recorded, its outcome flagged "counts WRONG") and
+//! compare.json each run's: every number they had before is as recorded.
 
 mod common;
 

@@ -510,6 +510,73 @@ fn a_runtimes_tasks_without_task_kind_are_taken_as_tasks_and_said_so() {
     assert!(!checks.contains("threads created"), "{checks}");
 }
 
+/// A run whose cross-check fails for real: `sleep` creates no thread, so with `--tasks 50
+/// --task-kind thread` "threads created vs --tasks" expects 50 and the probes count 0 (before:
+/// "Fail" in a table, then "time figures: trustworthy" and exit 0). Its workload completed, so it
+/// exits 5; its counts verdict says which check failed, expected against counted, and its
+/// headline is flagged.
+#[test]
+fn a_run_whose_cross_check_fails_says_its_counts_are_wrong_and_exits_5() {
+    let test = "a_run_whose_cross_check_fails_says_its_counts_are_wrong_and_exits_5";
+    if skip_unless_root(test) {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox.run(&["--tasks", "50", "--task-kind", "thread", "--", "sleep", "1"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let dir = sandbox.only_results_dir();
+    let summary = read_json(dir.join("summary.json"));
+    let verdict = &summary["counts_verdict"];
+    if summary["probes"].is_null() {
+        println!(
+            "SKIP {test}: the eBPF probes did not run here ({})",
+            verdict["why_not_checked"]
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "nothing checked, nothing wrong: {stderr}"
+        );
+        return;
+    }
+    assert_eq!(out.status.code(), Some(5), "{stdout}{stderr}");
+    assert_eq!(
+        summary["outcome"], "completed",
+        "the workload itself completed"
+    );
+    assert_eq!(verdict["counts"], "wrong", "{verdict}");
+    let threads = verdict["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "threads created vs --tasks")
+        .unwrap_or_else(|| panic!("the threads check failed: {verdict}"));
+    assert_eq!(threads["expected"], 50, "{threads}");
+    assert_eq!(threads["counted"], 0, "{threads}");
+    // The time verdict stays the time verdict: the counts are judged apart.
+    assert!(summary["verdict"].get("counts").is_none());
+    assert_matches_schemas(&dir);
+    // The terminal: the flagged headline under the label, the counts line with what failed.
+    let headline = stdout.lines().nth(2).unwrap_or("");
+    assert!(
+        headline.starts_with("  completed — counts WRONG ("),
+        "{headline}: {stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("  counts: WRONG — ")
+            && l.contains("threads created vs --tasks: expected 50, probes counted 0")),
+        "{stdout}"
+    );
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("\n- Outcome: completed — counts WRONG ("),
+        "{md}"
+    );
+    assert!(md.contains("\n- Counts: WRONG — "), "{md}");
+}
+
 #[test]
 fn json_prints_the_summary_and_the_terminal_ends_with_the_results_directory() {
     if skip_unless_root("json_prints_the_summary_and_the_terminal_ends_with_the_results_directory")
@@ -794,7 +861,7 @@ fn cpus_the_conductor_cannot_use_are_bad_input_and_nothing_is_written() {
         .args(["-c", "0"])
         .arg(spawnscope_bin())
         .args(["run", "--out", out.to_str().unwrap()])
-        .args(&hold)
+        .args(hold)
         .arg("1")
         .env("SPAWNSCOPE_STATE_DIR", sandbox.state_dir())
         .output()

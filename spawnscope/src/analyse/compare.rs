@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyse::counts_verdict;
 use crate::analyse::headline::{headlines, Headline, Measured};
 use crate::analyse::regression::{self, LineFit, Spread};
 use crate::analyse::repeats::{self, repeated, Repeated};
@@ -86,6 +87,14 @@ pub struct Cell {
     /// (`resolution::judge_held`): the memory figures are marked not resolved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub memory_unresolved: bool,
+    /// Runs of the cell whose counts are wrong (a cross-check failed: `counts_verdict`): the
+    /// tables mark the cell.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub counts_wrong_runs: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What one figure is regressed on: tasks alive at the peak (memory) or tasks spawned (time,
@@ -405,6 +414,7 @@ pub fn compare_runs(
                 .and_then(|c| c.share_of_cpu),
             has_flame: l.has_flame,
             verdict: s.verdict.clone(),
+            counts_verdict: s.counts_verdict.clone(),
             measured_at_s: l.measured_at_s,
             task_lifetime_s: l.task_lifetime_s,
             memory_limit_bytes: l.memory_limit_bytes,
@@ -573,6 +583,10 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 memory_unresolved: ok
                     .iter()
                     .any(|r| memory_unresolved(r.memory_per_task.as_ref())),
+                counts_wrong_runs: rs
+                    .iter()
+                    .filter(|r| counts_verdict::wrong(r.counts_verdict.as_ref()))
+                    .count(),
             }
         })
         .collect();

@@ -9,9 +9,14 @@
 //! for all keeps each factor read the same way and the ends' distance in plain sight, where a
 //! chain (each against the next) would hide it, and the factors between the dearer ones follow by
 //! division. With two it is the one pair, as before.
+//!
+//! A run whose cross-checks failed (`analyse/counts_verdict.rs`) is named in the line: its
+//! counts are wrong, and a headline read alone must not hide it. One run's own line, its outcome,
+//! says so too ([`of_run`]).
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyse::counts_verdict;
 use crate::analyse::regression::spread;
 use crate::analyse::summary::{memory_unresolved, Summary};
 use crate::analyse::times_from::timed;
@@ -31,6 +36,13 @@ pub struct Side {
     /// (`resolution::judge_held`): the line says the memory factor is not resolved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub memory_unresolved: bool,
+    /// Of `runs`, those whose counts are wrong (a cross-check failed): the line says so.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub counts_wrong_runs: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -112,6 +124,10 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                         memory_unresolved: at_n
                             .iter()
                             .any(|s| memory_unresolved(s.memory_per_task.as_ref())),
+                        counts_wrong_runs: at_n
+                            .iter()
+                            .filter(|s| counts_verdict::wrong(s.counts_verdict.as_ref()))
+                            .count(),
                         spawn_us: median(
                             timed_at_n
                                 .iter()
@@ -203,7 +219,30 @@ impl Headline {
         if self.times_emulated {
             line.push_str(" (spawn times left out: the CPU was emulated)");
         }
+        let wrong: Vec<String> = dearer
+            .iter()
+            .copied()
+            .chain([base])
+            .filter(|s| s.counts_wrong_runs > 0)
+            .map(|s| format!("{} of {} {} runs", s.counts_wrong_runs, s.runs, s.runtime))
+            .collect();
+        if !wrong.is_empty() {
+            line.push_str(&format!(
+                "; counts WRONG in {} (a cross-check failed)",
+                wrong.join(" and ")
+            ));
+        }
         line
+    }
+}
+
+/// One run's result in one line, as its terminal view and summary.md give it: its outcome, and,
+/// when a cross-check failed, that its counts are wrong ("completed — counts WRONG (1
+/// cross-check failed)").
+pub fn of_run(s: &Summary) -> String {
+    match s.counts_verdict.as_ref().and_then(|v| v.headline_clause()) {
+        Some(clause) => format!("{} — {clause}", s.outcome),
+        None => s.outcome.clone(),
     }
 }
 
@@ -240,7 +279,9 @@ fn clause(a: &Side, b: &Side) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyse::probes::ProbeSummary;
     use crate::analyse::summary::{MemoryPerTask, TimePerTask};
+    use spawnscope_collector::{CrossCheck, Verdict as CheckVerdict};
 
     fn run(runtime: &str, n: u64, memory_kb: f64, spawn_us: f64) -> Summary {
         Summary {
@@ -273,6 +314,63 @@ mod tests {
             .collect()
     }
 
+    /// A summary whose cross-check of threads created failed (`run --tasks 50 --task-kind thread
+    /// -- sleep 1`: sleep creates none).
+    fn counts_wrong(mut s: Summary) -> Summary {
+        let probes = ProbeSummary {
+            cross_checks: vec![CrossCheck {
+                name: "threads created vs --tasks".into(),
+                expected: 50,
+                observed: 0,
+                observed_max: 0,
+                tolerance: 0,
+                verdict: CheckVerdict::Fail,
+                basis: String::new(),
+            }],
+            ..Default::default()
+        };
+        s.counts_verdict = Some(counts_verdict::judge(Some(&probes), &[]));
+        s
+    }
+
+    #[test]
+    fn a_run_whose_counts_are_wrong_says_so_in_its_own_line() {
+        let mut s = run("threads", 50, 40.0, 30.0);
+        s.outcome = "completed".into();
+        s.counts_verdict = Some(counts_verdict::judge(None, &[]));
+        assert_eq!(of_run(&s), "completed", "not checked is no news");
+        let s = counts_wrong(s);
+        assert_eq!(
+            of_run(&s),
+            "completed — counts WRONG (1 cross-check failed)"
+        );
+    }
+
+    #[test]
+    fn a_headline_over_a_run_whose_counts_are_wrong_names_it() {
+        let summaries = [
+            run("threads", 100_000, 36.5, 40.0),
+            counts_wrong(run("threads", 100_000, 36.5, 41.0)),
+            run("goroutines", 1_000_000, 2.7, 3.2),
+        ];
+        let h = headlines(&on_m1(&summaries), false);
+        assert_eq!(h[0].dearer.counts_wrong_runs, 1);
+        assert_eq!(h[0].cheaper.counts_wrong_runs, 0);
+        assert_eq!(
+            h[0].line(),
+            "hold: a thread costs 13.5× a goroutine in memory (36.5 KiB against 2.7 KiB per task) \
+             and 12.7× in spawn time (40.5 µs against 3.2 µs); threads at N = 100,000 (2 runs), \
+             goroutines at N = 1,000,000 (1 run), medians; counts WRONG in 1 of 2 threads runs \
+             (a cross-check failed)"
+        );
+        // compare.json keeps its shape where every count was right.
+        let right = headlines(&on_m1(&summaries[..1]), false);
+        assert!(right.is_empty());
+        let two = [summaries[0].clone(), summaries[2].clone()];
+        let json = serde_json::to_value(&headlines(&on_m1(&two), false)[0]).unwrap();
+        assert!(json["dearer"].get("counts_wrong_runs").is_none(), "{json}");
+    }
+
     #[test]
     fn a_memory_factor_not_resolved_at_its_n_says_so_in_its_clause() {
         let resolved = Side {
@@ -282,6 +380,7 @@ mod tests {
             memory_kib: Some(36.5),
             spawn_us: None,
             memory_unresolved: false,
+            counts_wrong_runs: 0,
         };
         let unresolved = Side {
             runtime: "goroutines".into(),

@@ -5,6 +5,7 @@
 
 pub mod attribution;
 pub mod compare;
+pub mod counts_verdict;
 pub mod headline;
 pub mod kernel_gaps;
 pub mod paired;

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyse::counts_verdict::CountsVerdict;
 use crate::analyse::summary::MemoryPerTask;
 use crate::analyse::verdict::Verdict;
 
@@ -44,6 +45,10 @@ pub struct RunPoint {
     /// Whether the run's time figures can be trusted (runs recorded with the noise sentinels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// Whether the run's counts agree with the kernel's (its cross-checks): checked, wrong or not
+    /// checked and why (absent in sets written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts_verdict: Option<CountsVerdict>,
     /// A command's moment measured, seconds after its release. Its tasks alive there are its
     /// own word; with `task_lifetime_s` and `wall_s` this says whether they could all be alive.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,7 @@ use serde_json::Value;
 use spawnscope_collector::Report as CollectorReport;
 
 use crate::analyse::attribution::Attribution;
+use crate::analyse::counts_verdict::{self, CountsVerdict};
 use crate::analyse::phases::{phase_costs, phase_names, stopped_ns_between, PhaseCost};
 use crate::analyse::probes::{probe_summary, ProbeSummary};
 use crate::analyse::processes::{processes, thread_size_kb, Processes};
@@ -196,6 +197,11 @@ pub struct Summary {
     /// Whether the time figures can be trusted (runs recorded with the noise sentinels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// Whether the probes' counts agree with the kernel's own accounting (their cross-checks):
+    /// checked, wrong (a cross-check failed) or not checked and why. Beside the time verdict,
+    /// never part of it. Absent in summaries written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts_verdict: Option<CountsVerdict>,
     /// What else the machine did per phase (runs recorded with sentinels.json).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sentinels: Option<SentinelFigures>,
@@ -1041,6 +1047,7 @@ pub fn summarize(
     s.processes = memory.peak.as_ref().and_then(processes);
     s.phases = phase_costs(run, memory);
     s.probes = collector.map(|c| probe_summary(c, memory, run, result, s.tasks));
+    s.counts_verdict = Some(counts_verdict::judge(s.probes.as_ref(), &run.left_out));
     let names = phase_names(memory);
     s.waits = collector.and_then(|c| waits(c, &names, s.sys_s, s.tasks));
     if s.runtime.as_deref() == Some("threads") {

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::{exit_code, usage_error, CompareArgs};
+use crate::analyse::counts_verdict;
+use crate::cli::{exit_code, usage_error, CompareArgs, Ended};
 use crate::commands::derive;
 use crate::commands::run::finish;
 use crate::host::signals::Interrupts;
@@ -127,11 +128,17 @@ pub fn command(args: CompareArgs) -> ExitCode {
                 bytes(m.rss_kb * 1024.0)
             )
         });
+        let counts_wrong = counts_verdict::wrong(s.counts_verdict.as_ref());
         Ok(RunVerdict {
             ok: s.ok,
+            counts_wrong,
             line: format!(
                 "{} {}: {:.2} s wall, {:.2} s user, {:.2} s system{memory}",
-                if s.ok { "done" } else { "NOT OK" },
+                match Ended::of_run(s.ok, counts_wrong) {
+                    Ended::Done => "done",
+                    Ended::CountsWrong => "COUNTS WRONG",
+                    Ended::NotComplete => "NOT OK",
+                },
                 s.outcome.split(':').next().unwrap_or(""),
                 s.wall_s,
                 s.user_s,
@@ -154,7 +161,9 @@ pub fn command(args: CompareArgs) -> ExitCode {
             }
         }
         record::give_to_invoking_user(outcome.made_root.as_deref().unwrap_or(&outcome.out));
-        Ok((outcome.interrupted_by, outcome.all_ok))
+        // A run that did not complete is the stronger news (4); else a run's wrong counts (5).
+        let ended = Ended::of_run(outcome.all_ok, outcome.counts_wrong > 0);
+        Ok((outcome.interrupted_by, ended))
     });
     exit_code(result)
 }

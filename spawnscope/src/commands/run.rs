@@ -3,8 +3,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::analyse::counts_verdict;
 use crate::analyse::summary::Summary;
-use crate::cli::{exit_code, usage_error, RunArgs};
+use crate::cli::{exit_code, usage_error, Ended, RunArgs};
 use crate::commands::derive::{self, Writes};
 use crate::host::signals::Interrupts;
 use crate::measure::perf;
@@ -108,7 +109,11 @@ pub fn command(args: RunArgs) -> ExitCode {
         } else {
             print!("{}", render::summary::terminal(&summary, &outcome.dir));
         }
-        Ok((outcome.interrupted_by, summary.ok))
+        let counts_wrong = counts_verdict::wrong(summary.counts_verdict.as_ref());
+        Ok((
+            outcome.interrupted_by,
+            Ended::of_run(summary.ok, counts_wrong),
+        ))
     });
     exit_code(result)
 }

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use crate::analyse::syscall_cost::figures;
-use crate::cli::exit_code;
+use crate::cli::{exit_code, Ended};
 use crate::host::privileges::is_root;
 use crate::host::procfs;
 use crate::measure::run::RunError;
@@ -13,7 +13,7 @@ use crate::measure::syscall_cost::measure;
 use crate::render::syscall_cost::text;
 
 pub fn command(cycles: u32, calls: u64, json: bool) -> ExitCode {
-    exit_code(syscall_cost(cycles, calls, json).map(|()| (None, true)))
+    exit_code(syscall_cost(cycles, calls, json).map(|()| (None, Ended::Done)))
 }
 
 fn syscall_cost(cycles: u32, calls: u64, json: bool) -> Result<(), RunError> {

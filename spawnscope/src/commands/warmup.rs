@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{exit_code, RunSpec, WarmUpArgs};
+use crate::cli::{exit_code, Ended, RunSpec, WarmUpArgs};
 use crate::host::privileges::is_root;
 use crate::host::signals::Interrupts;
 use crate::measure::run::RunError;
@@ -24,7 +24,7 @@ pub fn command(args: &WarmUpArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    exit_code(warm_up(args, &interrupts).map(|sig| (sig, true)))
+    exit_code(warm_up(args, &interrupts).map(|sig| (sig, Ended::Done)))
 }
 
 fn warm_up(args: &WarmUpArgs, interrupts: &Interrupts) -> Result<Option<i32>, RunError> {

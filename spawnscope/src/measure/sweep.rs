@@ -503,13 +503,17 @@ pub struct CompareOutcome {
     pub dirs: Vec<PathBuf>,
     pub interrupted_by: Option<i32>,
     pub all_ok: bool,
+    /// Runs that completed but whose counts are wrong (a cross-check failed).
+    pub counts_wrong: usize,
     /// The results root (results/) when the sweep made it: it goes to the user who ran sudo too.
     pub made_root: Option<PathBuf>,
 }
 
-/// What the caller makes of one finished run: whether it completed, and one line for the user.
+/// What the caller makes of one finished run: whether it completed, whether its counts are wrong
+/// (a cross-check failed), and one line for the user.
 pub struct RunVerdict {
     pub ok: bool,
+    pub counts_wrong: bool,
     pub line: String,
 }
 
@@ -541,6 +545,9 @@ pub fn compare(
     let started = Instant::now();
     let (mut actual, mut predicted_done) = (0.0f64, 0.0f64);
     let mut all_ok = true;
+    // Runs that did not complete (failed, refused, stopped) and that completed with wrong counts.
+    let (mut not_complete, mut counts_wrong) = (0usize, 0usize);
+    let mut attempted = 0usize;
     let mut interrupted_by = None;
     let mut dirs: Vec<PathBuf> = Vec::new();
     for (k, job) in jobs.iter().enumerate() {
@@ -548,6 +555,7 @@ pub fn compare(
             interrupted_by = Some(sig);
             break;
         }
+        attempted += 1;
         let remaining: f64 = jobs[k..].iter().map(|j| j.predicted_s).sum();
         let factor = if predicted_done > 0.0 {
             actual / predicted_done
@@ -595,9 +603,15 @@ pub fn compare(
                     Ok(verdict) => {
                         eprintln!("  {} → {}", verdict.line, outcome.dir.display());
                         all_ok &= verdict.ok;
+                        if !verdict.ok {
+                            not_complete += 1;
+                        } else if verdict.counts_wrong {
+                            counts_wrong += 1;
+                        }
                     }
                     Err(err) => {
                         all_ok = false;
+                        not_complete += 1;
                         eprintln!("  failed: {err:#}");
                         note_cell(&mut plan, job, &format!("a run failed: {err:#}"));
                     }
@@ -611,6 +625,7 @@ pub fn compare(
             Err(RunError::Usage(m)) => return Err(RunError::Usage(m)),
             Err(RunError::Refused(m)) => {
                 all_ok = false;
+                not_complete += 1;
                 eprintln!("  refused: {m}");
                 note_cell(
                     &mut plan,
@@ -624,6 +639,7 @@ pub fn compare(
             }
             Err(RunError::Failed(err)) => {
                 all_ok = false;
+                not_complete += 1;
                 eprintln!("  failed: {err:#}");
                 note_cell(&mut plan, job, &format!("a run failed: {err:#}"));
             }
@@ -640,6 +656,9 @@ pub fn compare(
             plan.stopped.as_deref().unwrap_or("")
         );
     }
+    if let Some(line) = end_line(not_complete, counts_wrong, attempted) {
+        eprintln!("spawnscope compare: {line}");
+    }
     record::write_json(&opts.out.join(record::PLAN), &plan)?;
     Ok(CompareOutcome {
         out: opts.out,
@@ -647,8 +666,26 @@ pub fn compare(
         dirs,
         interrupted_by,
         all_ok,
+        counts_wrong,
         made_root: new_root,
     })
+}
+
+/// The sweep's end line, when a run did not complete or completed with wrong counts: "1 of 12
+/// runs did not complete; 2 of 12 runs completed with their counts WRONG (a cross-check failed: each run's
+/// summary says which)". The matrix went on past them; the exit code says the worst (4, else 5).
+fn end_line(not_complete: usize, counts_wrong: usize, runs: usize) -> Option<String> {
+    let mut said = Vec::new();
+    if not_complete > 0 {
+        said.push(format!("{not_complete} of {runs} runs did not complete"));
+    }
+    if counts_wrong > 0 {
+        said.push(format!(
+            "{counts_wrong} of {runs} runs completed with their counts WRONG (a cross-check \
+             failed: each run's summary says which)"
+        ));
+    }
+    (!said.is_empty()).then(|| said.join("; "))
 }
 
 fn note_cell(plan: &mut Plan, job: &Job, text: &str) {
@@ -668,6 +705,19 @@ fn note_cell(plan: &mut Plan, job: &Job, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_end_line_says_the_runs_that_failed_and_those_whose_counts_are_wrong() {
+        assert_eq!(end_line(0, 0, 12), None);
+        assert_eq!(
+            end_line(1, 2, 12).as_deref(),
+            Some(
+                "1 of 12 runs did not complete; 2 of 12 runs completed with their counts WRONG \
+                 (a cross-check failed: each run's summary says which)"
+            )
+        );
+        assert!(end_line(0, 1, 1).is_some_and(|l| l.starts_with("1 of 1 runs completed")));
+    }
 
     fn est(fits: bool, largest_n: u64) -> Estimate {
         Estimate {

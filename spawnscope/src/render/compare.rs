@@ -39,7 +39,12 @@ const CELL_COLUMNS: &[Column<Cell>] = &[
     },
     Column {
         shown: figure("runs complete / measured / all", |c| {
-            format!("{} / {} / {}", c.ok_runs, c.measured_runs, c.runs)
+            let runs = format!("{} / {} / {}", c.ok_runs, c.measured_runs, c.runs);
+            if c.counts_wrong_runs > 0 {
+                format!("{runs} {COUNTS_WRONG_MARK}")
+            } else {
+                runs
+            }
         }),
         raw: Raw::Several(&["runs", "ok_runs", "measured_runs"], |c| {
             vec![
@@ -257,6 +262,11 @@ pub fn unresolved_note() -> String {
         crate::units::bytes(crate::analyse::resolution::MIN_HELD_KB * 1024.0)
     )
 }
+
+/// What marks a cell with a run whose counts are wrong (a cross-check failed), and the note
+/// under a table that has one.
+pub const COUNTS_WRONG_MARK: &str = "§";
+pub const COUNTS_WRONG_NOTE: &str = "§ counts WRONG in a run of the cell: the probes' counts disagree with the kernel's own accounting (a cross-check failed; each run's summary says which, expected against counted), so the counts and waits of that run are not to be trusted.";
 
 /// A figure's cell with `mark` after it when `on` and there is a figure to mark.
 fn marked(cell: String, s: &Option<Spread>, on: bool, mark: &str) -> String {
@@ -482,6 +492,9 @@ pub fn markdown(r: &Comparison) -> String {
     }
     if r.cells.iter().any(|c| c.memory_unresolved) {
         let _ = writeln!(md, "\n{}", unresolved_note());
+    }
+    if r.cells.iter().any(|c| c.counts_wrong_runs > 0) {
+        let _ = writeln!(md, "\n{COUNTS_WRONG_NOTE}");
     }
     md.push_str(&repeats::markdown(&r.repeats));
     let _ = writeln!(
@@ -746,6 +759,29 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("| M1"))
             .all(|l| !l.contains(EMULATED_MARK)));
+    }
+
+    #[test]
+    fn a_cell_with_a_run_whose_counts_are_wrong_is_marked_with_its_legend() {
+        let mut r = two_machines();
+        let plain = markdown(&r);
+        assert!(!plain.contains(COUNTS_WRONG_MARK) && !plain.contains(COUNTS_WRONG_NOTE));
+        let csv = cells_csv(&r);
+        for c in r.cells.iter_mut().filter(|c| c.machine == "M2 (b,c)") {
+            c.counts_wrong_runs = 1;
+        }
+        let md = markdown(&r);
+        assert!(md.contains(&format!("\n{COUNTS_WRONG_NOTE}\n")), "{md}");
+        assert!(
+            md.contains("| M2 (b,c) | goroutines | hold | 1,000 | 1 / 1 / 1 § |"),
+            "{md}"
+        );
+        assert!(md
+            .lines()
+            .filter(|l| l.starts_with("| M1"))
+            .all(|l| !l.contains(COUNTS_WRONG_MARK)));
+        // compare.csv keeps its columns: the count is in compare.json.
+        assert_eq!(cells_csv(&r), csv);
     }
 
     /// The recorded set's first two fits (threads, hold: RSS and kernel stack, N = 1,000–3,000),

@@ -239,6 +239,7 @@ fn side_of(cell: &Cell) -> Option<Side> {
         memory_kib: Some(cell.memory_kb.as_ref()?.median),
         spawn_us: None,
         memory_unresolved: cell.memory_unresolved,
+        counts_wrong_runs: cell.counts_wrong_runs,
     })
 }
 

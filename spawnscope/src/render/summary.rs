@@ -4,6 +4,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use crate::analyse::headline;
 use crate::analyse::probes::{ProbeCost, ProbeSummary};
 use crate::analyse::processes::{ProcessRow, Processes};
 use crate::analyse::summary::{memory_unresolved, ExitPath, Summary, ADDS_UP_PERCENT};
@@ -409,7 +410,7 @@ fn stops_sentence(stops: &[WorkloadStop]) -> String {
 pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# {}\n", s.label);
-    let _ = writeln!(md, "- Outcome: {}", s.outcome);
+    let _ = writeln!(md, "- Outcome: {}", headline::of_run(s));
     if let (Some(spawned), Some(alive)) = (s.spawned, s.alive_at_peak) {
         let _ = writeln!(
             md,
@@ -428,6 +429,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     }
     if let Some(v) = &s.verdict {
         let _ = writeln!(md, "- Time figures: {}", v.line());
+    }
+    if let Some(v) = &s.counts_verdict {
+        let _ = writeln!(md, "- Counts: {}", v.line());
     }
     let _ = writeln!(md, "- Machine: {}", machine.describe());
     if let Some(details) = machine.describe_details() {
@@ -836,7 +840,7 @@ pub fn probe_cost_table(cost: &ProbeCost) -> Table {
 /// The terminal view of one run.
 pub fn terminal(s: &Summary, dir: &Path) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "\n{}\n  {}", s.label, s.outcome);
+    let _ = writeln!(out, "\n{}\n  {}", s.label, headline::of_run(s));
     for row in &time_v_table(s).rows {
         let _ = writeln!(out, "\t{}: {}", row[0].text(), row[1].text());
     }
@@ -881,6 +885,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     }
     if let Some(v) = &s.verdict {
         out.push_str(&verdict::terminal(v));
+    }
+    if let Some(v) = &s.counts_verdict {
+        let _ = writeln!(out, "  counts: {}", v.line());
     }
     if let Some(p) = &s.probes {
         let _ = writeln!(out, "  eBPF probes, per task: {}", probe_highlights(p));

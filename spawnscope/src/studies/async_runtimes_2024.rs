@@ -420,6 +420,7 @@ mod tests {
             probe_cost_share: None,
             has_flame: false,
             verdict: None,
+            counts_verdict: None,
             measured_at_s: Some(at_s),
             task_lifetime_s: Some(10.0),
             memory_limit_bytes: None,
