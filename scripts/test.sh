@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$REPO_ROOT"
 
 need_toolchains
-need_packages "${BUILD_PACKAGES[@]}" "${LOAD_PACKAGES[@]}" "${STUDY_PACKAGES[@]}" shellcheck chromium || warn "some steps will fail or skip for lack of packages"
+need_packages "${BUILD_PACKAGES[@]}" "${LOAD_PACKAGES[@]}" "${STUDY_PACKAGES[@]}" shellcheck chromium stress-ng || warn "some steps will fail or skip for lack of packages"
 
 passed=0
 failed=0
