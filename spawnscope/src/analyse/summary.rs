@@ -752,7 +752,7 @@ fn tree_memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Opti
 
 /// What RSS counts where memory is counted from the run's processes.
 const TREE_BY_PSS: &str = "anonymous and shared memory of the run's processes by PSS (Pss_Anon + Pss_Shmem: a page shared between them counted once); file-backed pages are page cache";
-const TREE_BY_RSS: &str = "anonymous and shared memory of the run's processes by RSS (RssAnon + RssShmem; smaps_rollup not read at this moment: a page shared between them counted once per process); file-backed pages are page cache";
+const TREE_BY_RSS: &str = "anonymous and shared memory of the run's processes by RSS (RssAnon + RssShmem; smaps_rollup not read at this moment, or its walk short of the status's VmRSS read beside it: a page shared between them counted once per process); file-backed pages are page cache";
 
 /// A moment's own memory of the run, counted one way or the other, before the kernel parts.
 struct Counted {

@@ -385,9 +385,14 @@ kmalloc-64          2048   4096     64   64    1 : tunables    0    0    0 : sla
             .unwrap();
         let sh = child.id();
         let mut below = Vec::new();
+        // Until the shell's child has exec'd sleep (a fork is seen before its exec).
         for _ in 0..100 {
             below = descendants(sh);
-            if !below.is_empty() {
+            let execd = below
+                .first()
+                .and_then(|&pid| read_process(pid))
+                .is_some_and(|p| p.command == "sleep");
+            if execd {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
