@@ -36,6 +36,19 @@ pub fn bytes(b: f64) -> String {
     }
 }
 
+/// A probe figure in its unit: counts as numbers, ns as time, bytes in binary units.
+pub fn in_unit(value: f64, unit: &str) -> String {
+    match unit {
+        "ns" if value >= 1e9 => format!("{:.2} s", value / 1e9),
+        "ns" if value >= 1e6 => format!("{:.1} ms", value / 1e6),
+        "ns" if value >= 1e3 => format!("{:.1} µs", value / 1e3),
+        "ns" => format!("{value:.0} ns"),
+        "bytes" => bytes(value),
+        _ if value.fract() == 0.0 => count(value as u64),
+        _ => format!("{value:.2}"),
+    }
+}
+
 /// Parses a byte count for conductor flags: digits with an optional K/M/G/T (powers of 1024).
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let split = text

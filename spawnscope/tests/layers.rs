@@ -53,37 +53,73 @@ fn code_of(text: &str) -> String {
         .join("\n")
 }
 
-/// Every `crate::path` a file names, as the longest module path among `modules`, with its line.
+/// Every `crate::path` a file names, as the longest module path among `modules`, with its line:
+/// `use crate::a::b::C`, `crate::a::f()`, and use trees, nested and over several lines —
+/// `use crate::{a, b::c}`, `use crate::measure::{perf, preflight}` (measure::perf and
+/// measure::preflight, not measure: read as the room, such a group hid a circle between two of
+/// its modules).
 fn imports(code: &str, modules: &BTreeSet<String>) -> Vec<(String, usize)> {
     let mut found = Vec::new();
-    for (n, line) in code.lines().enumerate() {
-        // `use crate::{a, b::c}` and `crate::a::f()` alike.
-        let mut rest = line;
-        while let Some(i) = rest.find("crate::") {
-            rest = &rest[i + "crate::".len()..];
-            let mut paths: Vec<String> = Vec::new();
-            if let Some(group) = rest.strip_prefix('{') {
-                let inner = group.split('}').next().unwrap_or("");
-                paths.extend(inner.split(',').map(|p| p.trim().to_string()));
-            } else {
-                let end = rest
-                    .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-                    .unwrap_or(rest.len());
-                paths.push(rest[..end].to_string());
-            }
-            for p in paths {
-                let segments: Vec<&str> = p.split("::").filter(|s| !s.is_empty()).collect();
-                let best = (1..=segments.len())
-                    .rev()
-                    .map(|k| segments[..k].join("::"))
-                    .find(|m| modules.contains(m));
-                if let Some(m) = best {
-                    found.push((m, n + 1));
-                }
+    let mut from = 0;
+    while let Some(i) = code[from..].find("crate::") {
+        let at = from + i;
+        from = at + "crate::".len();
+        let line = code[..at].matches('\n').count() + 1;
+        for p in use_paths("", &code[from..]) {
+            let segments: Vec<&str> = p.split("::").filter(|s| !s.is_empty()).collect();
+            let best = (1..=segments.len())
+                .rev()
+                .map(|k| segments[..k].join("::"))
+                .find(|m| modules.contains(m));
+            if let Some(m) = best {
+                found.push((m, line));
             }
         }
     }
     found
+}
+
+/// The paths a use tree names, `prefix` before each, from the text just after `crate::` (or
+/// after a group's `{`): `a::b`, `a::{b, c::{d, e}}`, `{a, b::c}`.
+fn use_paths(prefix: &str, rest: &str) -> Vec<String> {
+    let rest = rest.trim_start();
+    if let Some(group) = rest.strip_prefix('{') {
+        return group_items(group)
+            .into_iter()
+            .flat_map(|item| use_paths(prefix, item))
+            .collect();
+    }
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(rest.len());
+    let path = &rest[..end];
+    if path.ends_with("::") && rest[end..].starts_with('{') {
+        use_paths(&format!("{prefix}{path}"), &rest[end..])
+    } else {
+        vec![format!("{prefix}{path}")]
+    }
+}
+
+/// The items of a group whose `{` was just read, split at its own commas, up to its `}`.
+fn group_items(group: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items.into_iter().filter(|s| !s.trim().is_empty()).collect();
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items.into_iter().filter(|s| !s.trim().is_empty()).collect()
 }
 
 struct Graph {
@@ -252,6 +288,29 @@ fn analyse_studies_and_render_neither_spawn_nor_touch_files() {
 }
 
 #[test]
+fn analyse_reads_no_raw_record_from_measure() {
+    // Raw records live in record/: analyse/ derives figures from them, never from what measure/
+    // holds (ARCHITECTURE.md, the rooms).
+    let g = graph("spawnscope");
+    let wrong: Vec<String> = g
+        .edges
+        .iter()
+        .filter(|(module, _)| module.starts_with("analyse"))
+        .flat_map(|(module, targets)| {
+            targets
+                .iter()
+                .filter(|(to, _, _)| to.starts_with("measure"))
+                .map(move |(to, file, line)| format!("{file}:{line}: {module} imports {to}"))
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "analyse/ imports from measure/:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
 fn the_scanner_sees_a_planted_upward_import_and_circle() {
     // The checks above pass only if the scanner can see what it looks for.
     let modules: BTreeSet<String> = ["record", "render::table", "render", "analyse::compare"]
@@ -280,6 +339,46 @@ fn the_scanner_sees_a_planted_upward_import_and_circle() {
         ]),
     };
     assert_eq!(find_circle(&g).unwrap(), ["a", "b", "a"]);
+    // A circle hidden in grouped imports, one of them over several lines, as rustfmt writes it.
+    let modules: BTreeSet<String> = [
+        "measure",
+        "measure::run",
+        "measure::preflight",
+        "measure::perf",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let run = "use crate::measure::{perf, preflight};";
+    let preflight =
+        "use crate::{\n    measure::{\n        run::RUNTIME_THREADS,\n    },\n    units,\n};";
+    assert_eq!(
+        imports(run, &modules),
+        [
+            ("measure::perf".to_string(), 1),
+            ("measure::preflight".to_string(), 1)
+        ]
+    );
+    assert_eq!(
+        imports(preflight, &modules),
+        [("measure::run".to_string(), 1)]
+    );
+    let edges = |code: &str| {
+        imports(code, &modules)
+            .into_iter()
+            .map(|(m, line)| (m, "fixture.rs".to_string(), line))
+            .collect()
+    };
+    let g = Graph {
+        edges: BTreeMap::from([
+            ("measure::run".to_string(), edges(run)),
+            ("measure::preflight".to_string(), edges(preflight)),
+        ]),
+    };
+    assert_eq!(
+        find_circle(&g).unwrap(),
+        ["measure::preflight", "measure::run", "measure::preflight"]
+    );
     assert_eq!(room("record::perf"), Some(2));
     assert!(room("record") < room("measure::run"));
 }

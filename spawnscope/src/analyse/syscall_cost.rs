@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::analyse::regression::spread;
-use crate::measure::syscall_cost::{Measured, State};
+use crate::record::syscall_cost::{Measured, State};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Figures {
@@ -64,7 +64,7 @@ pub fn figures(m: &Measured) -> Option<Figures> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::syscall_cost::{ProgramTimed, Round};
+    use crate::record::syscall_cost::{ProgramTimed, Round};
 
     fn round(state: State, ns: u64) -> Round {
         Round {

@@ -54,18 +54,15 @@ fn warm_up(args: &WarmUpArgs, interrupts: &Interrupts) -> Result<Option<i32>, Ru
             return Err(RunError::Refused(preflight::refusal(inv, &est)));
         }
         if is_root() && !args.no_probes {
-            let mut failed = Vec::new();
-            preflight::calibrate_probes(
+            if let Err(failed) = preflight::calibrate_probes(
                 binary,
                 inv,
                 &mut est.calibration,
                 args.probes,
                 interrupts,
-                &mut failed,
-            );
-            failed
-                .iter()
-                .for_each(|f| eprintln!("spawnscope warm-up: {f}"));
+            ) {
+                eprintln!("spawnscope warm-up: {failed}");
+            }
             if let Some(sig) = interrupts.received() {
                 return Ok(Some(sig));
             }

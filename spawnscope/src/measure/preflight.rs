@@ -17,11 +17,10 @@ use crate::host::signals::Interrupts;
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use crate::measure::probe_rates;
 use crate::measure::probes::ProbeDetail;
-use crate::measure::run::RUNTIME_THREADS;
 use crate::measure::sampler::memory_in_use_now;
 use crate::record::{Calibration, Estimate};
 use crate::runtime::command::{SweptCommand, CALIBRATION_SIZES};
-use crate::runtime::{Contract, Event, Invocation, Runtime, WorkloadKind};
+use crate::runtime::{Contract, Event, Invocation, Runtime, WorkloadKind, RUNTIME_THREADS};
 use crate::units::{bytes, count};
 
 /// A calibration from two sizes: the slope (memory per task), the intercept, the spawn rate.
@@ -130,21 +129,21 @@ fn measure_hold(
 
 /// Adds the probes' calibration (measure/probe_rates.rs) to `cal` unless it has one of `detail`
 /// already: one short traced `hold` at the calibration's larger size, under the same flags. A
-/// failure is said in `left_out` and leaves the run's statistics on for its whole run.
+/// failure is returned in words, for the caller to say (a run's "left out", a sweep's or a
+/// warm-up's stderr): it leaves the run's statistics on for its whole run.
 pub fn calibrate_probes(
     binary: &Path,
     inv: &Invocation,
     cal: &mut Calibration,
     detail: ProbeDetail,
     interrupts: &Interrupts,
-    left_out: &mut Vec<String>,
-) {
+) -> Result<(), String> {
     if cal
         .probes
         .as_ref()
         .is_some_and(|p| p.detail == detail.name())
     {
-        return;
+        return Ok(());
     }
     let n = inv.runtime.describe().calibration_sizes[1];
     let threads = if inv.runtime.describe().kernel_task_each() {
@@ -166,8 +165,11 @@ pub fn calibrate_probes(
         detail,
         interrupts,
     ) {
-        Ok(probes) => cal.probes = Some(probes),
-        Err(err) => left_out.push(format!(
+        Ok(probes) => {
+            cal.probes = Some(probes);
+            Ok(())
+        }
+        Err(err) => Err(format!(
             "probes' calibration failed ({err:#}): the kernel's run-time statistics are on for the whole run, their clock reads in its times"
         )),
     }

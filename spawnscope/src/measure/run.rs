@@ -32,11 +32,7 @@ use crate::record::{
     self, AliveCount, Calibration, Estimate, Exit, MemoryRecord, PeakChoice, PeakMoment,
     ResultsDir, RunRecord, Rusage, Snapshot, Stage, StoppedBy, SysctlRecord, Target,
 };
-use crate::runtime::{Invocation, Runtime, TaskKind, WorkloadKind};
-
-/// OS threads a runtime whose tasks are not threads runs them on, at most (Go: GOMAXPROCS plus
-/// the threads blocked in syscalls); what the collector sizes its per-thread tables for.
-pub(crate) const RUNTIME_THREADS: u64 = 1024;
+use crate::runtime::{Invocation, Runtime, TaskKind, WorkloadKind, RUNTIME_THREADS};
 
 pub struct RunOptions {
     pub target: Target,
@@ -265,14 +261,15 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
                 if let (true, Some(detail), ProbeTimes::Calibrated) =
                     (root, opts.probes, opts.probe_times)
                 {
-                    preflight::calibrate_probes(
+                    if let Err(failed) = preflight::calibrate_probes(
                         &binary,
                         inv,
                         &mut est.calibration,
                         detail,
                         interrupts,
-                        &mut left_out,
-                    );
+                    ) {
+                        left_out.push(failed);
+                    }
                 }
                 estimate = Some(est);
             }

@@ -257,18 +257,15 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                     say_calibrated(&cal);
                     // Every run of a sweep is traced (lean): its programs' ns per run, once.
                     if is_root() {
-                        let mut failed = Vec::new();
-                        preflight::calibrate_probes(
+                        if let Err(failed) = preflight::calibrate_probes(
                             &binary,
                             &inv,
                             &mut cal,
                             ProbeDetail::Lean,
                             interrupts,
-                            &mut failed,
-                        );
-                        failed
-                            .iter()
-                            .for_each(|f| eprintln!("spawnscope compare: {f}"));
+                        ) {
+                            eprintln!("spawnscope compare: {failed}");
+                        }
                     }
                     calibrations.insert(rt.name().into(), cal);
                 }

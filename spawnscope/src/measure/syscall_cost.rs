@@ -16,57 +16,12 @@ use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 
 use crate::host::tracefs;
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use crate::measure::probes::{self, ProbeDetail};
+use crate::record::syscall_cost::{Measured, ProgramTimed, Round, State};
 use spawnscope_collector::{Collector, ProgramStats};
-
-/// The states the loop is timed in. Each cycle runs untraced, attaches the probes, runs traced,
-/// with the statistics on, traced again, and detaches them; one more untraced round ends it all,
-/// so that the machine's drift falls on every state alike.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    /// No probe attached.
-    Untraced,
-    /// The lean probes attached, the kernel's run-time statistics off.
-    Traced,
-    /// The same, the statistics on.
-    StatisticsOn,
-}
-
-/// One round: `calls` getppid() calls in `state`, and their wall time.
-#[derive(Clone, Debug, Serialize)]
-pub struct Round {
-    pub state: State,
-    pub calls: u64,
-    pub ns: u64,
-}
-
-/// A syscall-tracing program as the statistics timed it while the loop ran.
-#[derive(Clone, Debug, Serialize)]
-pub struct ProgramTimed {
-    pub program: String,
-    pub tracepoint: String,
-    /// Its runs while the probes were attached, summed over the cycles (the program counts them
-    /// itself): every syscall of the machine's tasks meanwhile.
-    pub runs: u64,
-    /// Its runs while the statistics were on, and their nanoseconds as the statistics report
-    /// them (each run's from their first clock read to their second).
-    pub timed_runs: u64,
-    pub timed_ns: u64,
-}
-
-/// What `spawnscope syscall-cost` measured, raw: every round, and the syscall programs' runs.
-#[derive(Clone, Debug, Serialize)]
-pub struct Measured {
-    pub kernel: String,
-    pub cpus: usize,
-    pub rounds: Vec<Round>,
-    pub programs: Vec<ProgramTimed>,
-}
 
 /// `cycles` cycles (see [`State`]) of `calls` calls a round. Root only, with the statistics off
 /// to begin with (`procfs::bpf_stats_on`: the caller refuses otherwise); fails if they were on

@@ -12,6 +12,7 @@ pub mod plan;
 pub mod process;
 pub mod run;
 pub mod sentinels;
+pub mod syscall_cost;
 pub mod sysctl;
 pub mod tree;
 pub mod warmup;

@@ -11,7 +11,7 @@ use crate::analyse::summary::{memory_unresolved, ExitPath, Summary, ADDS_UP_PERC
 use crate::record::{AliveCount, Fingerprint, PeakChoice, StopAt, WorkloadStop};
 use crate::render::table::{Cell, Table};
 use crate::render::{attribution, sentinels, serving, verdict, waits};
-use crate::units::{bytes, count};
+use crate::units::{bytes, count, in_unit};
 
 fn secs_to_clock(s: f64) -> String {
     let minutes = (s / 60.0).floor();
@@ -658,19 +658,6 @@ fn processes_line(s: &Summary, p: &Processes) -> String {
         );
     }
     line
-}
-
-/// A probe figure in its unit: counts as numbers, ns as time, bytes in binary units.
-pub fn in_unit(value: f64, unit: &str) -> String {
-    match unit {
-        "ns" if value >= 1e9 => format!("{:.2} s", value / 1e9),
-        "ns" if value >= 1e6 => format!("{:.1} ms", value / 1e6),
-        "ns" if value >= 1e3 => format!("{:.1} µs", value / 1e3),
-        "ns" => format!("{value:.0} ns"),
-        "bytes" => bytes(value),
-        _ if value.fract() == 0.0 => count(value as u64),
-        _ => format!("{value:.2}"),
-    }
 }
 
 /// The probes' counts: total, per task and per phase.

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::analyse::syscall_cost::Figures;
-use crate::measure::syscall_cost::{Measured, State};
+use crate::record::syscall_cost::{Measured, State};
 use crate::units::count;
 
 pub fn text(m: &Measured, f: &Figures) -> String {

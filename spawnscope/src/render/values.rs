@@ -279,7 +279,7 @@ pub fn format(value: &Value, format: &str) -> Result<String, String> {
             x * 1024.0
         }),
         "bytes" => bytes(if x.abs() < 0.5 { 0.0 } else { x }),
-        "ns" => crate::render::summary::in_unit(x, "ns"),
+        "ns" => crate::units::in_unit(x, "ns"),
         "s" => format!("{x:.2}"),
         "fixed1" => format!("{x:.1}"),
         "fixed2" => format!("{x:.2}"),

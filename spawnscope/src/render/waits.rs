@@ -4,9 +4,8 @@
 use std::fmt::Write;
 
 use crate::analyse::waits::{WaitKind, Waits};
-use crate::render::summary::in_unit;
 use crate::render::table::Table;
-use crate::units::count;
+use crate::units::{count, in_unit};
 
 fn ns(v: u64) -> String {
     in_unit(v as f64, "ns")

@@ -68,6 +68,10 @@ pub enum OsThreads {
     NoneBesidesMain,
 }
 
+/// OS threads a runtime whose tasks are not threads runs them on, at most (Go: GOMAXPROCS plus
+/// the threads blocked in syscalls); what the collector sizes its per-thread tables for.
+pub const RUNTIME_THREADS: u64 = 1024;
+
 /// All that differs between runtimes.
 pub struct Descriptor {
     pub runtime: Runtime,
