@@ -70,6 +70,10 @@ pub struct Cell {
     /// Per task alive at the peak, kB.
     pub memory_kb: Option<Spread>,
     pub rss_kb: Option<Spread>,
+    /// Where `rss_kb` is a process tree's by PSS (the processes runtime, a command that forks):
+    /// its task-holding processes' RSS summed, per task (`MemoryPerTask::rss_summed_kb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_summed_kb: Option<Spread>,
     pub kernel_stack_kb: Option<Spread>,
     pub page_tables_kb: Option<Spread>,
     pub slab_kb: Option<Spread>,
@@ -570,6 +574,9 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 maxrss_kb: of(&|r| Some(r.maxrss_kb as f64)),
                 memory_kb: mem(|m| m.total_kb),
                 rss_kb: mem(|m| m.rss_kb),
+                rss_summed_kb: of(&|r: &RunPoint| {
+                    r.memory_per_task.as_ref().and_then(|m| m.rss_summed_kb)
+                }),
                 kernel_stack_kb: mem(|m| m.kernel_stack_kb),
                 page_tables_kb: mem(|m| m.page_tables_kb),
                 slab_kb: mem(|m| m.slab_kb),

@@ -115,6 +115,12 @@ pub struct MemoryPerTask {
     /// `total_kb`; `total_kb` and it together are what is checked against the drop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launchers_kb: Option<f64>,
+    /// Where RSS (`rss_kb`) is the tree's by PSS: the task-holding processes' RSS summed
+    /// (RssAnon + RssShmem, above the base), per task — what summing RSS would say, a page they
+    /// share counted once per process (a forked child's copy-on-write pages): shown beside the
+    /// PSS figure, never in the parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_summed_kb: Option<f64>,
     /// The moments averaged, when more than one (the most tasks alive and those near it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moments: Option<Moments>,
@@ -538,6 +544,7 @@ fn per_task(
             .map(per),
         slab_uncharged_kb: sum_optional(|p| p.slab_uncharged).map(per),
         launchers_kb: launchers.map(per),
+        rss_summed_kb: sum_optional(|p| p.rss_summed).map(per),
         moments: (moments.len() > 1).then(|| Moments {
             count: moments.len() as u64,
             alive_min: moments.iter().map(|(_, a)| *a).min().unwrap_or(0),
@@ -618,6 +625,8 @@ struct MemoryParts {
     /// What the launchers hold (`Launchers`), where memory was counted from the run's processes:
     /// not in the parts, in the check against the drop.
     launchers: Option<f64>,
+    /// The task-holding processes' RSS summed, where `rss` is by PSS (`TreeParts::rss_summed`).
+    rss_summed: Option<f64>,
 }
 
 impl MemoryParts {
@@ -636,6 +645,9 @@ struct TreeParts {
     /// How their own memory was counted: by PSS where every process's smaps_rollup was read.
     by: AnonymousBy,
     launchers: Launchers,
+    /// The task-holding processes' anonymous and shared RSS summed, above the base (a process
+    /// there at the base counts what it gained since): beside the PSS sum, what RSS would say.
+    rss_summed: Option<f64>,
 }
 
 /// The launchers' memory above the base, kB: their own, their page tables, their kernel stacks
@@ -686,11 +698,25 @@ fn tree_parts(base: &Snapshot, peak: &Snapshot) -> Option<TreeParts> {
         launchers.kernel_stack += gained(&|q| Some(q.threads as f64)) * thread_size;
         launchers.slab += task_slab(peak, p) - before.map_or(0.0, |b| task_slab(base, b));
     }
+    // The task-holders' RSS summed, above what each had at the base.
+    let rss_own =
+        |p: &ProcessReading| Some((p.status.get("RssAnon")? + p.status.get("RssShmem")?) as f64);
+    let holders = tree::launchers(&peak.tree);
+    let rss_summed = peak
+        .tree
+        .iter()
+        .filter(|p| !holders.contains(&p.pid))
+        .map(|p| {
+            let before = base.tree.iter().find(|b| b.pid == p.pid).and_then(rss_own);
+            Some(rss_own(p)? - before.unwrap_or(0.0))
+        })
+        .sum::<Option<f64>>();
     Some(TreeParts {
         own: tree_sum(peak, own)? - tree_sum(base, own)?,
         page_tables: tree_sum(peak, page_tables)? - tree_sum(base, page_tables)?,
         by,
         launchers,
+        rss_summed,
     })
 }
 
@@ -722,6 +748,7 @@ fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<Me
         rss_counted,
         rss_source,
         launchers: None,
+        rss_summed: None,
     };
     parts_with_kernel(base, peak, reading, counted)
 }
@@ -742,6 +769,9 @@ fn tree_memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Opti
         }),
         rss_source: None,
         launchers: Some(l.total()),
+        rss_summed: (tree.by == AnonymousBy::Pss)
+            .then_some(tree.rss_summed)
+            .flatten(),
     };
     let mut parts = parts_with_kernel(base, peak, reading, counted)?;
     parts.page_tables -= l.page_tables;
@@ -762,6 +792,7 @@ struct Counted {
     rss_counted: Option<&'static str>,
     rss_source: Option<String>,
     launchers: Option<f64>,
+    rss_summed: Option<f64>,
 }
 
 fn parts_with_kernel(
@@ -776,6 +807,7 @@ fn parts_with_kernel(
         rss_counted,
         rss_source,
         launchers,
+        rss_summed,
     } = counted;
     let (kernel_stack, slab, source) = kernel_parts(base, peak, page_tables)?;
     let slab_uncharged = (source == V2_KERNEL_SOURCE)
@@ -858,6 +890,7 @@ fn parts_with_kernel(
         huge_pages,
         slab_uncharged,
         launchers,
+        rss_summed,
     })
 }
 
@@ -1554,6 +1587,8 @@ mod tests {
         // PROG's own by PSS: its 48,000 kB and half the pages it shares with the shell.
         assert!((m.rss_kb - per(48_338.0)).abs() < 1e-9, "{m:?}");
         assert_eq!(m.rss_counted.as_deref(), Some(TREE_BY_PSS));
+        // Beside it, what RSS summed would say: PROG's 48,676 kB, the shared pages whole.
+        assert_eq!(m.rss_summed_kb, Some(per(48_676.0)));
         // PROG's kernel parts: the shell's stack, page tables and task and mm structs out.
         assert!((m.kernel_stack_kb - per(2_001.0 * 16.0)).abs() < 1e-9);
         assert!((m.page_tables_kb - per(8_188.0)).abs() < 1e-9);
@@ -1568,6 +1603,7 @@ mod tests {
         let (base, peak) = shell_wrapped_snapshots(false);
         let by_rss = memory_per_task_over(&base, &[(&peak, 2_000)]).unwrap();
         assert_eq!(by_rss.rss_counted.as_deref(), Some(TREE_BY_RSS));
+        assert_eq!(by_rss.rss_summed_kb, None, "RSS is the figure itself");
         let over = (by_rss.total_kb + by_rss.launchers_kb.unwrap()) - (m.total_kb + launchers);
         assert!((over - per(776.0 - 438.0)).abs() < 1e-9, "{over}");
     }

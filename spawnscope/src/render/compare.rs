@@ -89,7 +89,7 @@ const CELL_COLUMNS: &[Column<Cell>] = &[
         several_machines: false,
     },
     Column {
-        shown: figure("RSS / task", |c| memory_cell(c, &c.rss_kb)),
+        shown: figure("RSS / task", rss_cell),
         raw: Raw::Spread("rss_kib_per_task", |c| &c.rss_kb),
         several_machines: false,
     },
@@ -280,6 +280,16 @@ fn marked(cell: String, s: &Option<Spread>, on: bool, mark: &str) -> String {
 /// Memory per task, marked when a run of the cell held too little to resolve it.
 fn memory_cell(c: &Cell, s: &Option<Spread>) -> String {
     marked(kb_spread(s), s, c.memory_unresolved, UNRESOLVED_MARK)
+}
+
+/// RSS per task; for a process tree, by PSS with its RSS summed beside it (a page the processes
+/// share is in the RSS sum once per process, in PSS once).
+fn rss_cell(c: &Cell) -> String {
+    let rss = memory_cell(c, &c.rss_kb);
+    match &c.rss_summed_kb {
+        Some(_) => format!("{rss} by PSS; RSS summed {}", kb_spread(&c.rss_summed_kb)),
+        None => rss,
+    }
 }
 
 /// A time in seconds, marked when the cell's machine emulated its CPU.
@@ -781,6 +791,27 @@ mod tests {
             .filter(|l| l.starts_with("| M1"))
             .all(|l| !l.contains(COUNTS_WRONG_MARK)));
         // compare.csv keeps its columns: the count is in compare.json.
+        assert_eq!(cells_csv(&r), csv);
+    }
+
+    #[test]
+    fn a_tree_cell_shows_pss_with_the_rss_summed_beside_it_and_the_csv_keeps_its_columns() {
+        let mut r = two_machines();
+        let csv = cells_csv(&r);
+        let plain = markdown(&r);
+        assert!(!plain.contains("RSS summed"));
+        let c = &mut r.cells[0];
+        c.rss_summed_kb = Some(Spread {
+            median: 223.0,
+            min: 218.0,
+            max: 224.0,
+        });
+        let shown = rss_cell(c);
+        assert!(
+            shown.ends_with("by PSS; RSS summed 223 KiB (218 KiB … 224 KiB)"),
+            "{shown}"
+        );
+        assert!(markdown(&r).contains("by PSS; RSS summed 223 KiB"));
         assert_eq!(cells_csv(&r), csv);
     }
 

@@ -101,6 +101,12 @@ fn per_task_rows(s: &Summary) -> Vec<(&'static str, String)> {
             rows.push(("of which no cgroup is charged for", kb(uncharged)));
         }
         rows.push(("total (RSS + kernel)", kb(m.total_kb)));
+        if let Some(summed) = m.rss_summed_kb {
+            rows.push((
+                "RSS summed over the processes (beside PSS; not in the total)",
+                kb(summed),
+            ));
+        }
         if let Some(launchers) = m.launchers_kb {
             rows.push(("+ launchers, apart (not in the total)", kb(launchers)));
         }
