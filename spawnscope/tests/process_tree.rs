@@ -61,9 +61,14 @@ fn a_program_behind_a_shell_measures_as_it_does_alone() {
     if skip_unless_root("a_program_behind_a_shell_measures_as_it_does_alone") {
         return;
     }
-    let Some(program) = build_threads_c() else {
-        eprintln!("SKIP a_program_behind_a_shell_measures_as_it_does_alone: no C compiler (cc, or $CC) to build tests/programs/threads-c");
-        return;
+    // `threads N HOLD_SECONDS [TOUCH_PAGES]`: N threads each touching TOUCH_PAGES (4) pages of
+    // its stack, all held HOLD_SECONDS.
+    let program = match build_c_program("threads-c/threads.c") {
+        Ok(program) => program,
+        Err(why) => {
+            eprintln!("SKIP a_program_behind_a_shell_measures_as_it_does_alone: {why}");
+            return;
+        }
     };
     let _one = serial();
     let prog = program.to_str().unwrap();

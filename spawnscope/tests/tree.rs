@@ -44,7 +44,7 @@ fn probe_total(summary: &Value, metric: &str) -> u64 {
 }
 
 fn forked_threads(test: &str) -> Option<std::path::PathBuf> {
-    match build_c_program("forked-threads") {
+    match build_c_program("forked-threads/forked-threads.c") {
         Ok(program) => Some(program),
         Err(why) => {
             eprintln!("SKIP {test}: {why}");

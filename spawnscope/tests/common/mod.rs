@@ -81,23 +81,6 @@ pub fn build_sleepers() -> Option<PathBuf> {
     built.then_some(out)
 }
 
-/// tests/programs/threads-c (C, pthreads), built with the host's C compiler into the temporary
-/// directory: `threads N HOLD_SECONDS [TOUCH_PAGES]`, N threads each touching TOUCH_PAGES (4)
-/// pages of its stack, all held HOLD_SECONDS, a line "all N holding" when all have. None when
-/// there is no C compiler.
-pub fn build_threads_c() -> Option<PathBuf> {
-    let out = std::env::temp_dir().join(format!("spawnscope-threads-c-{}", std::process::id()));
-    let source = repo_root().join("spawnscope/tests/programs/threads-c/threads.c");
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let built = Command::new(compiler)
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&out)
-        .arg(source)
-        .status()
-        .is_ok_and(|s| s.success());
-    built.then_some(out)
-}
-
 pub const KEYS: [&str; 3] = ["vm/max_map_count", "kernel/pid_max", "kernel/threads-max"];
 
 pub fn sysctls() -> BTreeMap<&'static str, u64> {
@@ -507,22 +490,22 @@ impl Drop for Hogs {
     }
 }
 
-/// tests/programs/NAME/NAME.c, compiled with the host's C compiler (`cc -O2 -pthread`) into the
-/// temporary directory; None, with the reason, when there is no compiler or the build fails.
-pub fn build_c_program(name: &str) -> Result<PathBuf, String> {
-    let source = repo_root()
-        .join("spawnscope/tests/programs")
-        .join(name)
-        .join(format!("{name}.c"));
-    let out = std::env::temp_dir().join(format!("spawnscope-{name}-{}", std::process::id()));
-    let status = Command::new("cc")
+/// A C program of tests/programs (`source`: its path there, e.g. `threads-c/threads.c`),
+/// compiled with the host's C compiler ($CC, else cc; `-O2 -Wall -pthread`) into the temporary
+/// directory; Err, with the reason, when there is no compiler or the build fails.
+pub fn build_c_program(source: &str) -> Result<PathBuf, String> {
+    let source = repo_root().join("spawnscope/tests/programs").join(source);
+    let stem = source.file_stem().unwrap_or_default().to_string_lossy();
+    let out = std::env::temp_dir().join(format!("spawnscope-{stem}-{}", std::process::id()));
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&compiler)
         .args(["-O2", "-Wall", "-pthread", "-o"])
         .arg(&out)
         .arg(&source)
         .status()
-        .map_err(|e| format!("no C compiler (cc: {e})"))?;
+        .map_err(|e| format!("no C compiler ({compiler}: {e})"))?;
     status
         .success()
         .then_some(out)
-        .ok_or_else(|| format!("cc {} failed: {status}", source.display()))
+        .ok_or_else(|| format!("{compiler} {} failed: {status}", source.display()))
 }
