@@ -368,4 +368,57 @@ enum sc_prog {
 	SC_NR_PROGS
 };
 
+
+/* The trace (Config::trace, `run --perfetto`): one record per scheduler event of the run, streamed
+ * through the ring buffer `trace_events` and written raw by user space. A record is
+ * SC_NR_TRACE_FIELDS __u64 slots, read by collector/src/trace_events.rs. Two 32-bit values share
+ * a slot as low | high << 32. */
+enum sc_trace_field {
+	SC_TF_TS,                /* bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME, what Perfetto reads ftrace on */
+	SC_TF_KIND_CPU,          /* enum sc_trace_kind | the CPU it happened on << 32 */
+	SC_TF_TASK,              /* tid | tgid << 32 of the task the event is about (see sc_trace_kind) */
+	SC_TF_OTHER,             /* tid | tgid << 32 of the other task, where there is one, else 0 */
+	SC_TF_ARG,               /* per kind, see sc_trace_kind */
+	SC_TF_PRIOS,             /* prio of TASK | prio of OTHER << 32 (kernel prio, 0..139) */
+	SC_TF_COMM_LO,           /* a comm, 16 bytes NUL-padded, in two slots (see sc_trace_kind) */
+	SC_TF_COMM_HI,
+	SC_NR_TRACE_FIELDS
+};
+
+/* What a trace record is about, and what its slots hold (one comment line per enumerator: build.rs
+ * reads the enum line by line):
+ *   SWITCH      sched_switch: TASK switched out (prev), OTHER in (next); ARG prev_state as the
+ *               tracepoint reports it (0: preempted, still runnable); COMM next's comm
+ *   WAKEUP      sched_wakeup: TASK woken, OTHER the waker (current; 0 in interrupt context);
+ *               ARG the CPU it will run on; COMM TASK's
+ *   WAKEUP_NEW  sched_wakeup_new: as WAKEUP, a new task's first
+ *   NEWTASK     task_newtask: TASK the new task (tgid = tid for a new process, the creator's for
+ *               a thread), OTHER the creator; ARG clone_flags; COMM the new task's
+ *   RENAME      task_rename: TASK; COMM its new comm
+ *   EXIT        sched_process_exit: TASK exits (every thread has one); COMM its
+ *   WAIT_BEGIN  a wait the collector times begins: TASK waits; ARG enum sc_trace_wait
+ *   WAIT_END    ... and ends
+ * TASK is always the run's, except in a SWITCH, where either side is. */
+enum sc_trace_kind {
+	SC_TK_SWITCH,
+	SC_TK_WAKEUP,
+	SC_TK_WAKEUP_NEW,
+	SC_TK_NEWTASK,
+	SC_TK_RENAME,
+	SC_TK_EXIT,
+	SC_TK_WAIT_BEGIN,
+	SC_TK_WAIT_END,
+	SC_NR_TRACE_KINDS
+};
+
+/* The waits a trace shows as slices (ARG of SC_TK_WAIT_BEGIN / _END). */
+enum sc_trace_wait {
+	SC_TW_FUTEX,             /* futex wait syscall, entry to return */
+	SC_TW_MMAP_LOCK_READ,    /* mmap_lock:mmap_lock_start_locking to _acquire_returned */
+	SC_TW_MMAP_LOCK_WRITE,
+	SC_TW_CLONE,             /* clone / clone3 syscall, entry to return in the caller */
+	SC_TW_LOCK,              /* lock:contention_begin to _end (kernel locks) */
+	SC_NR_TRACE_WAITS
+};
+
 #endif /* SPAWNSCOPE_COLLECTOR_H */

@@ -53,6 +53,7 @@ mod net;
 mod probes;
 mod sizing;
 mod summary;
+pub mod trace_events;
 mod waits;
 
 use std::sync::Mutex;

@@ -60,6 +60,11 @@ pub const WRK_SCRIPT: &str = "wrk.lua";
 pub const SUMMARY_JSON: &str = "summary.json";
 pub const SUMMARY_MD: &str = "summary.md";
 pub const FLAME: &str = "flame.svg";
+/// `--perfetto`: the run's scheduler events as the probes streamed them, raw
+/// (`spawnscope_collector::trace_events`, one fixed-size record each), written as they come.
+pub const TRACE_EVENTS: &str = "trace-events.bin";
+/// `--perfetto`: the trace derived from TRACE_EVENTS and the other records, for ui.perfetto.dev.
+pub const PERFETTO_TRACE: &str = "trace.perfetto-trace";
 pub use perf::{PERF_FOLDED, PERF_RECORD};
 
 // A compare directory's files (beside its run directories), written by `compare` and `report`.
