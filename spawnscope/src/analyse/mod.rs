@@ -19,6 +19,7 @@ pub mod reproduce;
 pub mod resolution;
 pub mod rules;
 pub mod run_point;
+pub mod sched_trace;
 pub mod sentinels;
 pub mod serving;
 pub mod summary;

@@ -236,6 +236,10 @@ pub struct Summary {
     /// line each, as `check` says them; none on a kernel where it found none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub known_gaps: Vec<String>,
+    /// `--perfetto`: what the scheduler trace's raw records say — wake-to-run and
+    /// preempted-to-run per phase, the run's threads, switches and waits (analyse::sched_trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_trace: Option<crate::analyse::sched_trace::SchedFigures>,
 }
 
 /// Which way a threads run's threads ended, from the madvise calls after release: each thread

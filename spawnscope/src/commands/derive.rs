@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -18,6 +19,7 @@ use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
 use crate::analyse::kernel_gaps::known_gaps;
 use crate::analyse::phases::perf_phases;
 use crate::analyse::phases::phase_names;
+use crate::analyse::sched_trace::{self, SchedFigures};
 use crate::analyse::summary::{summarize, Summary};
 use crate::analyse::timeline;
 use crate::analyse::verdict::{self, KernelCounts};
@@ -159,6 +161,15 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
             .left_out
             .push(format!("perf analysis failed: {err:#} (perf.data is kept)")),
     }
+    if record::trace::has_events(dir) {
+        match scheduler_trace(dir, &loaded, writes) {
+            Ok(figures) => summary.scheduler_trace = Some(figures),
+            Err(err) => summary.left_out.push(format!(
+                "the scheduler trace could not be read: {err:#} ({} is kept)",
+                record::TRACE_EVENTS
+            )),
+        }
+    }
     let json = dir.join(record::SUMMARY_JSON);
     if writes == Writes::Run || !json.exists() {
         record::write_json(&json, &summary)?;
@@ -169,6 +180,88 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
         fs::write(&md, text).with_context(|| format!("writing {}", md.display()))?;
     }
     Ok(DerivedRun { loaded, summary })
+}
+
+/// The scheduler trace's figures from its raw records (trace-events.bin); its Perfetto trace
+/// written as `writes` says. A trace that could not be written whole is kept under
+/// `trace.perfetto-trace.incomplete` and said in the figures' notes: the raw records stay.
+fn scheduler_trace(dir: &Path, loaded: &LoadedRun, writes: Writes) -> Result<SchedFigures> {
+    let capture = record::trace::read_capture(dir);
+    let context = sched_trace::Context::of_run(&loaded.run, &loaded.memory, capture.as_ref());
+    let mut reader = record::trace::open_events(dir)
+        .with_context(|| format!("opening {}", record::TRACE_EVENTS))?;
+    let trace = sched_trace::derive(reader.by_ref(), &context)
+        .with_context(|| format!("reading {}", record::TRACE_EVENTS))?;
+    let runq = loaded.collector.as_ref().and_then(|c| c.histogram("runq_ns"));
+    let mut figures = sched_trace::figures(&trace, capture.as_ref(), runq);
+    if reader.unknown > 0 {
+        figures.notes.push(format!(
+            "{} records of a kind this build does not know were skipped",
+            reader.unknown
+        ));
+    }
+    if reader.trailing_bytes > 0 {
+        figures.notes.push(format!(
+            "the raw records end with {} bytes too few for a record (cut short while written)",
+            reader.trailing_bytes
+        ));
+    }
+    let path = dir.join(record::PERFETTO_TRACE);
+    if writes == Writes::Run || !path.exists() {
+        if let Err(err) = write_perfetto(dir, loaded, &trace, capture.as_ref()) {
+            figures.notes.push(format!(
+                "the Perfetto trace is incomplete: {err:#} (what was written is {}.incomplete; {} is kept, and `spawnscope report` writes the trace again)",
+                record::PERFETTO_TRACE,
+                record::TRACE_EVENTS
+            ));
+        }
+    }
+    Ok(figures)
+}
+
+/// Writes trace.perfetto-trace under a temporary name, renamed once whole.
+fn write_perfetto(
+    dir: &Path,
+    loaded: &LoadedRun,
+    trace: &sched_trace::SchedTrace,
+    capture: Option<&record::trace::TraceCapture>,
+) -> Result<()> {
+    let tracks = sched_trace::run_tracks(
+        &loaded.run,
+        &loaded.memory,
+        &loaded.events,
+        loaded.series.as_ref(),
+        capture,
+    );
+    let launched = (loaded.run.pid)
+        .or_else(|| trace.processes.keys().next().copied())
+        .unwrap_or(0);
+    let name = trace
+        .processes
+        .get(&launched)
+        .map_or_else(|| loaded.run.target.label(), |p| p.name.clone());
+    let path = dir.join(record::PERFETTO_TRACE);
+    let partial = dir.join(format!("{}.partial", record::PERFETTO_TRACE));
+    let incomplete = dir.join(format!("{}.incomplete", record::PERFETTO_TRACE));
+    let written = (|| -> Result<()> {
+        let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
+        let mut out = io::BufWriter::new(fs::File::create(&partial)?);
+        render::perfetto::write(&mut out, trace, &tracks, launched, &name, events)?;
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        Ok(())
+    })();
+    match written {
+        Ok(()) => {
+            fs::rename(&partial, &path)
+                .with_context(|| format!("renaming {}", partial.display()))?;
+            let _ = fs::remove_file(&incomplete);
+            Ok(())
+        }
+        Err(err) => {
+            let _ = fs::rename(&partial, &incomplete);
+            Err(err)
+        }
+    }
 }
 
 fn relative(dir: &Path, base: &Path) -> String {

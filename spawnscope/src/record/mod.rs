@@ -14,6 +14,7 @@ pub mod run;
 pub mod sentinels;
 pub mod syscall_cost;
 pub mod sysctl;
+pub mod trace;
 pub mod tree;
 pub mod warmup;
 

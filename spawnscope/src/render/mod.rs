@@ -10,6 +10,7 @@ pub mod compare;
 pub mod flame;
 pub mod html;
 pub mod pages;
+pub mod perfetto;
 pub mod repeats;
 pub mod sentinels;
 pub mod serving;
