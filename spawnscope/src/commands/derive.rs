@@ -258,7 +258,9 @@ fn write_perfetto(
             Ok(())
         }
         Err(err) => {
-            let _ = fs::rename(&partial, &incomplete);
+            if partial.is_file() {
+                let _ = fs::rename(&partial, &incomplete);
+            }
             Err(err)
         }
     }

@@ -87,9 +87,21 @@ pub struct Written {
 struct Out<'a> {
     stream: CodedOutputStream<'a>,
     written: Written,
+    run_started: bool,
 }
 
 impl Out<'_> {
+    /// A packet of the run's sequence; its first clears the sequence's state.
+    fn run_packet(&mut self) -> TracePacket {
+        let mut p = on_sequence(SEQ_RUN);
+        if !self.run_started {
+            p.set_sequence_flags(SequenceFlags::SEQ_INCREMENTAL_STATE_CLEARED as u32);
+            p.set_first_packet_on_sequence(true);
+            self.run_started = true;
+        }
+        p
+    }
+
     fn put(&mut self, packet: &TracePacket) -> io::Result<()> {
         let bytes = packet.write_to_bytes().map_err(io::Error::other)?;
         // Trace.packet is field 1: the file is a Trace message, one packet at a time.
@@ -107,8 +119,9 @@ fn on_sequence(seq: u32) -> TracePacket {
     p
 }
 
-fn track_event(seq: u32, ts: u64, track: u64, kind: Type) -> (TracePacket, TrackEvent) {
-    let mut p = on_sequence(seq);
+/// A track event of the run's sequence (after its descriptors: never its first packet).
+fn track_event(ts: u64, track: u64, kind: Type) -> (TracePacket, TrackEvent) {
+    let mut p = on_sequence(SEQ_RUN);
     p.set_timestamp(ts);
     let mut e = TrackEvent::new();
     e.set_type(kind);
@@ -137,6 +150,7 @@ pub fn write(
     let mut o = Out {
         stream: CodedOutputStream::new(out),
         written: Written::default(),
+        run_started: false,
     };
     write_run(&mut o, trace, tracks, launched, launched_name)?;
     write_events(&mut o, trace, events)?;
@@ -152,9 +166,6 @@ fn write_run(
     launched_name: &str,
 ) -> io::Result<()> {
     let start = trace.first_ts.unwrap_or(0);
-    let mut first = on_sequence(SEQ_RUN);
-    first.set_sequence_flags(SequenceFlags::SEQ_INCREMENTAL_STATE_CLEARED as u32);
-    first.set_first_packet_on_sequence(true);
     if let Some(offset) = tracks.offset_ns {
         let mut snapshot = ClockSnapshot::new();
         for (id, ts) in [
@@ -170,15 +181,9 @@ fn write_run(
             snapshot.clocks.push(c);
         }
         snapshot.set_primary_trace_clock(BuiltinClock::BUILTIN_CLOCK_BOOTTIME);
-        first.set_clock_snapshot(snapshot);
-        o.put(&first)?;
-    } else {
-        // No clocks to line up: the first descriptor clears the sequence's state instead.
-        let mut d = TrackDescriptor::new();
-        d.set_uuid(process_uuid(launched));
-        d.process = Some(process(launched, launched_name)).into();
-        first.set_track_descriptor(d);
-        o.put(&first)?;
+        let mut p = o.run_packet();
+        p.set_clock_snapshot(snapshot);
+        o.put(&p)?;
     }
     // Processes: the launched one even if no record named it.
     let mut processes: Vec<(u32, &str)> = trace
@@ -236,7 +241,7 @@ fn write_run(
         d.counter = Some(cd).into();
         descriptor(o, d)?;
         for (ts, v) in points {
-            let (mut p, mut e) = track_event(SEQ_RUN, ts, uuid, Type::TYPE_COUNTER);
+            let (mut p, mut e) = track_event(ts, uuid, Type::TYPE_COUNTER);
             e.set_counter_value(v);
             p.set_track_event(e);
             timed.push(Timed {
@@ -253,7 +258,7 @@ fn write_run(
         d.set_parent_uuid(parent);
         d.set_name(format!("note: {note}"));
         descriptor(o, d)?;
-        let (mut p, mut e) = track_event(SEQ_RUN, start, uuid, Type::TYPE_INSTANT);
+        let (mut p, mut e) = track_event(start, uuid, Type::TYPE_INSTANT);
         e.set_name(note.clone());
         p.set_track_event(e);
         timed.push(Timed {
@@ -263,7 +268,7 @@ fn write_run(
         });
     }
     for phase in &tracks.phases {
-        let (mut p, mut e) = track_event(SEQ_RUN, phase.begin, parent, Type::TYPE_SLICE_BEGIN);
+        let (mut p, mut e) = track_event(phase.begin, parent, Type::TYPE_SLICE_BEGIN);
         e.set_name(phase.name.clone());
         p.set_track_event(e);
         timed.push(Timed {
@@ -271,7 +276,7 @@ fn write_run(
             rank: 1,
             packet: p,
         });
-        let (mut p, e) = track_event(SEQ_RUN, phase.end, parent, Type::TYPE_SLICE_END);
+        let (mut p, e) = track_event(phase.end, parent, Type::TYPE_SLICE_END);
         p.set_track_event(e);
         timed.push(Timed {
             ts: phase.end,
@@ -295,7 +300,7 @@ fn process(pid: u32, name: &str) -> ProcessDescriptor {
 }
 
 fn descriptor(o: &mut Out, d: TrackDescriptor) -> io::Result<()> {
-    let mut p = on_sequence(SEQ_RUN);
+    let mut p = o.run_packet();
     p.set_track_descriptor(d);
     o.put(&p)
 }

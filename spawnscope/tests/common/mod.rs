@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod synthetic;
+pub mod trace;
 
 use std::collections::BTreeMap;
 use std::fs;
