@@ -424,6 +424,14 @@ pub fn compare_runs(
             memory_limit_bytes: l.memory_limit_bytes,
             serve: s.serve.clone(),
             program: l.program.clone(),
+            wake_to_run: s
+                .scheduler_trace
+                .as_ref()
+                .and_then(|f| f.wake_whole().cloned()),
+            preempted_to_run: s
+                .scheduler_trace
+                .as_ref()
+                .and_then(|f| f.preempted_whole().cloned()),
         });
     }
     let excluded = runs

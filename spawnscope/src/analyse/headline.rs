@@ -21,7 +21,7 @@ use crate::analyse::regression::spread;
 use crate::analyse::summary::{memory_unresolved, Summary};
 use crate::analyse::times_from::timed;
 use crate::runtime::DESCRIPTORS;
-use crate::units::{bytes, count};
+use crate::units::{bytes, count, in_unit};
 
 /// One runtime's side of a headline.
 #[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -61,6 +61,57 @@ pub struct Headline {
     /// emulator's), which says so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub times_emulated: bool,
+    /// pingpong and chain, runs with a scheduler trace: how long a woken thread waits to run,
+    /// per runtime (absent elsewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub woken: Vec<Woken>,
+}
+
+/// The workloads whose headline says how long a woken thread waits to run: their tasks wake each
+/// other, so that wait is what they measure.
+pub const WAKE_WORKLOADS: [&str; 2] = ["pingpong", "chain"];
+
+/// One runtime's wake-to-run in a headline: the median over its traced runs at its largest N of
+/// each run's p50 (analyse::sched_trace).
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Woken {
+    pub runtime: String,
+    pub n: u64,
+    pub runs: usize,
+    pub p50_ns: f64,
+}
+
+/// Per runtime (in the descriptors' order), the wake-to-run of a workload's traced runs.
+fn woken(runs: &[Measured], machine: &str, workload: &str) -> Vec<Woken> {
+    if !WAKE_WORKLOADS.contains(&workload) {
+        return Vec::new();
+    }
+    DESCRIPTORS
+        .iter()
+        .filter_map(|d| {
+            let traced: Vec<(u64, f64)> = runs
+                .iter()
+                .filter(|r| {
+                    r.measured
+                        && r.machine == machine
+                        && r.summary.workload.as_deref() == Some(workload)
+                        && r.summary.runtime.as_deref() == Some(d.name)
+                })
+                .filter_map(|r| {
+                    let row = r.summary.scheduler_trace.as_ref()?.wake_whole()?;
+                    Some((r.summary.n?, row.p50_ns as f64)).filter(|_| row.count > 0)
+                })
+                .collect();
+            let n = traced.iter().map(|t| t.0).max()?;
+            let at_n: Vec<f64> = traced.iter().filter(|t| t.0 == n).map(|t| t.1).collect();
+            Some(Woken {
+                runtime: d.name.into(),
+                n,
+                runs: at_n.len(),
+                p50_ns: median(at_n.into_iter())?,
+            })
+        })
+        .collect()
 }
 
 /// A run as the headline takes it: its machine's id and its summary.
@@ -144,6 +195,10 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                 sides,
                 emulated,
             )
+            .map(|h| Headline {
+                woken: woken(runs, machine, workload),
+                ..h
+            })
         })
         .collect()
 }
@@ -185,6 +240,7 @@ impl Headline {
             cheaper,
             between: sides,
             times_emulated,
+            woken: Vec::new(),
         })
     }
 
@@ -230,6 +286,32 @@ impl Headline {
             line.push_str(&format!(
                 "; counts WRONG in {} (a cross-check failed)",
                 wrong.join(" and ")
+            ));
+        }
+        let woken: Vec<String> = self
+            .woken
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                format!(
+                    "{}{} ({} {}, N = {}{})",
+                    in_unit(w.p50_ns, "ns"),
+                    if i == 0 { " to run" } else { "" },
+                    w.runtime,
+                    self.workload,
+                    count(w.n),
+                    if w.runs == 1 {
+                        String::new()
+                    } else {
+                        format!(", median of {} runs", w.runs)
+                    }
+                )
+            })
+            .collect();
+        if !woken.is_empty() {
+            line.push_str(&format!(
+                "; a woken thread waits {} (p50 from the scheduler trace)",
+                woken.join(" and ")
             ));
         }
         line
@@ -331,6 +413,60 @@ mod tests {
         };
         s.counts_verdict = Some(counts_verdict::judge(Some(&probes), &[]));
         s
+    }
+
+    /// A pingpong run with a scheduler trace whose whole-run wake-to-run has this p50.
+    fn pingpong_traced(runtime: &str, n: u64, memory_kb: f64, wake_p50_ns: u64) -> Summary {
+        use crate::analyse::sched_trace::{LatencyRow, SchedFigures, WHOLE_RUN};
+        let mut s = run(runtime, n, memory_kb, 10.0);
+        s.workload = Some("pingpong".into());
+        s.scheduler_trace = Some(SchedFigures {
+            method: String::new(),
+            wake_to_run: vec![LatencyRow {
+                phase: WHOLE_RUN.into(),
+                count: 2 * n,
+                p50_ns: wake_p50_ns,
+                p90_ns: wake_p50_ns,
+                p99_ns: wake_p50_ns,
+                max_ns: wake_p50_ns,
+            }],
+            preempted_to_run: Vec::new(),
+            records: 0,
+            processes: 1,
+            threads: n,
+            switches: 0,
+            waits: Vec::new(),
+            records_lost: Some(0),
+            late_records: 0,
+            probes_runq: None,
+            notes: Vec::new(),
+        });
+        s
+    }
+
+    #[test]
+    fn pingpong_s_headline_says_how_long_a_woken_thread_waits_naming_runtime_and_n() {
+        let runs = [
+            pingpong_traced("threads", 1_000, 40.0, 12_000),
+            pingpong_traced("threads", 1_000, 40.0, 14_000),
+            pingpong_traced("goroutines", 1_000, 4.0, 3_000),
+            // A hold run's trace never joins hold's headline.
+            run("goroutines", 1_000, 4.0, 1.0),
+            run("threads", 1_000, 40.0, 10.0),
+        ];
+        let mut hold_traced = pingpong_traced("threads", 1_000, 40.0, 9_000);
+        hold_traced.workload = Some("hold".into());
+        let mut all = runs.to_vec();
+        all.push(hold_traced);
+        let lines = headlines(&on_m1(&all), false);
+        let pingpong = lines.iter().find(|h| h.workload == "pingpong").unwrap();
+        assert!(
+            pingpong.line().ends_with("; a woken thread waits 13.0 µs to run (threads pingpong, N = 1,000, median of 2 runs) and 3.0 µs (goroutines pingpong, N = 1,000) (p50 from the scheduler trace)"),
+            "{}",
+            pingpong.line()
+        );
+        let hold = lines.iter().find(|h| h.workload == "hold").unwrap();
+        assert!(hold.woken.is_empty() && !hold.line().contains("woken"));
     }
 
     #[test]

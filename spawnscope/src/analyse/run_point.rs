@@ -67,6 +67,14 @@ pub struct RunPoint {
     /// `{"event":"result",…}` line it printed (say `create_ns`, `switch_ns`), by their names.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub program: std::collections::BTreeMap<String, f64>,
+    /// `--perfetto`: the scheduler trace's wake-to-run over the whole run (a wakeup of one of
+    /// the run's threads → its next switch-in; analyse::sched_trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_to_run: Option<crate::analyse::sched_trace::LatencyRow>,
+    /// `--perfetto`: preempted-to-run over the whole run (a switch out still runnable → the
+    /// thread's next switch-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted_to_run: Option<crate::analyse::sched_trace::LatencyRow>,
 }
 
 impl RunPoint {

@@ -370,10 +370,6 @@ impl PhaseHistograms {
         self.whole.record(ns);
     }
 
-    pub fn count(&self) -> u64 {
-        self.whole.hist.len()
-    }
-
     /// One row per phase with samples, in time order, then the whole run (when there are
     /// several phases).
     pub fn rows(&self, phases: &PhaseEdges) -> Vec<LatencyRow> {
@@ -419,13 +415,6 @@ pub struct SchedTrace {
     pub late_records: u64,
     /// Where open waits were closed: the run's end on the trace's clock.
     pub end_ts: u64,
-}
-
-impl SchedTrace {
-    /// The thread `tid` is the run's.
-    pub fn is_run_thread(&self, tid: u32) -> bool {
-        self.threads.contains_key(&tid)
-    }
 }
 
 /// What the derivation needs of the run's other records.

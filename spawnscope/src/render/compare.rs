@@ -529,6 +529,10 @@ pub fn markdown(r: &Comparison) -> String {
         let _ = writeln!(md, "\n## {SERVING_TITLE}\n\n{SERVING_NOTE}\n");
         md.push_str(&serving.markdown());
     }
+    if let Some(table) = scheduler_table(r) {
+        let _ = writeln!(md, "\n## {SCHEDULER_TITLE}\n\n{SCHEDULER_NOTE}\n");
+        md.push_str(&table.markdown());
+    }
     if !r.stopped_at_limit.is_empty() {
         let _ = writeln!(
             md,
@@ -548,6 +552,25 @@ pub fn markdown(r: &Comparison) -> String {
         }
     }
     md
+}
+
+/// The runs recorded with `--perfetto`: wake-to-run and preempted-to-run over each whole run.
+pub const SCHEDULER_TITLE: &str = "Wake-to-run and preempted-to-run (runs with a scheduler trace)";
+pub const SCHEDULER_NOTE: &str = "From each run's raw trace records (`--perfetto`): a wakeup of one of the run's threads, or its switch out still runnable, to its next switch-in; over the whole run (each run's summary.md has them per phase); p50 and p99 within 1 % (HDR histogram), samples and max exact.";
+
+/// The table of runs with a scheduler trace; None when no run has one.
+pub fn scheduler_table(r: &Comparison) -> Option<crate::render::table::Table> {
+    let runs: Vec<crate::render::sched_trace::RunLatency> = r
+        .runs
+        .iter()
+        .filter(|p| p.wake_to_run.is_some() || p.preempted_to_run.is_some())
+        .map(|p| crate::render::sched_trace::RunLatency {
+            run: &p.dir,
+            wake: p.wake_to_run.as_ref(),
+            preempted: p.preempted_to_run.as_ref(),
+        })
+        .collect();
+    (!runs.is_empty()).then(|| crate::render::sched_trace::runs_table(&runs))
 }
 
 /// The serve runs' section: its title and what its columns are.

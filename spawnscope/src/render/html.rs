@@ -263,6 +263,15 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
         );
         h.push_str(&serving.html("serving"));
     }
+    if let Some(table) = compare::scheduler_table(report) {
+        let _ = write!(
+            h,
+            "<h2 id=\"scheduler\">{}</h2><p>{}</p>",
+            escape(compare::SCHEDULER_TITLE),
+            escape(compare::SCHEDULER_NOTE)
+        );
+        h.push_str(&table.html("scheduler"));
+    }
     h.push_str("<h2 id=\"runs\">Runs: median (min … max) over repeats</h2>\n");
     h.push_str(&compare::runs_table(report).html("cells"));
     if report.cells.iter().any(|c| c.memory_unresolved) {

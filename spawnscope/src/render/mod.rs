@@ -12,6 +12,7 @@ pub mod html;
 pub mod pages;
 pub mod perfetto;
 pub mod repeats;
+pub mod sched_trace;
 pub mod sentinels;
 pub mod serving;
 pub mod serving_charts;

@@ -10,7 +10,7 @@ use crate::analyse::processes::{ProcessRow, Processes};
 use crate::analyse::summary::{memory_unresolved, ExitPath, Summary, ADDS_UP_PERCENT};
 use crate::record::{AliveCount, Fingerprint, PeakChoice, StopAt, WorkloadStop};
 use crate::render::table::{Cell, Table};
-use crate::render::{attribution, sentinels, serving, verdict, waits};
+use crate::render::{attribution, sched_trace, sentinels, serving, verdict, waits};
 use crate::units::{bytes, count, in_unit};
 
 fn secs_to_clock(s: f64) -> String {
@@ -518,6 +518,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if let Some(w) = &s.waits {
         waits::markdown(&mut md, w);
     }
+    if let Some(f) = &s.scheduler_trace {
+        sched_trace::markdown(&mut md, f);
+    }
     if let Some(a) = &s.attribution {
         md.push_str(&attribution::markdown(a));
     }
@@ -894,6 +897,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
                 c.name, c.verdict, c.expected, c.observed
             );
         }
+    }
+    if let Some(line) = s.scheduler_trace.as_ref().and_then(sched_trace::terminal_line) {
+        let _ = writeln!(out, "  {line}");
     }
     if let Some(w) = &s.waits {
         waits::terminal(&mut out, w);

@@ -426,6 +426,8 @@ mod tests {
             memory_limit_bytes: None,
             program: Default::default(),
             serve: None,
+            wake_to_run: None,
+            preempted_to_run: None,
         }
     }
 
