@@ -16,7 +16,8 @@ use common::*;
 use serde_json::Value;
 use spawnscope_collector::trace_events::{write_events, Kind, TraceEvent};
 
-const RUN: &str = "spawnscope/tests/fixtures/before-house/single/20261123T050350Z-threads-sleep-1000";
+const RUN: &str =
+    "spawnscope/tests/fixtures/before-house/single/20261123T050350Z-threads-sleep-1000";
 /// BOOTTIME − MONOTONIC on the synthetic capture's machine.
 const OFFSET_NS: i64 = 1_234_567_890;
 const THREADS: u32 = 200;
@@ -47,7 +48,8 @@ fn traced_run(tmp: &Path, offset: Option<i64>) -> (PathBuf, Vec<TraceEvent>) {
     }
     if let Some(offset) = offset {
         let path = dir.join("collector.json");
-        let mut collector: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        let mut collector: Value =
+            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
         collector["trace"] = serde_json::json!({
             "records_lost": 0,
             "boottime_minus_monotonic_ns": offset,
@@ -93,20 +95,31 @@ fn the_trace_decodes_and_says_what_the_raw_records_say() {
     assert!(facts.problems.is_empty(), "{:#?}", facts.problems);
     assert!(facts.clock_snapshot);
 
-    let pid = events.iter().find(|e| e.kind == Kind::NewTask).unwrap().other.tid as i32;
+    let pid = events
+        .iter()
+        .find(|e| e.kind == Kind::NewTask)
+        .unwrap()
+        .other
+        .tid as i32;
     // Every thread of the run, main included, with its tid, process and last name.
     assert_eq!(facts.threads.len(), THREADS as usize + 1);
     assert_eq!(facts.threads[&pid], (pid, "threads".to_string()));
     for i in 0..THREADS as i32 {
         assert_eq!(facts.threads[&(pid + 1 + i)], (pid, format!("w{i}")));
     }
-    assert_eq!(facts.processes.get(&pid).map(String::as_str), Some("threads"));
+    assert_eq!(
+        facts.processes.get(&pid).map(String::as_str),
+        Some("threads")
+    );
 
     // Every switch of the raw records, each with the run on a side as Perfetto reads it.
     let count = |kind: Kind| events.iter().filter(|e| e.kind == kind).count() as u64;
     assert_eq!(facts.switches, count(Kind::Switch));
     assert_eq!(facts.run_switches, count(Kind::Switch));
-    assert!(facts.full_switches > 0, "the outside tasks' gaps go out as full switches");
+    assert!(
+        facts.full_switches > 0,
+        "the outside tasks' gaps go out as full switches"
+    );
     assert_eq!(facts.wakings, count(Kind::Wakeup) + count(Kind::WakeupNew));
     assert_eq!(facts.newtasks, THREADS as u64);
     assert_eq!(facts.renames, count(Kind::Rename));
@@ -114,7 +127,12 @@ fn the_trace_decodes_and_says_what_the_raw_records_say() {
 
     // The phases on the process track, the waits on their threads, the counters.
     for phase in ["startup", "spawn", "join", "exit"] {
-        assert_eq!(facts.slices.get(phase), Some(&1), "{phase}: {:?}", facts.slices);
+        assert_eq!(
+            facts.slices.get(phase),
+            Some(&1),
+            "{phase}: {:?}",
+            facts.slices
+        );
     }
     assert_eq!(facts.slices["clone"], THREADS as u64);
     assert_eq!(facts.slices["futex"], THREADS as u64 + 1);
@@ -135,7 +153,10 @@ fn the_trace_decodes_and_says_what_the_raw_records_say() {
     assert!(counter("clones") > 0);
     assert!(counter("context switches per bucket") > 0);
     assert_eq!(counter("records lost"), 1);
-    assert!(facts.track_names.iter().any(|n| n.starts_with("note: only switches")));
+    assert!(facts
+        .track_names
+        .iter()
+        .any(|n| n.starts_with("note: only switches")));
 
     // The summary's figures: counts equal the naive ones; the full mode's histogram beside.
     let summary = read_json(dir.join("summary.json"));
@@ -178,10 +199,16 @@ fn report_writes_a_missing_trace_again_byte_for_byte_and_leaves_a_present_one() 
     let first = fs::read(&trace).unwrap();
     let written_at = fs::metadata(&trace).unwrap().modified().unwrap();
     report(&dir);
-    assert_eq!(fs::metadata(&trace).unwrap().modified().unwrap(), written_at);
+    assert_eq!(
+        fs::metadata(&trace).unwrap().modified().unwrap(),
+        written_at
+    );
     fs::remove_file(&trace).unwrap();
     report(&dir);
-    assert!(fs::read(&trace).unwrap() == first, "the trace differs when written again");
+    assert!(
+        fs::read(&trace).unwrap() == first,
+        "the trace differs when written again"
+    );
 }
 
 #[test]
@@ -203,8 +230,16 @@ fn without_the_clocks_lined_up_the_trace_has_no_phases_and_says_so() {
     let rows = figures["wake_to_run"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["phase"], "whole run");
-    let pid = events.iter().find(|e| e.kind == Kind::NewTask).unwrap().other.tid;
-    assert_eq!(rows[0]["count"].as_u64().unwrap(), naive_counts(&events, pid).0);
+    let pid = events
+        .iter()
+        .find(|e| e.kind == Kind::NewTask)
+        .unwrap()
+        .other
+        .tid;
+    assert_eq!(
+        rows[0]["count"].as_u64().unwrap(),
+        naive_counts(&events, pid).0
+    );
     assert!(figures["records_lost"].is_null());
 }
 
@@ -219,9 +254,49 @@ fn a_trace_that_cannot_be_written_keeps_the_raw_records_and_says_so() {
     assert!(dir.join("trace-events.bin").is_file());
     let summary = read_json(dir.join("summary.json"));
     let notes = summary["scheduler_trace"]["notes"].to_string();
-    assert!(notes.contains("the Perfetto trace is incomplete"), "{notes}");
+    assert!(
+        notes.contains("the Perfetto trace is incomplete"),
+        "{notes}"
+    );
     // Once it can be written, report writes it.
     fs::remove_dir(dir.join("trace.perfetto-trace.partial")).unwrap();
     report(&dir);
-    assert!(check_trace(&dir.join("trace.perfetto-trace")).problems.is_empty());
+    assert!(check_trace(&dir.join("trace.perfetto-trace"))
+        .problems
+        .is_empty());
+}
+
+#[test]
+fn a_set_with_a_traced_run_shows_its_latencies_beside_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (traced, _) = traced_run(tmp.path(), Some(OFFSET_NS));
+    let set = tmp.path().join("set");
+    fs::create_dir_all(&set).unwrap();
+    fs::rename(&traced, set.join("traced")).unwrap();
+    let untraced = set.join("untraced");
+    fs::create_dir_all(&untraced).unwrap();
+    for entry in fs::read_dir(repo_root().join(RUN)).unwrap().flatten() {
+        fs::copy(entry.path(), untraced.join(entry.file_name())).unwrap();
+    }
+    report(&set);
+    let md = fs::read_to_string(set.join("compare.md")).unwrap();
+    assert!(md.contains("## Wake-to-run and preempted-to-run"), "{md}");
+    assert!(md.contains("| traced |"), "{md}");
+    assert!(!md.contains("| untraced |"), "{md}");
+    let compare = read_json(set.join("compare.json"));
+    let runs = compare["runs"].as_array().unwrap();
+    let traced = runs.iter().find(|r| r["dir"] == "traced").unwrap();
+    let summary = read_json(set.join("traced/summary.json"));
+    let whole = summary["scheduler_trace"]["wake_to_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["phase"] == "whole run")
+        .unwrap()
+        .clone();
+    assert_eq!(traced["wake_to_run"], whole);
+    let untraced = runs.iter().find(|r| r["dir"] == "untraced").unwrap();
+    assert!(untraced.get("wake_to_run").is_none());
+    let html = fs::read_to_string(set.join("report.html")).unwrap();
+    assert!(html.contains("id=\"scheduler\""));
 }

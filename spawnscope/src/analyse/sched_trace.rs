@@ -283,7 +283,14 @@ impl WaitStacks {
                         begin,
                         end: ts.max(begin),
                     };
-                    (closed, if i + 1 == n { Closed::Ended } else { Closed::Cut })
+                    (
+                        closed,
+                        if i + 1 == n {
+                            Closed::Ended
+                        } else {
+                            Closed::Cut
+                        },
+                    )
                 })
                 .collect(),
         )
@@ -377,7 +384,7 @@ impl PhaseHistograms {
             .per_phase
             .iter()
             .zip(&phases.names)
-            .filter(|(l, _)| l.hist.len() > 0)
+            .filter(|(l, _)| !l.hist.is_empty())
             .map(|(l, name)| l.row(name))
             .collect();
         if phases.names.len() > 1 {
@@ -733,7 +740,9 @@ pub fn figures(
         );
     }
     if let Some(why) = capture.and_then(|c| c.incomplete.as_deref()) {
-        notes.push(format!("the capture stopped early ({why}): the figures are of the records written"));
+        notes.push(format!(
+            "the capture stopped early ({why}): the figures are of the records written"
+        ));
     }
     let lost = capture.and_then(|c| c.records_lost);
     match lost {
@@ -758,8 +767,7 @@ pub fn figures(
             trace_p50_ns: (trace_count > 0).then(|| both.value_at_quantile(0.5)),
             trace_p99_ns: (trace_count > 0).then(|| both.value_at_quantile(0.99)),
             agreement: format!(
-                "the trace's wakeups and preemptions followed by a switch-in: {trace_count}, the probes' histogram: {} ({pct:+.1} %); the probes start a wait at a wakeup or a switch out still runnable the same way, and count from their attach to the reap, the trace from its first record to its last",
-                h.count
+                "{pct:+.1} % samples here; the probes follow the same rule (a wakeup or a switch out still runnable starts the wait, a blocking switch out clears it, the switch-in ends it) but tell a preemption by the thread's nivcsw where the trace reads prev_state (their disagreements: the probes' switch_rule_disagrees), and count from their attach to the reap, the trace from its first record to its last"
             ),
         }
     });
@@ -951,7 +959,15 @@ mod tests {
         Task { tid, tgid: tid }
     }
 
-    fn ev(ts: u64, kind: Kind, cpu: u32, task: Task, other: Task, arg: u64, comm: &str) -> TraceEvent {
+    fn ev(
+        ts: u64,
+        kind: Kind,
+        cpu: u32,
+        task: Task,
+        other: Task,
+        arg: u64,
+        comm: &str,
+    ) -> TraceEvent {
         TraceEvent {
             ts,
             kind,
@@ -965,7 +981,14 @@ mod tests {
         }
     }
 
-    fn switch(ts: u64, cpu: u32, prev: Task, next: Task, prev_state: u64, next_comm: &str) -> TraceEvent {
+    fn switch(
+        ts: u64,
+        cpu: u32,
+        prev: Task,
+        next: Task,
+        prev_state: u64,
+        next_comm: &str,
+    ) -> TraceEvent {
         ev(ts, Kind::Switch, cpu, prev, next, prev_state, next_comm)
     }
 
@@ -997,7 +1020,15 @@ mod tests {
             ev(21, Kind::WakeupNew, CPU0, t(101), t(PID), 1, "main"),
             // Renamed before it runs; woken on CPU0, runs on CPU1 (its record comes first in
             // the file: across CPUs the ring is only nearly in time order).
-            ev(25, Kind::Rename, CPU0, t(101), Task::default(), 0, "worker-1"),
+            ev(
+                25,
+                Kind::Rename,
+                CPU0,
+                t(101),
+                Task::default(),
+                0,
+                "worker-1",
+            ),
             switch(71, CPU1, idle, t(101), 0, "worker-1"),
             // main preempted by an outside task at 1,100, back at 1,400 (spawn phase).
             switch(1_100, CPU0, t(PID), outside(7), 0, "kworker"),
@@ -1009,30 +1040,62 @@ mod tests {
             // woken while still running (it had not switched out yet): no sample.
             ev(1_600, Kind::Wakeup, CPU0, t(101), t(PID), 1, "worker-1"),
             switch(1_700, CPU1, t(101), idle, 1, "swapper/1"),
-            ev(1_800, Kind::Exit, CPU1, t(101), Task::default(), 0, "worker-1"),
+            ev(
+                1_800,
+                Kind::Exit,
+                CPU1,
+                t(101),
+                Task::default(),
+                0,
+                "worker-1",
+            ),
         ];
         let mut file_order = events.to_vec();
         file_order.swap(3, 4);
         let trace = run(&file_order, two_phases());
         let wake = trace.wake_to_run.rows(&trace.phases);
         assert_eq!(
-            wake.iter().map(|r| (r.phase.as_str(), r.count, r.max_ns)).collect::<Vec<_>>(),
+            wake.iter()
+                .map(|r| (r.phase.as_str(), r.count, r.max_ns))
+                .collect::<Vec<_>>(),
             vec![("startup", 1, 50), ("spawn", 1, 30), (WHOLE_RUN, 2, 50)]
         );
         let preempted = trace.preempted_to_run.rows(&trace.phases);
         assert_eq!(
-            preempted.iter().map(|r| (r.phase.as_str(), r.count, r.p50_ns)).collect::<Vec<_>>(),
+            preempted
+                .iter()
+                .map(|r| (r.phase.as_str(), r.count, r.p50_ns))
+                .collect::<Vec<_>>(),
             vec![("spawn", 1, 300), (WHOLE_RUN, 1, 300)]
         );
         assert_eq!(trace.late_records, 0);
         assert_eq!(trace.switches, 7);
         assert_eq!(trace.cpus[&CPU0].switches, 3);
         // The outside task is not a thread of the run; the renamed worker is, in main's process.
-        assert_eq!(trace.threads.keys().copied().collect::<Vec<_>>(), vec![PID, 101]);
+        assert_eq!(
+            trace.threads.keys().copied().collect::<Vec<_>>(),
+            vec![PID, 101]
+        );
         let w = &trace.threads[&101];
-        assert_eq!((w.name.as_str(), w.created_by, w.exit_ts), ("worker-1", Some(PID), Some(1_800)));
-        assert_eq!(w.renames, vec![Rename { ts: 25, from: "main".into(), to: "worker-1".into() }]);
-        assert_eq!(trace.processes[&PID], Process { name: "main".into(), threads: 2 });
+        assert_eq!(
+            (w.name.as_str(), w.created_by, w.exit_ts),
+            ("worker-1", Some(PID), Some(1_800))
+        );
+        assert_eq!(
+            w.renames,
+            vec![Rename {
+                ts: 25,
+                from: "main".into(),
+                to: "worker-1".into()
+            }]
+        );
+        assert_eq!(
+            trace.processes[&PID],
+            Process {
+                name: "main".into(),
+                threads: 2
+            }
+        );
     }
 
     #[test]
@@ -1043,7 +1106,11 @@ mod tests {
         }
         let row = l.row("x");
         assert_eq!((row.count, row.max_ns), (10_000, 10_000_000));
-        for (got, want) in [(row.p50_ns, 5_000_000f64), (row.p90_ns, 9_000_000.0), (row.p99_ns, 9_900_000.0)] {
+        for (got, want) in [
+            (row.p50_ns, 5_000_000f64),
+            (row.p90_ns, 9_000_000.0),
+            (row.p99_ns, 9_900_000.0),
+        ] {
             assert!((got as f64 - want).abs() / want <= 0.01, "{got} vs {want}");
         }
     }
@@ -1053,24 +1120,60 @@ mod tests {
         let futex = Wait::Futex as u64;
         let mmap = Wait::MmapLockRead as u64;
         let events = [
-            ev(10, Kind::WaitBegin, CPU0, t(PID), Task::default(), futex, ""),
-            ev(12, Kind::WaitBegin, CPU1, t(101), Task::default(), futex, ""),
+            ev(
+                10,
+                Kind::WaitBegin,
+                CPU0,
+                t(PID),
+                Task::default(),
+                futex,
+                "",
+            ),
+            ev(
+                12,
+                Kind::WaitBegin,
+                CPU1,
+                t(101),
+                Task::default(),
+                futex,
+                "",
+            ),
             ev(15, Kind::WaitEnd, CPU0, t(PID), Task::default(), futex, ""),
             // 101: an mmap_lock wait inside the futex one is cut by the futex's end.
             ev(16, Kind::WaitBegin, CPU1, t(101), Task::default(), mmap, ""),
             ev(20, Kind::WaitEnd, CPU1, t(101), Task::default(), futex, ""),
             ev(21, Kind::WaitEnd, CPU1, t(101), Task::default(), mmap, ""),
             // 102 exits waiting; main's last wait never ends.
-            ev(30, Kind::WaitBegin, CPU1, t(102), Task::default(), futex, ""),
+            ev(
+                30,
+                Kind::WaitBegin,
+                CPU1,
+                t(102),
+                Task::default(),
+                futex,
+                "",
+            ),
             ev(35, Kind::Exit, CPU1, t(102), Task::default(), 0, "w"),
             ev(40, Kind::WaitBegin, CPU0, t(PID), Task::default(), mmap, ""),
             ev(50, Kind::Wakeup, CPU0, t(101), Task::default(), 0, "w"),
         ];
         let trace = run(&events, PhaseEdges::whole_run());
         let (_, f) = &trace.waits[Wait::Futex as usize];
-        assert_eq!((f.pairs, f.total_ns, f.max_ns, f.closed_at_exit, f.unmatched_ends), (3, 5 + 8 + 5, 8, 1, 0));
+        assert_eq!(
+            (
+                f.pairs,
+                f.total_ns,
+                f.max_ns,
+                f.closed_at_exit,
+                f.unmatched_ends
+            ),
+            (3, 5 + 8 + 5, 8, 1, 0)
+        );
         let (_, m) = &trace.waits[Wait::MmapLockRead as usize];
-        assert_eq!((m.pairs, m.cut, m.closed_at_end, m.unmatched_ends), (2, 1, 1, 1));
+        assert_eq!(
+            (m.pairs, m.cut, m.closed_at_end, m.unmatched_ends),
+            (2, 1, 1, 1)
+        );
         assert_eq!(trace.end_ts, 50);
     }
 

@@ -192,7 +192,10 @@ fn scheduler_trace(dir: &Path, loaded: &LoadedRun, writes: Writes) -> Result<Sch
         .with_context(|| format!("opening {}", record::TRACE_EVENTS))?;
     let trace = sched_trace::derive(reader.by_ref(), &context)
         .with_context(|| format!("reading {}", record::TRACE_EVENTS))?;
-    let runq = loaded.collector.as_ref().and_then(|c| c.histogram("runq_ns"));
+    let runq = loaded
+        .collector
+        .as_ref()
+        .and_then(|c| c.histogram("runq_ns"));
     let mut figures = sched_trace::figures(&trace, capture.as_ref(), runq);
     if reader.unknown > 0 {
         figures.notes.push(format!(

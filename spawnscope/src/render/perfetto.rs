@@ -29,7 +29,9 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use perfetto_protos::builtin_clock::BuiltinClock;
-use perfetto_protos::clock_snapshot::{clock_snapshot::clock::BuiltinClocks, clock_snapshot::Clock, ClockSnapshot};
+use perfetto_protos::clock_snapshot::{
+    clock_snapshot::clock::BuiltinClocks, clock_snapshot::Clock, ClockSnapshot,
+};
 use perfetto_protos::counter_descriptor::{counter_descriptor::Unit, CounterDescriptor};
 use perfetto_protos::ftrace_event::FtraceEvent;
 use perfetto_protos::ftrace_event_bundle::{ftrace_event_bundle::CompactSched, FtraceEventBundle};
@@ -44,7 +46,9 @@ use perfetto_protos::track_event::{track_event::Type, EventName, TrackEvent};
 use protobuf::{CodedOutputStream, Message};
 use spawnscope_collector::trace_events::{Kind, TraceEvent, Wait};
 
-use crate::analyse::sched_trace::{ClosedWait, CounterUnit, RunTracks, SchedTrace, WaitStacks};
+use crate::analyse::sched_trace::{
+    ClosedWait, Counter, CounterUnit, RunTracks, SchedTrace, WaitStacks,
+};
 
 /// The run's own tracks: clocks, descriptors, phases, counters, notes.
 pub const SEQ_RUN: u32 = 1;
@@ -212,25 +216,19 @@ fn write_run(
     }
     let parent = process_uuid(launched);
     let mut timed: Vec<Timed> = Vec::new();
-    let mut counters: Vec<(String, Unit, Vec<(u64, i64)>)> = tracks
-        .counters
-        .iter()
-        .map(|c| {
-            let unit = match c.unit {
-                CounterUnit::Bytes => Unit::UNIT_SIZE_BYTES,
-                CounterUnit::Count => Unit::UNIT_COUNT,
-            };
-            (c.name.clone(), unit, c.points.clone())
-        })
-        .collect();
+    let mut counters: Vec<Counter> = tracks.counters.clone();
     if let Some(lost) = tracks.records_lost {
-        counters.push((
-            "records lost by the capture (over the run)".into(),
-            Unit::UNIT_COUNT,
-            vec![(start, lost as i64)],
-        ));
+        counters.push(Counter {
+            name: "records lost by the capture (over the run)".into(),
+            unit: CounterUnit::Count,
+            points: vec![(start, lost as i64)],
+        });
     }
-    for (i, (name, unit, points)) in counters.into_iter().enumerate() {
+    for (i, Counter { name, unit, points }) in counters.into_iter().enumerate() {
+        let unit = match unit {
+            CounterUnit::Bytes => Unit::UNIT_SIZE_BYTES,
+            CounterUnit::Count => Unit::UNIT_COUNT,
+        };
         let uuid = counter_uuid(i);
         let mut cd = CounterDescriptor::new();
         cd.set_unit(unit);

@@ -7,6 +7,14 @@ use crate::analyse::sched_trace::{LatencyRow, SchedFigures};
 use crate::render::table::Table;
 use crate::units::{count, in_unit};
 
+fn plural(n: u64, one: &str) -> String {
+    match (n, one.ends_with('s')) {
+        (1, _) => format!("1 {one}"),
+        (_, true) => format!("{} {one}es", count(n)),
+        _ => format!("{} {one}s", count(n)),
+    }
+}
+
 fn ns(v: u64) -> String {
     in_unit(v as f64, "ns")
 }
@@ -40,15 +48,18 @@ pub fn latency_table(f: &SchedFigures) -> Table {
 
 /// The waits as the trace's slices show them.
 fn waits_table(f: &SchedFigures) -> Table {
-    let mut t = Table::new(["wait", "slices", "total", "max", "closed for them"])
-        .right_aligned([1, 2, 3]);
+    let mut t =
+        Table::new(["wait", "slices", "total", "max", "closed for them"]).right_aligned([1, 2, 3]);
     for w in &f.waits {
         let mut closed = Vec::new();
         for (n, what) in [
             (w.cut, "cut by an outer wait's end"),
             (w.closed_at_exit, "at their thread's exit"),
             (w.closed_at_end, "at the run's end"),
-            (w.unmatched_ends, "ends without a captured begin (not shown)"),
+            (
+                w.unmatched_ends,
+                "ends without a captured begin (not shown)",
+            ),
         ] {
             if n > 0 {
                 closed.push(format!("{} {what}", count(n)));
@@ -95,10 +106,10 @@ pub fn markdown(md: &mut String, f: &SchedFigures) {
     md.push_str(&latency_table(f).markdown());
     let _ = writeln!(
         md,
-        "\nFrom {} records: {} threads in {} processes, {} switches; {}.",
+        "\nFrom {} records: {} in {}, {} switches; {}.",
         count(f.records),
-        count(f.threads),
-        count(f.processes),
+        plural(f.threads, "thread"),
+        plural(f.processes, "process"),
         count(f.switches),
         f.method
     );
@@ -109,11 +120,9 @@ pub fn markdown(md: &mut String, f: &SchedFigures) {
         let _ = writeln!(md, "\nThe waits, as slices on their threads:\n");
         md.push_str(&waits_table(f).markdown());
     }
-    let lost = f
-        .records_lost
-        .map_or("records lost: not said".into(), |n| {
-            format!("records lost: {}", count(n))
-        });
+    let lost = f.records_lost.map_or("records lost: not said".into(), |n| {
+        format!("records lost: {}", count(n))
+    });
     let _ = writeln!(
         md,
         "\n{lost}; records out of order beyond the reorder window: {}.",
@@ -215,8 +224,14 @@ mod tests {
             notes: Vec::new(),
         };
         let md = latency_table(&f).markdown();
-        assert!(md.contains("| wake-to-run | spawn | 3 | 12.0 µs | 24.0 µs | 36.0 µs | 120.0 µs |"), "{md}");
-        assert!(md.contains("| preempted-to-run | whole run | 2 | 2.5 ms |"), "{md}");
+        assert!(
+            md.contains("| wake-to-run | spawn | 3 | 12.0 µs | 24.0 µs | 36.0 µs | 120.0 µs |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| preempted-to-run | whole run | 2 | 2.5 ms |"),
+            "{md}"
+        );
         assert_eq!(
             terminal_line(&f).unwrap(),
             "Scheduler trace: wake-to-run p50 11.0 µs p99 33.0 µs (5 samples); preempted-to-run p50 2.5 ms p99 7.5 ms (2 samples)"

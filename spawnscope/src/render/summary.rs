@@ -898,7 +898,11 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
             );
         }
     }
-    if let Some(line) = s.scheduler_trace.as_ref().and_then(sched_trace::terminal_line) {
+    if let Some(line) = s
+        .scheduler_trace
+        .as_ref()
+        .and_then(sched_trace::terminal_line)
+    {
         let _ = writeln!(out, "  {line}");
     }
     if let Some(w) = &s.waits {

@@ -35,7 +35,16 @@ struct Gen {
 
 impl Gen {
     #[allow(clippy::too_many_arguments)]
-    fn push(&mut self, ts: u64, kind: Kind, cpu: u32, task: Task, other: Task, arg: u64, comm: &str) {
+    fn push(
+        &mut self,
+        ts: u64,
+        kind: Kind,
+        cpu: u32,
+        task: Task,
+        other: Task,
+        arg: u64,
+        comm: &str,
+    ) {
         self.events.push(TraceEvent {
             ts,
             kind,
@@ -49,13 +58,37 @@ impl Gen {
         });
     }
 
-    fn switch(&mut self, ts: u64, cpu: u32, prev: Task, next: Task, prev_state: u64, next_comm: &str) {
+    fn switch(
+        &mut self,
+        ts: u64,
+        cpu: u32,
+        prev: Task,
+        next: Task,
+        prev_state: u64,
+        next_comm: &str,
+    ) {
         self.push(ts, Kind::Switch, cpu, prev, next, prev_state, next_comm);
     }
 
     fn wait(&mut self, from: u64, to: u64, cpu: u32, task: Task, wait: Wait) {
-        self.push(from, Kind::WaitBegin, cpu, task, Task::default(), wait as u64, "");
-        self.push(to, Kind::WaitEnd, cpu, task, Task::default(), wait as u64, "");
+        self.push(
+            from,
+            Kind::WaitBegin,
+            cpu,
+            task,
+            Task::default(),
+            wait as u64,
+            "",
+        );
+        self.push(
+            to,
+            Kind::WaitEnd,
+            cpu,
+            task,
+            Task::default(),
+            wait as u64,
+            "",
+        );
     }
 }
 
@@ -72,12 +105,23 @@ fn outside(tid: u32) -> Task {
 /// across CPUs nearly (neighbours less than 3 µs apart from different CPUs swapped).
 pub fn synthetic_run(s: Shape) -> Vec<TraceEvent> {
     let idle = Task::default();
-    let main = Task { tid: s.pid, tgid: s.pid };
+    let main = Task {
+        tid: s.pid,
+        tgid: s.pid,
+    };
     let kworker = outside(40);
     let mut g = Gen { events: Vec::new() };
     // Main is switched in at its release, renamed at its exec.
     g.switch(s.spawn_ns - 200_000, 0, idle, main, 0, "spawnscope");
-    g.push(s.spawn_ns - 150_000, Kind::Rename, 0, main, idle, 0, "threads");
+    g.push(
+        s.spawn_ns - 150_000,
+        Kind::Rename,
+        0,
+        main,
+        idle,
+        0,
+        "threads",
+    );
     let mut cpu1_last = idle;
     let mut cpu1_free = s.spawn_ns;
     for i in 0..s.threads {
@@ -85,7 +129,15 @@ pub fn synthetic_run(s: Shape) -> Vec<TraceEvent> {
         let t = Task { tid, tgid: s.pid };
         let at = s.spawn_ns + i as u64 * s.spawn_step_ns;
         g.wait(at, at + 8_000, 0, main, Wait::Clone);
-        g.push(at + 5_000, Kind::NewTask, 0, t, main, CLONE_THREAD_FLAGS, "threads");
+        g.push(
+            at + 5_000,
+            Kind::NewTask,
+            0,
+            t,
+            main,
+            CLONE_THREAD_FLAGS,
+            "threads",
+        );
         g.push(at + 6_000, Kind::WakeupNew, 0, t, main, 1, "threads");
         if i % 7 == 3 {
             // main preempted by a kworker for 20 µs.
@@ -100,14 +152,44 @@ pub fn synthetic_run(s: Shape) -> Vec<TraceEvent> {
             cpu1_last = outside(50 + i % 3);
         }
         g.switch(run_at, 1, cpu1_last, t, TASK_INTERRUPTIBLE, "threads");
-        g.push(run_at + 1_000, Kind::Rename, 1, t, idle, 0, &format!("w{i}"));
+        g.push(
+            run_at + 1_000,
+            Kind::Rename,
+            1,
+            t,
+            idle,
+            0,
+            &format!("w{i}"),
+        );
         let sleep_at = run_at + 3_000;
-        g.push(sleep_at, Kind::WaitBegin, 1, t, idle, Wait::Futex as u64, "");
+        g.push(
+            sleep_at,
+            Kind::WaitBegin,
+            1,
+            t,
+            idle,
+            Wait::Futex as u64,
+            "",
+        );
         if i % 4 == 1 {
             // Preempted before it could block; back 10 µs later, then it blocks.
             g.switch(sleep_at + 500, 1, t, kworker, 0, "kworker/1:0");
-            g.switch(sleep_at + 10_500, 1, kworker, t, TASK_INTERRUPTIBLE, &format!("w{i}"));
-            g.switch(sleep_at + 11_000, 1, t, idle, TASK_INTERRUPTIBLE, "swapper/1");
+            g.switch(
+                sleep_at + 10_500,
+                1,
+                kworker,
+                t,
+                TASK_INTERRUPTIBLE,
+                &format!("w{i}"),
+            );
+            g.switch(
+                sleep_at + 11_000,
+                1,
+                t,
+                idle,
+                TASK_INTERRUPTIBLE,
+                "swapper/1",
+            );
             cpu1_free = sleep_at + 12_000;
         } else {
             g.switch(sleep_at + 500, 1, t, idle, TASK_INTERRUPTIBLE, "swapper/1");
@@ -117,8 +199,23 @@ pub fn synthetic_run(s: Shape) -> Vec<TraceEvent> {
     }
     // Main joins: a futex wait that the last thread's exit ends.
     let spawned_end = s.spawn_ns + s.threads as u64 * s.spawn_step_ns;
-    g.push(spawned_end, Kind::WaitBegin, 0, main, idle, Wait::Futex as u64, "");
-    g.switch(spawned_end + 1_000, 0, main, idle, TASK_INTERRUPTIBLE, "swapper/0");
+    g.push(
+        spawned_end,
+        Kind::WaitBegin,
+        0,
+        main,
+        idle,
+        Wait::Futex as u64,
+        "",
+    );
+    g.switch(
+        spawned_end + 1_000,
+        0,
+        main,
+        idle,
+        TASK_INTERRUPTIBLE,
+        "swapper/0",
+    );
     let mut cpu_free = [s.join_ns, s.join_ns.max(cpu1_free)];
     let mut cpu_last = [idle, idle];
     let mut last_exit = s.join_ns;
@@ -127,11 +224,42 @@ pub fn synthetic_run(s: Shape) -> Vec<TraceEvent> {
         let t = Task { tid, tgid: s.pid };
         let cpu = (i % 2) as usize;
         let woken = s.join_ns + i as u64 * 2_000;
-        g.push(woken, Kind::Wakeup, cpu as u32, t, idle, cpu as u64, &format!("w{i}"));
+        g.push(
+            woken,
+            Kind::Wakeup,
+            cpu as u32,
+            t,
+            idle,
+            cpu as u64,
+            &format!("w{i}"),
+        );
         let run_at = (woken + 1_500 + (i as u64 * 331) % 9_000).max(cpu_free[cpu]);
-        g.switch(run_at, cpu as u32, cpu_last[cpu], t, TASK_INTERRUPTIBLE, &format!("w{i}"));
-        g.push(run_at + 200, Kind::WaitEnd, cpu as u32, t, idle, Wait::Futex as u64, "");
-        g.push(run_at + 2_000, Kind::Exit, cpu as u32, t, idle, 0, &format!("w{i}"));
+        g.switch(
+            run_at,
+            cpu as u32,
+            cpu_last[cpu],
+            t,
+            TASK_INTERRUPTIBLE,
+            &format!("w{i}"),
+        );
+        g.push(
+            run_at + 200,
+            Kind::WaitEnd,
+            cpu as u32,
+            t,
+            idle,
+            Wait::Futex as u64,
+            "",
+        );
+        g.push(
+            run_at + 2_000,
+            Kind::Exit,
+            cpu as u32,
+            t,
+            idle,
+            0,
+            &format!("w{i}"),
+        );
         g.switch(run_at + 2_500, cpu as u32, t, idle, TASK_DEAD, "swapper");
         cpu_last[cpu] = idle;
         cpu_free[cpu] = run_at + 3_000;
@@ -140,10 +268,33 @@ pub fn synthetic_run(s: Shape) -> Vec<TraceEvent> {
     let back = last_exit.max(cpu_free[0]).max(cpu_free[1]) + 1_000;
     g.push(back, Kind::Wakeup, 0, main, idle, 0, "threads");
     let main_runs = back + 4_000;
-    g.switch(main_runs, 0, cpu_last[0], main, TASK_INTERRUPTIBLE, "threads");
-    g.push(main_runs + 100, Kind::WaitEnd, 0, main, idle, Wait::Futex as u64, "");
+    g.switch(
+        main_runs,
+        0,
+        cpu_last[0],
+        main,
+        TASK_INTERRUPTIBLE,
+        "threads",
+    );
+    g.push(
+        main_runs + 100,
+        Kind::WaitEnd,
+        0,
+        main,
+        idle,
+        Wait::Futex as u64,
+        "",
+    );
     // One last wait main never ends: closed at its exit.
-    g.push(main_runs + 500, Kind::WaitBegin, 0, main, idle, Wait::MmapLockWrite as u64, "");
+    g.push(
+        main_runs + 500,
+        Kind::WaitBegin,
+        0,
+        main,
+        idle,
+        Wait::MmapLockWrite as u64,
+        "",
+    );
     g.push(main_runs + 9_000, Kind::Exit, 0, main, idle, 0, "threads");
     g.switch(main_runs + 9_500, 0, main, idle, TASK_DEAD, "swapper/0");
     ring_order(g.events)
@@ -245,22 +396,28 @@ pub fn check_trace(path: &Path) -> TraceFacts {
     let mut per_cpu: BTreeMap<u32, Vec<(u64, Option<i32>, i32)>> = BTreeMap::new();
     while let Some(tag) = input.read_raw_tag_or_eof().expect("a protobuf tag") {
         if tag != (1 << 3 | 2) {
-            f.problems.push(format!("a field other than Trace.packet: tag {tag}"));
+            f.problems
+                .push(format!("a field other than Trace.packet: tag {tag}"));
             break;
         }
         let p: TracePacket = input.read_message().expect("a TracePacket");
         f.packets += 1;
         let seq_id = p.trusted_packet_sequence_id();
         if seq_id == 0 {
-            f.problems.push("a packet without a trusted_packet_sequence_id".into());
+            f.problems
+                .push("a packet without a trusted_packet_sequence_id".into());
         }
         let seq = sequences.entry(seq_id).or_default();
         if p.sequence_flags() & SequenceFlags::SEQ_INCREMENTAL_STATE_CLEARED as u32 != 0 {
             seq.cleared = true;
             seq.names.clear();
         }
-        if p.sequence_flags() & SequenceFlags::SEQ_NEEDS_INCREMENTAL_STATE as u32 != 0 && !seq.cleared {
-            f.problems.push(format!("sequence {seq_id}: needs incremental state before any was cleared"));
+        if p.sequence_flags() & SequenceFlags::SEQ_NEEDS_INCREMENTAL_STATE as u32 != 0
+            && !seq.cleared
+        {
+            f.problems.push(format!(
+                "sequence {seq_id}: needs incremental state before any was cleared"
+            ));
         }
         if let Some(interned) = p.interned_data.as_ref() {
             for n in &interned.event_names {
@@ -277,7 +434,8 @@ pub fn check_trace(path: &Path) -> TraceFacts {
         if p.has_track_descriptor() {
             let d = p.track_descriptor();
             if !described.insert(d.uuid()) {
-                f.problems.push(format!("track {} described twice", d.uuid()));
+                f.problems
+                    .push(format!("track {} described twice", d.uuid()));
             }
             if d.has_name() {
                 f.track_names.push(d.name().to_string());
@@ -286,7 +444,8 @@ pub fn check_trace(path: &Path) -> TraceFacts {
                 f.processes.insert(pr.pid(), pr.process_name().to_string());
             }
             if let Some(th) = d.thread.as_ref() {
-                f.threads.insert(th.tid(), (th.pid(), th.thread_name().to_string()));
+                f.threads
+                    .insert(th.tid(), (th.pid(), th.thread_name().to_string()));
             }
             if d.counter.is_some() {
                 counter_tracks.insert(d.uuid(), d.name().to_string());
@@ -300,7 +459,10 @@ pub fn check_trace(path: &Path) -> TraceFacts {
                 match seq.names.get(&e.name_iid()) {
                     Some(n) => n.clone(),
                     None => {
-                        f.problems.push(format!("sequence {seq_id}: name iid {} not interned", e.name_iid()));
+                        f.problems.push(format!(
+                            "sequence {seq_id}: name iid {} not interned",
+                            e.name_iid()
+                        ));
                         String::new()
                     }
                 }
@@ -316,7 +478,8 @@ pub fn check_trace(path: &Path) -> TraceFacts {
                     let d = depth.entry(track).or_default();
                     *d -= 1;
                     if *d < 0 {
-                        f.problems.push(format!("track {track}: a slice ends that never began"));
+                        f.problems
+                            .push(format!("track {track}: a slice ends that never began"));
                         *d = 0;
                     }
                 }
@@ -331,12 +494,13 @@ pub fn check_trace(path: &Path) -> TraceFacts {
             let b = p.ftrace_events();
             let cpu = b.cpu();
             let switches = per_cpu.entry(cpu).or_default();
-            let chain_last = |label: &str, ts: u64, last: &mut Option<u64>, problems: &mut Vec<String>| {
-                if last.is_some_and(|l| ts < l) {
-                    problems.push(format!("cpu {cpu}: {label} timestamps go back"));
-                }
-                *last = Some(ts);
-            };
+            let chain_last =
+                |label: &str, ts: u64, last: &mut Option<u64>, problems: &mut Vec<String>| {
+                    if last.is_some_and(|l| ts < l) {
+                        problems.push(format!("cpu {cpu}: {label} timestamps go back"));
+                    }
+                    *last = Some(ts);
+                };
             if let Some(c) = b.compact_sched.as_ref() {
                 let n = c.switch_timestamp.len();
                 for (name, len) in [
@@ -346,7 +510,9 @@ pub fn check_trace(path: &Path) -> TraceFacts {
                     ("switch_next_comm_index", c.switch_next_comm_index.len()),
                 ] {
                     if len != n {
-                        f.problems.push(format!("cpu {cpu}: {name} has {len} entries for {n} switches"));
+                        f.problems.push(format!(
+                            "cpu {cpu}: {name} has {len} entries for {n} switches"
+                        ));
                     }
                 }
                 let mut ts = 0u64;
@@ -355,8 +521,12 @@ pub fn check_trace(path: &Path) -> TraceFacts {
                     ts += delta;
                     chain_last("compact switch", ts, &mut last, &mut f.problems);
                     times.push(ts);
-                    if c.switch_next_comm_index.get(i).is_some_and(|&k| k as usize >= c.intern_table.len()) {
-                        f.problems.push(format!("cpu {cpu}: a comm index past the intern table"));
+                    if c.switch_next_comm_index
+                        .get(i)
+                        .is_some_and(|&k| k as usize >= c.intern_table.len())
+                    {
+                        f.problems
+                            .push(format!("cpu {cpu}: a comm index past the intern table"));
                     }
                     switches.push((ts, None, c.switch_next_pid.get(i).copied().unwrap_or(-1)));
                 }
@@ -369,7 +539,8 @@ pub fn check_trace(path: &Path) -> TraceFacts {
                     f.wakings += 1;
                 }
                 if c.waking_pid.len() != c.waking_timestamp.len() {
-                    f.problems.push(format!("cpu {cpu}: wakings' columns differ in length"));
+                    f.problems
+                        .push(format!("cpu {cpu}: wakings' columns differ in length"));
                 }
             }
             let mut last = None;
@@ -395,19 +566,25 @@ pub fn check_trace(path: &Path) -> TraceFacts {
         // Within a sequence, this packet starts no earlier than the last one ended.
         if let (Some(&lo), Some(&hi)) = (times.iter().min(), times.iter().max()) {
             if lo < seq.last_ts {
-                f.problems.push(format!("sequence {seq_id}: a timestamp goes back ({lo} after {})", seq.last_ts));
+                f.problems.push(format!(
+                    "sequence {seq_id}: a timestamp goes back ({lo} after {})",
+                    seq.last_ts
+                ));
             }
             seq.last_ts = seq.last_ts.max(hi);
         }
     }
     for track in &referred {
         if !described.contains(track) {
-            f.problems.push(format!("track {track} is referred to and has no descriptor"));
+            f.problems.push(format!(
+                "track {track} is referred to and has no descriptor"
+            ));
         }
     }
     for (track, d) in &depth {
         if *d != 0 {
-            f.problems.push(format!("track {track}: {d} slices never end"));
+            f.problems
+                .push(format!("track {track}: {d} slices never end"));
         }
     }
     let run: BTreeSet<i32> = f.threads.keys().copied().collect();
