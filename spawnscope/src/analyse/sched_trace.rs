@@ -636,6 +636,88 @@ fn processes_of(threads: &BTreeMap<u32, Thread>) -> BTreeMap<u32, Process> {
     processes
 }
 
+/// What a thread was doing over a span: the swimlane's states.
+// Read by report.html's swimlane (issue 38.6, to come); tested here.
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// On a CPU (switch-in to switch-out).
+    Running,
+    /// Woken or preempted, waiting for a CPU.
+    Runnable,
+    /// Switched out blocking (prev_state not 0), until woken.
+    Blocked,
+}
+
+/// One span of one thread's state, on the trace's clock.
+// Read by report.html's swimlane (issue 38.6, to come); tested here.
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateSpan {
+    pub state: State,
+    pub begin: u64,
+    pub end: u64,
+}
+
+/// The state spans of the threads in `tids`, from the records in time order (wrap the raw
+/// records in [`TimeOrdered`]), by the same rule as wake-to-run: a wakeup (of a thread not on a
+/// CPU) or a switch out still runnable makes a thread runnable, a blocking switch out blocked, a
+/// switch-in running; its exit ends its last span. For report.html's swimlane. Memory grows with the spans of the threads asked for only.
+// Read by report.html's swimlane (issue 38.6, to come); tested here.
+#[cfg_attr(not(test), allow(dead_code))]
+pub fn thread_states(
+    events: impl Iterator<Item = io::Result<TraceEvent>>,
+    tids: &BTreeSet<u32>,
+) -> io::Result<BTreeMap<u32, Vec<StateSpan>>> {
+    let mut spans: BTreeMap<u32, Vec<StateSpan>> = BTreeMap::new();
+    let mut open: HashMap<u32, (State, u64)> = HashMap::new();
+    let mut to = |tid: u32, state: Option<State>, ts: u64, woken: bool| {
+        if !tids.contains(&tid) {
+            return;
+        }
+        // A wakeup of a thread still on its CPU (it had not blocked yet) leaves it running.
+        if woken
+            && open
+                .get(&tid)
+                .is_some_and(|(was, _)| *was == State::Running)
+        {
+            return;
+        }
+        if let Some((was, begin)) = open.remove(&tid) {
+            if was == state.unwrap_or(was) && state.is_some() {
+                open.insert(tid, (was, begin));
+                return;
+            }
+            spans.entry(tid).or_default().push(StateSpan {
+                state: was,
+                begin,
+                end: ts.max(begin),
+            });
+        }
+        if let Some(state) = state {
+            open.insert(tid, (state, ts));
+        }
+    };
+    for event in events {
+        let e = event?;
+        match e.kind {
+            Kind::Switch => {
+                let out = if e.preempted() {
+                    State::Runnable
+                } else {
+                    State::Blocked
+                };
+                to(e.task.tid, Some(out), e.ts, false);
+                to(e.other.tid, Some(State::Running), e.ts, false);
+            }
+            Kind::Wakeup | Kind::WakeupNew => to(e.task.tid, Some(State::Runnable), e.ts, true),
+            Kind::Exit => to(e.task.tid, None, e.ts, false),
+            _ => {}
+        }
+    }
+    Ok(spans)
+}
+
 /// One latency in one phase.
 #[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct LatencyRow {
@@ -1096,6 +1178,42 @@ mod tests {
                 threads: 2
             }
         );
+    }
+
+    #[test]
+    fn a_thread_s_states_follow_its_wakeups_and_switches() {
+        let idle = Task::default();
+        let events = [
+            ev(10, Kind::WakeupNew, CPU0, t(101), t(PID), 1, "w"),
+            switch(15, CPU1, idle, t(101), 0, "w"),
+            // Woken while still running: it stays running.
+            ev(17, Kind::Wakeup, CPU0, t(101), t(PID), 1, "w"),
+            switch(20, CPU1, t(101), outside(7), 0, "k"),
+            switch(26, CPU1, outside(7), t(101), 0, "w"),
+            switch(30, CPU1, t(101), idle, 1, "swapper/1"),
+            ev(40, Kind::Wakeup, CPU0, t(101), t(PID), 1, "w"),
+            switch(41, CPU1, idle, t(101), 0, "w"),
+            ev(45, Kind::Exit, CPU1, t(101), idle, 0, "w"),
+        ];
+        let tids: BTreeSet<u32> = [101].into();
+        let spans = thread_states(events.iter().copied().map(Ok), &tids).unwrap();
+        let got: Vec<(State, u64, u64)> = spans[&101]
+            .iter()
+            .map(|s| (s.state, s.begin, s.end))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (State::Runnable, 10, 15),
+                (State::Running, 15, 20),
+                (State::Runnable, 20, 26),
+                (State::Running, 26, 30),
+                (State::Blocked, 30, 40),
+                (State::Runnable, 40, 41),
+                (State::Running, 41, 45),
+            ]
+        );
+        assert!(!spans.contains_key(&7));
     }
 
     #[test]
