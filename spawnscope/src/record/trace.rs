@@ -15,7 +15,8 @@ use crate::record::{COLLECTOR, TRACE_EVENTS};
 /// The capture's own account of the raw records.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TraceCapture {
-    /// Records the ring buffer had no room for (counted by the probes, never silently dropped).
+    /// Records the capture could not keep: the ring buffer had no room (counted by the probes,
+    /// never silently dropped), or taken from it but not written (a write error).
     pub records_lost: Option<u64>,
     /// CLOCK_BOOTTIME − CLOCK_MONOTONIC at the capture's start, ns: the records are on the boot
     /// clock, the conductor's marks and samples on the monotonic one.
@@ -33,8 +34,16 @@ pub fn read_capture(dir: &Path) -> Option<TraceCapture> {
 
 fn capture_of(trace: &Value) -> Option<TraceCapture> {
     let first = |names: &[&str]| names.iter().find_map(|n| trace.get(*n)).cloned();
+    // The capture's own section (collector.json `trace`: `lost` in the ring, `lost_writing` after
+    // a write error) or this reader's name for their sum.
+    let lost_writing = trace
+        .get("lost_writing")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     let capture = TraceCapture {
-        records_lost: first(&["records_lost", "lost"]).and_then(|v| v.as_u64()),
+        records_lost: first(&["records_lost", "lost"])
+            .and_then(|v| v.as_u64())
+            .map(|n| n + lost_writing),
         boottime_minus_monotonic_ns: first(&["boottime_minus_monotonic_ns", "boot_offset_ns"])
             .and_then(|v| v.as_i64()),
         incomplete: first(&["incomplete", "error"]).and_then(|v| v.as_str().map(str::to_string)),
@@ -68,6 +77,19 @@ mod tests {
                 records_lost: Some(3),
                 boottime_minus_monotonic_ns: Some(1_500_000_000),
                 incomplete: None,
+            })
+        );
+        // As the capture writes it (collector/src/model.rs, Trace).
+        let v: Value = serde_json::json!({
+            "records": 10, "lost": 2, "lost_writing": 1, "error": "No space left on device",
+            "boottime_minus_monotonic_ns": 7u64, "complete": false
+        });
+        assert_eq!(
+            capture_of(&v),
+            Some(TraceCapture {
+                records_lost: Some(3),
+                boottime_minus_monotonic_ns: Some(7),
+                incomplete: Some("No space left on device".into()),
             })
         );
         assert_eq!(capture_of(&serde_json::json!(null)), None);
