@@ -17,8 +17,10 @@ use crate::layout::trace_cpu;
 use crate::model::{Attach, ProbeStatus, Trace, TraceGap};
 use crate::trace_events::RECORD_BYTES;
 
-/// The file's buffer: what the capture holds in memory however long the run.
-const BUFFER_BYTES: usize = 1 << 20;
+/// The file's buffer: what the capture holds in memory however long the run. Small, since its
+/// pages are the conductor's, first touched while the run goes: a run's memory drop on the host
+/// (MemAvailable) sees them.
+const BUFFER_BYTES: usize = 64 << 10;
 /// How often the drain takes what the ring holds. The programs wake it only once the ring is
 /// half full (trace.bpf.c): woken at every record it would preempt the run's tasks to take one
 /// at a time, each of its switches a record again.
