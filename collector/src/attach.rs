@@ -159,6 +159,9 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
         tlb_func: kallsyms_address("flush_tlb_func").unwrap_or(0),
         cpu_words: possible_cpus().div_ceil(64).max(1),
         trace: match cfg.trace {
+            Some(_) if cfg.hide_ring_buffers => {
+                Err(format!("{HIDDEN_RING} (hidden: Config::hide_ring_buffers)"))
+            }
             Some(_) => ring_buffers(),
             None => Err("not asked for".into()),
         },
@@ -257,8 +260,9 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
     ))
 }
 
-/// Why a probe hidden by the test seam (Config::hide_tracepoint) is missing.
+/// Why a probe hidden by the test seams (Config::hide_tracepoint, hide_ring_buffers) is missing.
 const HIDDEN: &str = "hidden (Config::hide_tracepoint): as on a kernel without this tracepoint";
+const HIDDEN_RING: &str = "this kernel makes no BPF ring buffer";
 
 /// Whether this kernel makes BPF ring buffers (5.8+): one page's, made and dropped.
 fn ring_buffers() -> Result<(), String> {
@@ -268,7 +272,7 @@ fn ring_buffers() -> Result<(), String> {
     };
     MapHandle::create(MapType::RingBuf, None::<&str>, 0, 0, page_size() as u32, &opts)
         .map(drop)
-        .map_err(|err| format!("this kernel makes no BPF ring buffer ({err})"))
+        .map_err(|err| format!("{HIDDEN_RING} ({err})"))
 }
 
 /// Why a probe that serves only per-thread figures is not attached.

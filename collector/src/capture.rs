@@ -14,7 +14,7 @@ use std::time::Duration;
 use libbpf_rs::{MapHandle, RingBufferBuilder};
 
 use crate::layout::trace_cpu;
-use crate::model::{Attach, ProbeStatus, Trace, TraceGap};
+use crate::model::{Attach, ProbeStatus, ProgramCost, Trace, TraceGap};
 use crate::trace_events::RECORD_BYTES;
 
 /// The file's buffer: what the capture holds in memory however long the run. Small, since its
@@ -158,6 +158,7 @@ pub(crate) struct Section<'a> {
     pub ring_rule: &'a str,
     pub clock: (u64, u64),
     pub probes: &'a [ProbeStatus],
+    pub program_costs: &'a [ProgramCost],
     pub per_thread: bool,
     pub task_storage: bool,
 }
@@ -186,6 +187,12 @@ impl Section<'_> {
             emitted,
             lost_writing,
             switches_unseen: trace_cpu_words[trace_cpu::UNSEEN],
+            runs_skipped: self
+                .program_costs
+                .iter()
+                .filter(|p| HOOKS.iter().any(|(hook, _)| *hook == p.tracepoint))
+                .map(|p| p.recursion_misses)
+                .sum(),
             ring_bytes: self.ring_bytes,
             ring_rule: self.ring_rule.to_string(),
             boottime_minus_monotonic_ns: self.clock.0,

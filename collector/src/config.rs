@@ -70,6 +70,9 @@ pub struct Config {
     /// Test seam: load nothing on this tracepoint (`category:name`), as on a kernel without it.
     #[doc(hidden)]
     pub hide_tracepoint: Option<String>,
+    /// Test seam: take the kernel for one without BPF ring buffers (before 5.8).
+    #[doc(hidden)]
+    pub hide_ring_buffers: bool,
 }
 
 /// The trace: one raw record per scheduler event of the run (trace_events.rs), through a BPF
@@ -104,6 +107,7 @@ impl Config {
             trace: None,
             refuse_btf_for: None,
             hide_tracepoint: None,
+            hide_ring_buffers: false,
         }
     }
 }

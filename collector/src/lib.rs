@@ -226,6 +226,7 @@ impl Collector {
                 ring_rule: &trace.ring_rule,
                 clock: clock_offset,
                 probes: &report.probes,
+                program_costs: &report.program_costs,
                 per_thread: cfg.per_thread,
                 task_storage: kernel.task_storage,
             };

@@ -353,6 +353,12 @@ pub struct Trace {
     /// task other than the one its last switch put there (trace.bpf.c, trace_switch_seen). The
     /// kernel's doing, not the ring's; not in `complete`, which is about the capture.
     pub switches_unseen: u64,
+    /// Runs of the programs that emit records which the kernel skipped, the program already
+    /// running on that CPU (their `recursion_misses`: a lock's contention_end inside another
+    /// one's, from an interrupt): their records were never made, and a wait they would have
+    /// ended stays open until its task's exit.
+    #[serde(default)]
+    pub runs_skipped: u64,
     /// The ring buffer's size, bytes, and the rule that chose it.
     pub ring_bytes: u64,
     pub ring_rule: String,

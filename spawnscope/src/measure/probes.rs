@@ -161,10 +161,18 @@ pub fn trace_left_out(trace: &Trace) -> Vec<String> {
             bytes(trace.ring_bytes as f64)
         ));
     }
-    if let Some(error) = &trace.error {
-        said.push(format!(
+    match &trace.error {
+        Some(error) if trace.emitted == 0 => said.push(format!("trace: none: {error}")),
+        Some(error) => said.push(format!(
             "trace: {error}; {} records kept, {} not written",
             trace.records, trace.lost_writing
+        )),
+        None => {}
+    }
+    if trace.runs_skipped > 0 {
+        said.push(format!(
+            "trace: {} runs of its programs skipped by the kernel (one already running on that CPU): their records never made",
+            trace.runs_skipped
         ));
     }
     if trace.switches_unseen > 0 {
@@ -289,5 +297,10 @@ mod tests {
         assert!(said[1].contains("90 records kept, 10 not written"), "{said:?}");
         trace = Trace::default();
         assert!(trace_left_out(&trace).is_empty());
+        trace.error = Some("this kernel makes no BPF ring buffer".into());
+        assert_eq!(
+            trace_left_out(&trace),
+            ["trace: none: this kernel makes no BPF ring buffer"]
+        );
     }
 }
