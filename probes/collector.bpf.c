@@ -2,7 +2,7 @@
 /*
  * spawnscope collector: what one process (a thread group) costs the kernel while it spawns, holds
  * and joins its tasks, counted in the kernel and read once at the end. No event reaches user
- * space while the workload runs.
+ * space while the workload runs, except the trace's records when it is asked for (trace.bpf.c).
  *
  * Filter: the tgid in cfg[SC_CFG_TGID], from its exec on (sched_process_exec arms the counting;
  * what the forked child did before exec is not the workload's). Its threads are created after the
@@ -21,7 +21,8 @@
  * in one hash keyed by tid, sized at load time.
  *
  * One concern per file, under collector/: common.bpf.h (configuration, state, the shared maps and
- * helpers), tasks, switches, faults, syscalls, waits, shootdowns, machine, serving. This file
+ * helpers), trace (the ring buffer of `run --perfetto`), tasks, switches, faults, syscalls, waits,
+ * shootdowns, machine, serving. This file
  * includes them into one translation unit, so the object the collector loads is still the one
  * clang compiles here: build.rs keeps a single libbpf-cargo build, no bpftool is needed at build
  * time (`bpftool gen object` would link separately compiled parts, but each part would then
@@ -36,6 +37,7 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "collector/common.bpf.h"
+#include "collector/trace.bpf.c" /* before the parts that emit its records */
 #include "collector/tasks.bpf.c"
 #include "collector/switches.bpf.c"
 #include "collector/faults.bpf.c"

@@ -285,6 +285,7 @@ enum sc_cfg {
 	SC_CFG_CPU_WORDS,        /* longs in a cpumask: ceil(nr_cpu_ids / 64) */
 	SC_CFG_WAIT_SLOTS,       /* slots of waits_by_tid, a power of two: slot = tid & (slots - 1) */
 	SC_CFG_CGROUP_ID,        /* the run's v2 cgroup id: the run is its tasks; 0: the target's tree */
+	SC_CFG_TRACE,            /* the trace's ring (trace_events) bytes: its records are emitted; 0: off */
 	SC_NR_CFG
 };
 
@@ -365,6 +366,7 @@ enum sc_prog {
 	SC_P_SCHED_PROCESS_EXIT,
 	SC_P_CONTENTION_BEGIN,
 	SC_P_CONTENTION_END,
+	SC_P_TASK_RENAME,        /* attached only with the trace */
 	SC_NR_PROGS
 };
 
@@ -411,14 +413,29 @@ enum sc_trace_kind {
 	SC_NR_TRACE_KINDS
 };
 
-/* The waits a trace shows as slices (ARG of SC_TK_WAIT_BEGIN / _END). */
+/* Where the classic (non-BTF) twins lack a field, it is 0: a switch's next tgid, a wakeup's
+ * tgid, a new task's prio. Records of one task come in the order they happened; across CPUs the
+ * ring holds them in the order they were reserved. */
+
+/* The waits a trace shows as slices (ARG of SC_TK_WAIT_BEGIN / _END). A wait's END carries the
+ * wait its BEGIN did; lock waits nest (two levels, as the collector times them). */
 enum sc_trace_wait {
 	SC_TW_FUTEX,             /* futex wait syscall, entry to return */
-	SC_TW_MMAP_LOCK_READ,    /* mmap_lock:mmap_lock_start_locking to _acquire_returned */
+	SC_TW_MMAP_LOCK_READ,    /* lock:contention_begin to _end on the process's own mmap_lock */
 	SC_TW_MMAP_LOCK_WRITE,
 	SC_TW_CLONE,             /* clone / clone3 syscall, entry to return in the caller */
 	SC_TW_LOCK,              /* lock:contention_begin to _end (kernel locks) */
 	SC_NR_TRACE_WAITS
+};
+
+/* The trace's per-CPU words (map trace_cpu): user space sums EMITTED and LOST over CPUs. */
+enum sc_trace_cpu {
+	SC_TC_NESTING,           /* emissions in progress on this CPU (see trace.bpf.c) */
+	SC_TC_EMITTED,           /* records submitted to the ring */
+	SC_TC_LOST,              /* records the ring had no room for (bpf_ringbuf_reserve failed) */
+	SC_TC_ON_CPU,            /* pid + 1 | in the run << 32 of the task the last switch seen put on this CPU */
+	SC_TC_UNSEEN,            /* switches of the run's tasks no program saw (see trace_switch_seen) */
+	SC_NR_TC
 };
 
 #endif /* SPAWNSCOPE_COLLECTOR_H */

@@ -54,6 +54,7 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_HASH = 5,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_RINGBUF = 27,
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 
@@ -63,6 +64,16 @@ enum {
 
 enum {
 	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
+};
+
+/* Ring buffer flags and queries (bpf_ringbuf_submit, bpf_ringbuf_query). */
+enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+};
+
+enum {
+	BPF_RB_AVAIL_DATA = 0,
 };
 
 enum {
@@ -122,6 +133,8 @@ struct task_struct {
 	struct css_set *cgroups;
 	struct task_struct *group_leader;
 	u64 start_time;
+	int prio;
+	char comm[16];
 };
 
 struct vm_area_struct {

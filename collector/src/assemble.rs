@@ -150,6 +150,7 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
         program_stats_of_ms: None,
         program_rates_from: None,
         waits: Some(waits),
+        trace: None,
     }
 }
 

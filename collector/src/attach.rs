@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use libbpf_rs::btf::types::Typedef;
 use libbpf_rs::btf::Btf;
-use libbpf_rs::{Link, Object, ObjectBuilder, PrintLevel};
+use libbpf_rs::{Link, MapCore, MapHandle, MapType, Object, ObjectBuilder, PrintLevel};
 
 use crate::config::Config;
 use crate::cost;
@@ -18,7 +18,7 @@ use crate::layout::cfg as cfg_idx;
 use crate::maps::{self, Raw};
 use crate::model::{Attach, ProbeStatus, ProgramCost, ProgramRates};
 use crate::probes::{self, Probe, ARMING_PROBE, OBJECT, PROBES};
-use crate::sizing::Sizing;
+use crate::sizing::{page_size, Sizing};
 
 /// Why nothing could be collected.
 #[derive(Debug)]
@@ -52,7 +52,7 @@ pub(crate) struct Loaded {
 }
 
 /// What the kernel offers the wait figures, found once before loading.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct Kernel {
     /// Kernel BTF, so task local storage: the start of each wait, per task.
     pub task_storage: bool,
@@ -64,11 +64,24 @@ pub(crate) struct Kernel {
     pub tlb_func: u64,
     /// Longs in a cpumask (nr_cpu_ids / 64, rounded up).
     pub cpu_words: u64,
+    /// Whether the trace's records are emitted: asked for (Config::trace) and the kernel makes
+    /// BPF ring buffers (5.8+); Err says why not.
+    pub trace: Result<(), String>,
 }
 
 impl Loaded {
     pub fn set_phase_slot(&self, slot: u32) -> Result<(), String> {
         maps::set_phase_slot(&self.obj, slot)
+    }
+
+    /// The trace's ring buffer, for its consumer (a descriptor of its own).
+    pub fn trace_ring(&self) -> Result<MapHandle, String> {
+        let map = self
+            .obj
+            .maps()
+            .find(|m| m.name() == "trace_events")
+            .ok_or("no map trace_events in the object")?;
+        MapHandle::try_from(&map).map_err(|err| format!("the ring buffer's descriptor: {err}"))
     }
 
     /// Detaches every program, then reads the maps and what each program cost (at `rates` where
@@ -145,6 +158,13 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
         futex_phash: kernel_btf.as_ref().is_ok_and(has_futex_phash),
         tlb_func: kallsyms_address("flush_tlb_func").unwrap_or(0),
         cpu_words: possible_cpus().div_ceil(64).max(1),
+        trace: match cfg.trace {
+            Some(_) if cfg.hide_ring_buffers => {
+                Err(format!("{HIDDEN_RING} (hidden: Config::hide_ring_buffers)"))
+            }
+            Some(_) => ring_buffers(),
+            None => Err("not asked for".into()),
+        },
     };
     let mut plans: Vec<Plan> = PROBES
         .iter()
@@ -155,10 +175,28 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
                     notes: Vec::new(),
                 };
             }
+            if p.trace_only && cfg.trace.is_none() {
+                return Plan {
+                    using: Use::NotAsked,
+                    notes: Vec::new(),
+                };
+            }
+            if let (true, Err(why)) = (p.trace_only, &kernel.trace) {
+                return Plan {
+                    using: Use::Missing,
+                    notes: vec![format!("the trace's ring buffer: {why}")],
+                };
+            }
             if p.per_thread_only && !cfg.per_thread {
                 return Plan {
                     using: Use::Missing,
                     notes: vec![PER_THREAD_ONLY.to_string()],
+                };
+            }
+            if cfg.hide_tracepoint.as_deref() == Some(p.id()) {
+                return Plan {
+                    using: Use::Missing,
+                    notes: vec![HIDDEN.to_string()],
                 };
             }
             first_plan(p, kernel_btf.as_ref(), tracefs.as_deref())
@@ -220,6 +258,21 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
     Err(Error::NoBpf(
         "too many failed attempts to load the probes".into(),
     ))
+}
+
+/// Why a probe hidden by the test seams (Config::hide_tracepoint, hide_ring_buffers) is missing.
+const HIDDEN: &str = "hidden (Config::hide_tracepoint): as on a kernel without this tracepoint";
+const HIDDEN_RING: &str = "this kernel makes no BPF ring buffer";
+
+/// Whether this kernel makes BPF ring buffers (5.8+): one page's, made and dropped.
+fn ring_buffers() -> Result<(), String> {
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    MapHandle::create(MapType::RingBuf, None::<&str>, 0, 0, page_size() as u32, &opts)
+        .map(drop)
+        .map_err(|err| format!("{HIDDEN_RING} ({err})"))
 }
 
 /// Why a probe that serves only per-thread figures is not attached.
@@ -357,6 +410,14 @@ fn attempt(
             "tasks" => map.set_max_entries(sizing.tasks),
             "nv_by_tid" => map.set_max_entries(sizing.nv_slots),
             "run_tgids" => map.set_max_entries(sizing.run_processes),
+            // Without the trace its emission sits behind cfg SC_CFG_TRACE = 0, which the
+            // verifier prunes; where the kernel has no ring buffers the map is not made at all
+            // (libbpf poisons the pruned references to it).
+            "trace_events" => match kernel.trace {
+                Ok(()) => map.set_max_entries(sizing.ring_bytes),
+                Err(_) if cfg.trace.is_some() => map.set_autocreate(false),
+                Err(_) => map.set_max_entries(page_size() as u32),
+            },
             // Without kernel BTF the kernel cannot make task storage: the programs' uses of it
             // sit behind cfg SC_CFG_TASK_STORAGE = 0, which the verifier prunes.
             "waits_by_tid" => map.set_max_entries(if kernel.task_storage {
@@ -480,6 +541,11 @@ fn config_words(cfg: &Config, sizing: &Sizing, kernel: &Kernel) -> Vec<u64> {
         1
     };
     words[cfg_idx::CGROUP_ID] = cfg.run_cgroup_id.unwrap_or(0);
+    words[cfg_idx::TRACE] = if kernel.trace.is_ok() {
+        sizing.ring_bytes as u64
+    } else {
+        0
+    };
     words
 }
 
@@ -517,15 +583,6 @@ fn possible_cpus() -> u64 {
         .map_or(1024, |max| max + 1)
 }
 
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 {
-        size as u64
-    } else {
-        4096
-    }
-}
 
 /// The embedded object written to a file, for libbpf's btf_custom_path; removed when dropped.
 struct TempObject {

@@ -1,5 +1,7 @@
 //! What to trace, and how big to make the kernel-side maps.
 
+use std::path::PathBuf;
+
 use crate::cost::ProgramStats;
 use crate::model::{FaultKinds, ProgramRates};
 
@@ -58,10 +60,32 @@ pub struct Config {
     /// Use only the classic tracepoint programs, as on a kernel without BTF (for tests and
     /// comparisons; off by default).
     pub classic_only: bool,
+    /// Stream the run's scheduler events into a raw file (`run --perfetto`); None: no trace,
+    /// and the programs cost what they did without it (their emission is dropped at load).
+    pub trace: Option<TraceConfig>,
     /// Test seam: mark this tracepoint's tp_btf program sleepable, which the kernel refuses at
     /// load time, so the per-probe fallback runs for real.
     #[doc(hidden)]
     pub refuse_btf_for: Option<String>,
+    /// Test seam: load nothing on this tracepoint (`category:name`), as on a kernel without it.
+    #[doc(hidden)]
+    pub hide_tracepoint: Option<String>,
+    /// Test seam: take the kernel for one without BPF ring buffers (before 5.8).
+    #[doc(hidden)]
+    pub hide_ring_buffers: bool,
+}
+
+/// The trace: one raw record per scheduler event of the run (trace_events.rs), through a BPF
+/// ring buffer that a thread of the collector drains into `path` as it fills.
+#[derive(Clone, Debug)]
+pub struct TraceConfig {
+    /// Where the records go (made, or emptied, at start).
+    pub path: PathBuf,
+    /// The ring's size asked for, bytes: the kernel takes a power of two of pages, so it is
+    /// rounded up, and capped at [`crate::MAX_RING_BYTES`].
+    pub ring_bytes: u64,
+    /// How the caller chose that size, in words: said in the report.
+    pub ring_rule: String,
 }
 
 impl Config {
@@ -80,7 +104,10 @@ impl Config {
             classic_only: false,
             program_stats: ProgramStats::default(),
             program_rates: None,
+            trace: None,
             refuse_btf_for: None,
+            hide_tracepoint: None,
+            hide_ring_buffers: false,
         }
     }
 }

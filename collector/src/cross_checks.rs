@@ -474,6 +474,7 @@ mod tests {
             program_stats_of_ms: None,
             program_rates_from: None,
             waits: None,
+            trace: None,
         }
     }
 

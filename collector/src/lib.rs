@@ -31,12 +31,18 @@
 //! ```
 //!
 //! Modules, bottom to top (each uses only those before it): `layout` (generated from
-//! probes/collector.h), [`clock`], [`launch`], [`jhash`], `model` (collector.json), `probes`,
-//! `net`, `cost`, `config`, `sizing`, `held`, `maps`, `waits`, `assemble`, `summary`,
-//! `cross_checks`, `attach`, and this facade.
+//! probes/collector.h), [`clock`], [`launch`], [`jhash`], `model` (collector.json),
+//! [`trace_events`], `probes`, `net`, `cost`, `config`, `sizing`, `held`, `maps`, `waits`,
+//! `assemble`, `summary`, `cross_checks`, `attach`, `capture`, and this facade.
+//!
+//! With [`Config::trace`] (`run --perfetto`) one thing does reach user space while the workload
+//! runs: one raw record per scheduler event of the run, through a BPF ring buffer that a thread
+//! of the collector drains into a file as it fills (`capture`); the report's `trace` says what
+//! was kept and lost.
 
 mod assemble;
 mod attach;
+mod capture;
 pub mod clock;
 mod config;
 mod cost;
@@ -59,16 +65,18 @@ mod waits;
 use std::sync::Mutex;
 
 pub use attach::{Error, PER_THREAD_ONLY};
-pub use clock::monotonic_ns;
-pub use config::Config;
+pub use clock::{boottime_ns, monotonic_ns};
+pub use config::{Config, TraceConfig};
 pub use cost::{enable_stats, ProgramStats};
 pub use cross_checks::{CrossCheck, Verdict};
 pub use launch::Rusage;
 pub use model::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, FutexAddress, FutexBucket,
     FutexHash, HistBucket, Histogram, Metric, PhaseMark, PreExec, ProbeStatus, ProgramCost,
-    ProgramRate, ProgramRates, Report, RusageBasis, Series, Unavailable, Waits, REPORT_SCHEMA,
+    ProgramRate, ProgramRates, Report, RusageBasis, Series, Trace, TraceGap, Unavailable, Waits,
+    REPORT_SCHEMA,
 };
+pub use sizing::MAX_RING_BYTES;
 pub use probes::{tracefs_root, tracepoints};
 pub use summary::{metric_label, SummaryRow};
 
@@ -91,6 +99,10 @@ pub struct Collector {
     phases: Mutex<Vec<PhaseMark>>,
     /// The kernel's run-time statistics, on in windows while the collector lives (cost.rs).
     stats: cost::Stats,
+    /// The trace's drain (Config::trace), or why it is not running.
+    capture: Option<Result<capture::Capture, String>>,
+    /// CLOCK_BOOTTIME − CLOCK_MONOTONIC at the start, and how far off (clock.rs).
+    clock_offset: (u64, u64),
 }
 
 impl Collector {
@@ -116,6 +128,12 @@ impl Collector {
                 reason: p.note.clone().unwrap_or_default(),
             })
             .collect();
+        // The drain starts before the workload is released: its records wait in the ring
+        // until then.
+        let capture = cfg.trace.as_ref().map(|trace| {
+            loaded.kernel.trace.clone()?;
+            capture::Capture::start(loaded.trace_ring()?, &trace.path)
+        });
         Ok(Collector {
             loaded,
             missing,
@@ -123,6 +141,8 @@ impl Collector {
             cfg: cfg.clone(),
             phases: Mutex::new(Vec::new()),
             stats,
+            capture,
+            clock_offset: clock::boottime_offset(16),
         })
     }
 
@@ -164,12 +184,16 @@ impl Collector {
             phases,
             held,
             stats,
+            capture,
+            clock_offset,
             ..
         } = self;
         let phases = phases.into_inner().unwrap_or_else(|e| e.into_inner());
-        let (sizing, probes, kernel) = (loaded.sizing, loaded.probes.clone(), loaded.kernel);
+        let (sizing, probes, kernel) = (loaded.sizing, loaded.probes.clone(), loaded.kernel.clone());
         let (raw, errors, program_costs) =
             loaded.detach_and_read(finished_ns, cfg.program_rates.as_ref());
+        // The programs are detached: what is left in the ring is all there will be.
+        let drained = capture.map(|c| c.map(capture::Capture::finish));
         // Counting stops with the last holder of the statistics' descriptor.
         let program_costs_note = stats.note.clone();
         let windows = stats.stop();
@@ -195,6 +219,19 @@ impl Collector {
             },
         };
         let mut report = assemble::assemble(meta, &raw);
+        if let (Some(trace), Some(drained)) = (&cfg.trace, drained) {
+            let section = capture::Section {
+                path: &trace.path,
+                ring_bytes: sizing.ring_bytes as u64,
+                ring_rule: &trace.ring_rule,
+                clock: clock_offset,
+                probes: &report.probes,
+                program_costs: &report.program_costs,
+                per_thread: cfg.per_thread,
+                task_storage: kernel.task_storage,
+            };
+            report.trace = Some(section.report(drained, &raw.trace_cpu));
+        }
         report.program_costs = program_costs;
         report.program_costs_note = program_costs_note;
         report.program_stats_on_ms = windows.map(|w| w.0);

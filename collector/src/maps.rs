@@ -3,7 +3,9 @@
 
 use libbpf_rs::{Map, MapCore, MapFlags, Object};
 
-use crate::layout::{counter, ctl, cut, faddr, fbucket, hist, prog, rss, series, state, sys};
+use crate::layout::{
+    counter, ctl, cut, faddr, fbucket, hist, prog, rss, series, state, sys, trace_cpu,
+};
 use crate::layout::{CUT_EPOCHS, ERRNO_SLOTS, FUTEX_BUCKETS, HIST_SLOTS, PHASE_SLOTS};
 use crate::sizing::Sizing;
 
@@ -34,6 +36,8 @@ pub(crate) struct Raw {
     pub futex_addrs: Vec<(u64, Vec<u64>)>,
     /// [enum sc_prog]: how often each tracepoint's program ran, counted by the program.
     pub prog_runs: Vec<u64>,
+    /// [enum sc_trace_cpu], summed over CPUs: the trace's records emitted and lost.
+    pub trace_cpu: Vec<u64>,
 }
 
 impl Raw {
@@ -52,6 +56,7 @@ impl Raw {
             futex_buckets: Vec::new(),
             futex_addrs: Vec::new(),
             prog_runs: vec![0; prog::NR],
+            trace_cpu: vec![0; trace_cpu::NR],
         }
     }
 }
@@ -128,6 +133,7 @@ pub(crate) fn read(obj: &Object, sizing: &Sizing, finished_ns: u64) -> (Raw, Vec
     for (p, runs) in raw.prog_runs.iter_mut().enumerate() {
         keep(percpu(obj, "prog_runs", p as u32, 1).map(|w| *runs = w[0]));
     }
+    keep(percpu(obj, "trace_cpu", 0, trace_cpu::NR).map(|w| raw.trace_cpu = w));
     errors.dedup();
     (raw, errors)
 }

@@ -328,6 +328,65 @@ pub struct Report {
     /// futex hash (absent in files written before they were counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waits: Option<Waits>,
+    /// The run's scheduler events streamed to a raw file (`run --perfetto`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Trace>,
+}
+
+/// The trace's capture: its raw records (collector/src/trace_events.rs reads them), what was
+/// kept and lost, the ring they came through, and the clocks lined up.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trace {
+    /// The raw records' file name, in the run directory.
+    pub file: String,
+    /// Records in the file, each 64 bytes, in the order the ring gave them (per CPU, the order
+    /// they happened).
+    pub records: u64,
+    /// Records the BPF programs could not keep: the ring was full (bpf_ringbuf_reserve failed).
+    /// Nothing else drops one.
+    pub lost: u64,
+    /// Records the programs put in the ring. `records + lost_writing = emitted` once drained.
+    pub emitted: u64,
+    /// Records taken from the ring but not in the file: after a write error, or cut short.
+    pub lost_writing: u64,
+    /// Switches of the run's tasks that no program saw: a CPU's next switch showed as prev a
+    /// task other than the one its last switch put there (trace.bpf.c, trace_switch_seen). The
+    /// kernel's doing, not the ring's; not in `complete`, which is about the capture.
+    pub switches_unseen: u64,
+    /// Runs of the programs that emit records which the kernel skipped, the program already
+    /// running on that CPU (their `recursion_misses`: a lock's contention_end inside another
+    /// one's, from an interrupt): their records were never made, and a wait they would have
+    /// ended stays open until its task's exit.
+    #[serde(default)]
+    pub runs_skipped: u64,
+    /// The ring buffer's size, bytes, and the rule that chose it.
+    pub ring_bytes: u64,
+    pub ring_rule: String,
+    /// CLOCK_BOOTTIME − CLOCK_MONOTONIC at the start, ns: the records are on BOOTTIME (what
+    /// Perfetto reads ftrace data on), the phases, samples and `t0_ns` here on MONOTONIC.
+    pub boottime_minus_monotonic_ns: u64,
+    /// How far that offset may be off (half the tightest of several paired readings), ns.
+    pub clock_offset_uncertainty_ns: u64,
+    /// What the records leave out on this kernel, hook by hook (a missing tracepoint, a classic
+    /// twin's record lacking a field): empty when every kind is recorded in full.
+    pub gaps: Vec<TraceGap>,
+    /// Every record the programs emitted is in the file, and none was lost.
+    pub complete: bool,
+    /// Why the capture stopped short (a write error: the records before it are kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How the trace stays out of the run's memory figures, in one sentence.
+    pub memory: String,
+}
+
+/// Records a trace lacks on this kernel, and why.
+#[derive(schemars::JsonSchema, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceGap {
+    /// `category:name` of the tracepoint.
+    pub hook: String,
+    /// The records it gives (`switch`, `wakeup`, `wait futex`, …).
+    pub records: String,
+    pub why: String,
 }
 
 /// What the wait counters (mmap_lock, lock contention, TLB, IPIs, futex hash, the machine's

@@ -23,6 +23,8 @@ pub(crate) struct Probe {
     /// It counts the syscalls that serve requests (Config::net_syscalls): not loaded, nor
     /// listed in the report's probes, without them.
     pub net_only: bool,
+    /// It serves the trace alone (Config::trace): not loaded, nor listed, without it.
+    pub trace_only: bool,
 }
 
 impl Probe {
@@ -62,6 +64,7 @@ const fn btf(tracepoint: &'static str, fields: &'static [(&'static str, u32)]) -
         fields,
         per_thread_only: false,
         net_only: false,
+        trace_only: false,
     }
 }
 
@@ -75,6 +78,7 @@ const fn btf_only(tracepoint: &'static str) -> Probe {
         fields: &[],
         per_thread_only: false,
         net_only: false,
+        trace_only: false,
     }
 }
 
@@ -87,6 +91,7 @@ const fn syscall(tracepoint: &'static str, fields: &'static [(&'static str, u32)
         fields,
         per_thread_only: false,
         net_only: false,
+        trace_only: false,
     }
 }
 
@@ -108,21 +113,43 @@ const fn net_syscall(tracepoint: &'static str) -> Probe {
     }
 }
 
-const WAKEUP: &[(&str, u32)] = &[("pid", 24)];
+/// A probe whose records only the trace needs (task_rename: the names threads take).
+const fn trace_only(probe: Probe) -> Probe {
+    Probe {
+        trace_only: true,
+        ..probe
+    }
+}
+
+const WAKEUP: &[(&str, u32)] = &[("comm", 8), ("pid", 24), ("prio", 28), ("target_cpu", 32)];
 const FAULT: &[(&str, u32)] = &[("address", 8)];
 const RET: &[(&str, u32)] = &[("ret", 16)];
 
 pub(crate) const PROBES: &[Probe] = &[
     btf("sched:sched_process_exec", &[("pid", 12)]),
-    btf("task:task_newtask", &[("pid", 8), ("clone_flags", 32)]),
-    btf("sched:sched_process_exit", &[]),
+    btf(
+        "task:task_newtask",
+        &[("pid", 8), ("comm", 12), ("clone_flags", 32)],
+    ),
+    btf(
+        "sched:sched_process_exit",
+        &[("comm", 8), ("pid", 24), ("prio", 28)],
+    ),
     btf(
         "sched:sched_switch",
-        &[("prev_pid", 24), ("prev_state", 32), ("next_pid", 56)],
+        &[
+            ("prev_pid", 24),
+            ("prev_prio", 28),
+            ("prev_state", 32),
+            ("next_comm", 40),
+            ("next_pid", 56),
+            ("next_prio", 60),
+        ],
     ),
     btf("sched:sched_wakeup", WAKEUP),
     btf("sched:sched_wakeup_new", WAKEUP),
     btf("sched:sched_migrate_task", &[("pid", 12)]),
+    trace_only(btf("task:task_rename", &[("pid", 8), ("newcomm", 28)])),
     btf("exceptions:page_fault_user", FAULT),
     btf("exceptions:page_fault_kernel", FAULT),
     // Signals delivered to the target: each lets one fault be entered twice (the faults'

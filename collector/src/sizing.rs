@@ -20,6 +20,22 @@ pub(crate) struct Sizing {
     /// Time buckets of the series.
     pub buckets: u32,
     pub bucket_ns: u64,
+    /// Bytes of the trace's ring buffer (one page without the trace): see `ring_bytes`.
+    pub ring_bytes: u32,
+}
+
+/// The most a trace's ring may take (1 GiB: 16.7 million records held at once). Its pages are
+/// the kernel's, allocated when the collector starts.
+pub const MAX_RING_BYTES: u64 = 1 << 30;
+
+/// The ring's size for `asked` bytes: the kernel wants a power of two of pages, so rounded up,
+/// at least a page and at most MAX_RING_BYTES.
+pub fn ring_bytes(asked: u64, page: u64) -> u32 {
+    asked
+        .max(page)
+        .checked_next_power_of_two()
+        .unwrap_or(MAX_RING_BYTES)
+        .min(MAX_RING_BYTES) as u32
 }
 
 impl Sizing {
@@ -48,6 +64,7 @@ impl Sizing {
             },
             buckets: cfg.max_duration_ns.div_ceil(bucket_ns).clamp(1, 1 << 20) as u32,
             bucket_ns,
+            ring_bytes: ring_bytes(cfg.trace.as_ref().map_or(0, |t| t.ring_bytes), page_size()),
         }
     }
 }
@@ -74,8 +91,30 @@ fn wait_slots(expected_tasks: u64, pid_max: u64) -> u32 {
     every_tid.min(for_the_tasks).min(1 << 21) as u32
 }
 
+pub(crate) fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 {
+        size as u64
+    } else {
+        4096
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_ring_is_a_power_of_two_of_pages_and_capped() {
+        use super::{ring_bytes, MAX_RING_BYTES};
+        assert_eq!(ring_bytes(0, 4096), 4096);
+        assert_eq!(ring_bytes(5000, 4096), 8192);
+        assert_eq!(ring_bytes(100 << 20, 4096), 128 << 20);
+        assert_eq!(ring_bytes(64 << 20, 4096), 64 << 20);
+        assert_eq!(ring_bytes(u64::MAX, 4096) as u64, MAX_RING_BYTES);
+        assert_eq!(ring_bytes(3 << 30, 65536) as u64, MAX_RING_BYTES);
+        assert_eq!(ring_bytes(1000, 65536), 65536);
+    }
+
     #[test]
     fn wait_slots_cover_every_tid_when_they_can_and_twice_the_tasks_when_not() {
         use super::wait_slots;

@@ -401,7 +401,8 @@ struct tp_sys_exit {
 	long ret;
 };
 
-static __always_inline void syscall_enter(__u32 kind)
+/* Whether the per-thread entry now holds the call's start (its exit will know it). */
+static __always_inline bool syscall_enter(__u32 kind)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct sc_task *t = task_get(tid, true);
@@ -410,6 +411,7 @@ static __always_inline void syscall_enter(__u32 kind)
 		t->sys_ts = bpf_ktime_get_ns();
 		t->sys_kind = kind;
 	}
+	return t != NULL;
 }
 
 /* The time since the matching enter, 0 when there was none (e.g. the child's return from clone). */

@@ -136,13 +136,22 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 	RAN(SC_P_SCHED_SWITCH);
 	__u64 now;
 	struct sc_task *t;
-	bool prev_in_run;
+	bool prev_in_run, next_in_run;
 
 	if (!armed())
 		return 0;
 	now = bpf_ktime_get_ns();
 	prev_in_run = task_in_run(prev);
+	next_in_run = task_in_run(next);
 	outside_switch(prev_in_run, prev->pid, prev->tgid, prev->flags, now);
+	if (TRACE_ON)
+		trace_switch_seen(prev->pid, prev_in_run, next->pid, next_in_run);
+	if (TRACE_ON && (prev_in_run || next_in_run))
+		trace_emit(SC_TK_SWITCH, trace_task(prev->pid, prev->tgid),
+			   trace_task(next->pid, next->tgid),
+			   preempt || prev_state == TASK_RUNNING
+				   ? 0 : trace_state_bits(prev_state, prev->exit_state),
+			   trace_prios(prev->prio, next->prio), next->comm, TC_KERNEL);
 	if (prev_in_run) {
 		__u32 tid = prev->pid;
 		__u64 nvcsw = prev->nvcsw;
@@ -186,7 +195,7 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 			sight = AFTER_EXIT;
 		switch_out(tid, t, voluntary, sight, prev_state & TASK_DEAD, now);
 	}
-	if (task_in_run(next)) {
+	if (next_in_run) {
 		t = task_get(next->pid, true);
 		if (t)
 			switch_in(t, now);
@@ -209,6 +218,8 @@ struct tp_sched_switch {
  * Classic twin: no preempt argument, but the kernel encodes it in prev_state (TASK_REPORT_MAX,
  * the "+" of "R+"), and prev is current. Without task_struct the rule is all there is (see above
  * for where it errs), and "after exit" is approximated by the X/Z state of the last switch.
+ * The trace: next's tgid is not in the record (0), and a switch from a task outside the run to
+ * one of its tasks is known only by that task's per-thread entry (Config::per_thread).
  */
 SEC("tracepoint/sched/sched_switch")
 int tp_sched_switch(struct tp_sched_switch *ctx)
@@ -242,6 +253,12 @@ int tp_sched_switch(struct tp_sched_switch *ctx)
 	}
 	/* next's tgid is not in the record: a target thread is one with an entry. */
 	t = task_get(ctx->next_pid, false);
+	if (TRACE_ON)
+		trace_switch_seen(ctx->prev_pid, current_target, ctx->next_pid, t != NULL);
+	if (TRACE_ON && (current_target || t))
+		trace_emit(SC_TK_SWITCH, bpf_get_current_pid_tgid(), trace_task(ctx->next_pid, 0),
+			   st & TASK_REPORT_MAX ? 0 : st & (TASK_REPORT_MAX - 1),
+			   trace_prios(ctx->prev_prio, ctx->next_prio), ctx->next_comm, TC_CTX);
 	if (t)
 		switch_in(t, now);
 	return 0;
@@ -258,6 +275,22 @@ static __always_inline void woken(struct sc_task *t)
 		c->v[SC_WAKEUPS] += 1;
 }
 
+/* The trace's record of a wakeup (sched_wakeup, not sched_waking: see below why). */
+static __always_inline void trace_wakeup_btf(__u32 kind, struct task_struct *p)
+{
+	if (TRACE_ON)
+		trace_emit(kind, trace_task(p->pid, p->tgid), bpf_get_current_pid_tgid(),
+			   trace_task_cpu(p), trace_prios(p->prio, 0), p->comm, TC_KERNEL);
+}
+
+/*
+ * The trace takes sched_wakeup, where the woken task is enqueued, rather than sched_waking,
+ * where its waker starts: the collector already runs a program here (one more tracepoint would
+ * be one more program run for every wakeup on the machine), and its run-queue wait starts here,
+ * so the trace's wake-to-run agrees with SC_H_RUNQ_NS. What it costs: on a remote wakeup through
+ * the wake list the task is enqueued by the target CPU's IPI, so the record's OTHER is whatever
+ * ran there, not the waker, and its time is the enqueue's, after the IPI.
+ */
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(btf_sched_wakeup, struct task_struct *p)
 {
@@ -266,6 +299,7 @@ int BPF_PROG(btf_sched_wakeup, struct task_struct *p)
 
 	if (!armed() || !task_in_run(p))
 		return 0;
+	trace_wakeup_btf(SC_TK_WAKEUP, p);
 	t = task_get(p->pid, true);
 	woken(t);
 	return 0;
@@ -279,6 +313,7 @@ int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p)
 
 	if (!armed() || !task_in_run(p))
 		return 0;
+	trace_wakeup_btf(SC_TK_WAKEUP_NEW, p);
 	t = task_get(p->pid, true);
 	woken(t);
 	return 0;
@@ -292,6 +327,15 @@ struct tp_sched_wakeup {
 	int target_cpu;
 };
 
+/* Classic twins: a task of the run is one with a per-thread entry (Config::per_thread; without
+ * it they count and trace nothing), and its tgid is not in the record (0). */
+static __always_inline void trace_wakeup_tp(__u32 kind, struct tp_sched_wakeup *ctx)
+{
+	if (TRACE_ON)
+		trace_emit(kind, trace_task(ctx->pid, 0), bpf_get_current_pid_tgid(),
+			   (__u32)ctx->target_cpu, trace_prios(ctx->prio, 0), ctx->comm, TC_CTX);
+}
+
 SEC("tracepoint/sched/sched_wakeup")
 int tp_sched_wakeup(struct tp_sched_wakeup *ctx)
 {
@@ -301,8 +345,10 @@ int tp_sched_wakeup(struct tp_sched_wakeup *ctx)
 	if (!armed())
 		return 0;
 	t = task_get(ctx->pid, false);
-	if (t)
+	if (t) {
+		trace_wakeup_tp(SC_TK_WAKEUP, ctx);
 		woken(t);
+	}
 	return 0;
 }
 
@@ -315,8 +361,10 @@ int tp_sched_wakeup_new(struct tp_sched_wakeup *ctx)
 	if (!armed())
 		return 0;
 	t = task_get(ctx->pid, false);
-	if (t)
+	if (t) {
+		trace_wakeup_tp(SC_TK_WAKEUP_NEW, ctx);
 		woken(t);
+	}
 	return 0;
 }
 

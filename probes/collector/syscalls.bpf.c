@@ -15,10 +15,14 @@ struct {
 	__type(value, __u64);
 } errnos SEC(".maps");
 
+/* The trace's clone wait: from the caller's entry to its return (the new task's return, 0, is
+ * not the caller's). */
 static __always_inline void clone_enter(__u32 kind)
 {
 	count(kind == SC_SYS_CLONE ? SC_CLONE_CALLS : SC_CLONE3_CALLS, 1);
 	syscall_enter(kind);
+	if (TRACE_ON)
+		trace_wait(SC_TK_WAIT_BEGIN, SC_TW_CLONE);
 }
 
 static __always_inline void clone_exit(__u32 kind, long ret)
@@ -32,6 +36,8 @@ static __always_inline void clone_exit(__u32 kind, long ret)
 		count(clone ? SC_CLONE_CHILD_RETURNS : SC_CLONE3_CHILD_RETURNS, 1);
 		return;
 	}
+	if (TRACE_ON)
+		trace_wait(SC_TK_WAIT_END, SC_TW_CLONE);
 	took = syscall_exit(kind);
 	if (took)
 		hist_add(clone ? SC_H_CLONE_NS : SC_H_CLONE3_NS, took);

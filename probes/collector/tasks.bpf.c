@@ -122,6 +122,11 @@ int BPF_PROG(btf_task_newtask, struct task_struct *task, __u64 clone_flags)
 	if (!current_is_target())
 		return 0;
 	new_task(task->pid, clone_flags, task->nvcsw, true, task->start_time);
+	if (TRACE_ON)
+		trace_emit(SC_TK_NEWTASK, trace_task(task->pid, task->tgid),
+			   bpf_get_current_pid_tgid(), clone_flags,
+			   trace_prios(task->prio, bpf_get_current_task_btf()->prio), task->comm,
+			   TC_KERNEL);
 	return 0;
 }
 
@@ -142,6 +147,15 @@ int tp_task_newtask(struct tp_task_newtask *ctx)
 	/* A new task's nvcsw starts at 0 (copy_mm); its start time is not in the record (0: a
 	 * process followed by its tgid alone). */
 	new_task(ctx->pid, ctx->clone_flags, 0, true, 0);
+	if (TRACE_ON) {
+		__u64 creator = bpf_get_current_pid_tgid();
+		/* A thread joins its creator's process; a process is its own. Prios: not in the
+		 * record. */
+		__u32 tgid = ctx->clone_flags & CLONE_THREAD ? creator >> 32 : ctx->pid;
+
+		trace_emit(SC_TK_NEWTASK, trace_task(ctx->pid, tgid), creator, ctx->clone_flags, 0,
+			   ctx->comm, TC_CTX);
+	}
 	return 0;
 }
 
@@ -160,16 +174,31 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(btf_sched_process_exit, struct task_struct *p)
 {
 	RAN(SC_P_SCHED_PROCESS_EXIT);
-	if (armed() && task_in_run(p))
-		thread_exit();
+	if (!armed() || !task_in_run(p))
+		return 0;
+	thread_exit();
+	if (TRACE_ON)
+		trace_emit(SC_TK_EXIT, trace_task(p->pid, p->tgid), 0, 0, trace_prios(p->prio, 0),
+			   p->comm, TC_KERNEL);
 	return 0;
 }
 
+struct tp_sched_process_exit {
+	__u64 common;
+	char comm[16];
+	pid_t pid;
+	int prio;
+};
+
 SEC("tracepoint/sched/sched_process_exit")
-int tp_sched_process_exit(void *ctx)
+int tp_sched_process_exit(struct tp_sched_process_exit *ctx)
 {
 	RAN(SC_P_SCHED_PROCESS_EXIT);
-	if (current_is_target()) /* the exiting task is current */
-		thread_exit();
+	if (!current_is_target()) /* the exiting task is current */
+		return 0;
+	thread_exit();
+	if (TRACE_ON)
+		trace_emit(SC_TK_EXIT, bpf_get_current_pid_tgid(), 0, 0, trace_prios(ctx->prio, 0),
+			   ctx->comm, TC_CTX);
 	return 0;
 }

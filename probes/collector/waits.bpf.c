@@ -113,8 +113,8 @@ static __always_inline void atomic_max(__u64 *at, __u64 v)
 }
 
 /* A futex op's entry, in task storage: its start, and for a wait the bucket it joins; for a wake,
- * the waiters queued in its bucket now. */
-static __always_inline void futex_hash_enter(__u32 kind, __u64 uaddr, bool private_op, bool hashed)
+ * the waiters queued in its bucket now. Whether the op's start was kept (its exit will know it). */
+static __always_inline bool futex_hash_enter(__u32 kind, __u64 uaddr, bool private_op, bool hashed)
 {
 	struct sc_waits *w = waits_get(true);
 	struct vec_fbucket *fb;
@@ -123,24 +123,24 @@ static __always_inline void futex_hash_enter(__u32 kind, __u64 uaddr, bool priva
 	__u32 key;
 
 	if (!w)
-		return;
+		return false;
 	w->futex_kind = kind;
 	w->futex_ts = bpf_ktime_get_ns();
 	w->futex_bucket = -1;
 	w->futex_uaddr = 0;
 	if (kind == SC_NR_SYS || !hashed)
-		return;
+		return true;
 	if (!private_op) {
 		count_at(SC_FUTEX_SHARED_OPS, 1);
-		return;
+		return true;
 	}
 	bucket = futex_bucket_of(uaddr);
 	if (bucket < 0 || bucket >= SC_FUTEX_BUCKETS)
-		return;
+		return true;
 	key = bucket;
 	fb = bpf_map_lookup_elem(&futex_buckets, &key);
 	if (!fb)
-		return;
+		return true;
 	fa = futex_addr(uaddr, bucket);
 	if (kind == SC_SYS_FUTEX_WAIT) {
 		queued = __sync_fetch_and_add((__s64 *)&fb->v[SC_FB_WAITERS], 1) + 1;
@@ -153,7 +153,7 @@ static __always_inline void futex_hash_enter(__u32 kind, __u64 uaddr, bool priva
 			__sync_fetch_and_add((__s64 *)&fa->v[SC_FA_WAITERS], 1);
 			w->futex_uaddr = uaddr;
 		}
-		return;
+		return true;
 	}
 	queued = (__s64)fb->v[SC_FB_WAITERS];
 	if (queued < 0)
@@ -176,19 +176,26 @@ static __always_inline void futex_hash_enter(__u32 kind, __u64 uaddr, bool priva
 		__sync_fetch_and_add(&fa->v[SC_FA_WALKED], queued);
 		atomic_max(&fa->v[SC_FA_MAX_WALK], queued);
 	}
+	return true;
 }
 
-/* futex(2): op & FUTEX_CMD_MASK says whether the call may sleep or wakes others. */
+/* futex(2): op & FUTEX_CMD_MASK says whether the call may sleep or wakes others. The trace's
+ * wait begins only where its exit will know it was a wait (per-thread entry or task storage): a
+ * wait begun is a wait ended. */
 static __always_inline void futex_enter(__u32 kind, __u64 uaddr, bool private_op, bool hashed)
 {
+	bool kept;
+
 	count(SC_FUTEX_CALLS, 1);
 	if (kind == SC_SYS_FUTEX_WAIT)
 		count(SC_FUTEX_WAITS, 1);
 	else if (kind == SC_SYS_FUTEX_WAKE)
 		count(SC_FUTEX_WAKES, 1);
-	syscall_enter(kind);
+	kept = syscall_enter(kind);
 	if (cfg[SC_CFG_TASK_STORAGE])
-		futex_hash_enter(kind, uaddr, private_op, hashed);
+		kept = futex_hash_enter(kind, uaddr, private_op, hashed) || kept;
+	if (TRACE_ON && kept && kind == SC_SYS_FUTEX_WAIT)
+		trace_wait(SC_TK_WAIT_BEGIN, SC_TW_FUTEX);
 }
 
 /* The op's exit: its time from the per-thread entry when there is one, else from task storage;
@@ -248,6 +255,8 @@ static __always_inline void futex_exit(long ret)
 	}
 	if (kind != SC_SYS_FUTEX_WAIT)
 		return;
+	if (TRACE_ON)
+		trace_wait(SC_TK_WAIT_END, SC_TW_FUTEX);
 	hist_add(SC_H_FUTEX_WAIT_NS, took);
 	count(SC_FUTEX_WAIT_NS, took);
 	s = series_vec(now);
@@ -357,6 +366,14 @@ static __always_inline __u32 wait_kind(void *lock, __u32 flags)
 	return kind;
 }
 
+/* The trace's wait for a lock kind. */
+static __always_inline __u32 trace_lock_wait(__u32 kind)
+{
+	return kind == LK_MMAP_READ ? SC_TW_MMAP_LOCK_READ
+	       : kind == LK_MMAP_WRITE ? SC_TW_MMAP_LOCK_WRITE
+	       : SC_TW_LOCK;
+}
+
 /* Two levels: a mutex's slow path may contend on its wait_lock inside its own contention. A
  * second begin on the lock already waited for (a mutex going from spinning to sleeping) continues
  * the same wait. */
@@ -367,7 +384,7 @@ int BPF_PROG(btf_contention_begin, void *lock, unsigned int flags)
 	struct sc_waits *w;
 	__u32 d;
 
-	if (!current_is_target())
+	if (!current_is_target() || trace_emitting())
 		return 0;
 	w = waits_get(true);
 	if (!w)
@@ -395,6 +412,8 @@ int BPF_PROG(btf_contention_begin, void *lock, unsigned int flags)
 	w->lock_kind[d] = wait_kind(lock, flags);
 	w->lock_ts[d] = bpf_ktime_get_ns();
 	w->lock_depth = d + 1;
+	if (TRACE_ON)
+		trace_wait(SC_TK_WAIT_BEGIN, trace_lock_wait(w->lock_kind[d]));
 	return 0;
 }
 
@@ -407,16 +426,19 @@ int BPF_PROG(btf_contention_end, void *lock, int ret)
 	__u64 now, took;
 	__u32 top, kind;
 
-	if (!current_is_target())
+	if (!current_is_target() || trace_emitting())
 		return 0;
 	w = waits_get(false);
 	if (!w || !w->lock_depth)
 		return 0;
 	top = (w->lock_depth - 1) & 1;
 	if (w->lock_addr[top] != (__u64)lock) {
-		/* The inner end was missed: close the outer one if it is this lock. */
+		/* The inner end was missed: close the outer one if it is this lock (the trace ends
+		 * the inner one here too, so that its waits still nest). */
 		if (top != 1 || w->lock_addr[0] != (__u64)lock)
 			return 0;
+		if (TRACE_ON)
+			trace_wait(SC_TK_WAIT_END, trace_lock_wait(w->lock_kind[1]));
 		top = 0;
 	}
 	/* This runs with the lock taken: every other waiter queues behind it. The kind was told at
@@ -426,6 +448,8 @@ int BPF_PROG(btf_contention_end, void *lock, int ret)
 	took = now > w->lock_ts[top] ? now - w->lock_ts[top] : 0;
 	kind = w->lock_kind[top];
 	w->lock_depth = top;
+	if (TRACE_ON)
+		trace_wait(SC_TK_WAIT_END, trace_lock_wait(kind));
 	c = phase_vec();
 	if (!c)
 		return 0;

@@ -401,6 +401,11 @@ pub struct RunArgs {
     /// Record CPU samples with perf (root): flame.svg and where the system time went, by phase.
     #[arg(long, help_heading = "Measuring")]
     pub perf: bool,
+    /// Stream the run's scheduler events (every switch of its tasks, their wakeups, creation,
+    /// renames and exits, their futex, mmap_lock, clone and lock waits) through a BPF ring buffer
+    /// into trace-events.bin, raw, for a Perfetto trace of the run (root; the eBPF probes).
+    #[arg(long, help_heading = "Measuring")]
+    pub perfetto: bool,
     /// perf's sampling rate, Hz [default: a fixed sample budget over the CPU time the
     /// calibration predicts, at most 999].
     #[arg(long, value_parser = parse_hz, help_heading = "Measuring")]
@@ -639,6 +644,10 @@ pub struct CompareArgs {
     /// Pin every run's workload to these CPUs (as taskset takes them: 0-1).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// Every run streams its scheduler events into its trace-events.bin, raw, for a Perfetto
+    /// trace of it (root; as `run --perfetto`).
+    #[arg(long)]
+    pub perfetto: bool,
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ pub fn command(args: CompareArgs) -> ExitCode {
             "--workloads and workload flags are for --runtimes; a --command runs as it is (add --runtimes to run both)",
         );
     }
-    let opts = match args.reproduce.as_deref() {
+    let mut opts = match args.reproduce.as_deref() {
         Some(name) => {
             let Some(plan) = studies::find(name).and_then(|s| s.plan) else {
                 return usage_error(format!("--reproduce {name}: no such study"));
@@ -106,8 +106,11 @@ pub fn command(args: CompareArgs) -> ExitCode {
             skipped: Vec::new(),
             load: args.load.options(),
             cpus: args.cpus.clone(),
+            perfetto: false,
         },
     };
+    // Every run of the sweep is traced (lean probes): with --perfetto each streams its trace.
+    opts.perfetto = args.perfetto;
     let json = args.json;
     let interrupts = match Interrupts::install() {
         Ok(i) => i,

@@ -19,6 +19,11 @@ pub fn command(args: RunArgs) -> ExitCode {
     if !args.perf && (args.perf_freq.is_some() || args.perf_call_graph.is_some()) {
         return usage_error("--perf-freq and --perf-call-graph go with --perf");
     }
+    if args.perfetto && args.no_probes {
+        return usage_error(
+            "--perfetto streams the probes' scheduler events: it cannot go with --no-probes",
+        );
+    }
     let target = match (
         &args.runtime,
         &args.workload,
@@ -100,6 +105,7 @@ pub fn command(args: RunArgs) -> ExitCode {
         cpus: args.cpus.clone(),
         keep_command_output: false,
         guess_task_kind: args.task_kind.is_none() && !args.command.is_empty(),
+        perfetto: args.perfetto,
     };
     let json = args.json;
     let result = run::run(opts, &interrupts).and_then(|outcome| {

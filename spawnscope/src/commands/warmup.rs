@@ -59,6 +59,7 @@ fn warm_up(args: &WarmUpArgs, interrupts: &Interrupts) -> Result<Option<i32>, Ru
                 inv,
                 &mut est.calibration,
                 args.probes,
+                false,
                 interrupts,
             ) {
                 eprintln!("spawnscope warm-up: {failed}");

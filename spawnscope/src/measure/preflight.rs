@@ -127,21 +127,23 @@ fn measure_hold(
     }
 }
 
-/// Adds the probes' calibration (measure/probe_rates.rs) to `cal` unless it has one of `detail`
-/// already: one short traced `hold` at the calibration's larger size, under the same flags. A
-/// failure is returned in words, for the caller to say (a run's "left out", a sweep's or a
-/// warm-up's stderr): it leaves the run's statistics on for its whole run.
+/// Adds the probes' calibration (measure/probe_rates.rs) to `cal` unless it has one of `detail`,
+/// `traced` (`--perfetto`) or not, already: one short traced `hold` at the calibration's larger
+/// size, under the same flags. A failure is returned in words, for the caller to say (a run's
+/// "left out", a sweep's or a warm-up's stderr): it leaves the run's statistics on for its whole
+/// run.
 pub fn calibrate_probes(
     binary: &Path,
     inv: &Invocation,
     cal: &mut Calibration,
     detail: ProbeDetail,
+    traced: bool,
     interrupts: &Interrupts,
 ) -> Result<(), String> {
     if cal
         .probes
         .as_ref()
-        .is_some_and(|p| p.detail == detail.name())
+        .is_some_and(|p| p.serves(detail.name(), traced))
     {
         return Ok(());
     }
@@ -152,9 +154,14 @@ pub fn calibrate_probes(
         RUNTIME_THREADS
     };
     eprintln!(
-        "spawnscope: calibrating the probes: one short traced hold run of {} at N = {} for each program's ns per run",
+        "spawnscope: calibrating the probes: one short traced hold run of {} at N = {} for each program's ns per run{}",
         inv.runtime.name(),
-        count(n)
+        count(n),
+        if traced {
+            ", the trace streaming (its records per task size the run's ring)"
+        } else {
+            ""
+        }
     );
     match probe_rates::calibrate(
         binary,
@@ -163,6 +170,7 @@ pub fn calibrate_probes(
         &cost_flags(inv),
         threads,
         detail,
+        traced,
         interrupts,
     ) {
         Ok(probes) => {

@@ -4,6 +4,8 @@
 //! lean program), counted in no program's time: in the measured run that is perturbation, here it
 //! is only the calibration's. The run's programs' times are then its own runs (each program counts
 //! them) at these rates (docs/manual/probe-cost.md says how far the rates move with N).
+//! For a `--perfetto` run it streams the trace too: its rates then include the records'
+//! emission, and its records per task size the traced run's ring buffer (probes::trace_ring).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -13,12 +15,15 @@ use anyhow::{bail, Context, Result};
 use crate::host::signals::Interrupts;
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use crate::measure::probes::{self, ProbeDetail};
-use crate::record::ProbeCalibration;
+use crate::record::{ProbeCalibration, TraceCalibration};
 use crate::runtime::{Contract, Event};
 
 /// Runs `binary hold --n N FLAGS` gated, the collector attached with `detail` and the statistics
 /// on, releases it at its peak, and reads what each program cost a run (`runtime` names it in the
-/// rates' description). `threads`: the OS threads the collector sizes its tables for.
+/// rates' description). `threads`: the OS threads the collector sizes its tables for. `traced`:
+/// with the trace streaming (`--perfetto`), its records counted (to size a traced run's ring)
+/// and dropped.
+#[allow(clippy::too_many_arguments)]
 pub fn calibrate(
     binary: &Path,
     runtime: &str,
@@ -26,6 +31,7 @@ pub fn calibrate(
     flags: &[String],
     threads: u64,
     detail: ProbeDetail,
+    traced: bool,
     interrupts: &Interrupts,
 ) -> Result<ProbeCalibration> {
     let mut args = vec!["hold".to_string(), "--n".into(), n.to_string()];
@@ -41,6 +47,12 @@ pub fn calibrate(
     let mut child = launch::spawn(binary, &args, setup)?;
     interrupts.watch(child.pid);
     let mut not_loaded = Vec::new();
+    // The calibration's records go to a file of its own, removed once counted.
+    let records = std::env::temp_dir().join(format!(
+        "spawnscope-calibration-{}.trace-events.bin",
+        std::process::id()
+    ));
+    let trace = traced.then(|| probes::trace_config(&records, None, Some(n)));
     // No cgroup here: the probes follow the one process by its tgid.
     let collector = probes::start(
         child.pid,
@@ -49,6 +61,7 @@ pub fn calibrate(
         detail,
         false,
         None,
+        trace,
         &mut not_loaded,
     );
     let released = child.release();
@@ -73,6 +86,7 @@ pub fn calibrate(
         );
     };
     let report = collector.finish();
+    let _ = std::fs::remove_file(&records);
     if !peaked || !exit.success() {
         bail!(
             "the probes' calibration run {described} failed ({})",
@@ -90,8 +104,22 @@ pub fn calibrate(
     if rates.programs.is_empty() {
         bail!("the probes' calibration run {described} timed no program run");
     }
+    let trace = match (traced, &report.trace) {
+        (false, _) => None,
+        (true, Some(t)) if t.error.is_none() => Some(TraceCalibration {
+            records: t.emitted + t.lost,
+            tasks: n,
+        }),
+        (true, t) => bail!(
+            "the probes' calibration run {described} could not stream the trace: {}",
+            t.as_ref()
+                .and_then(|t| t.error.clone())
+                .unwrap_or_else(|| "no trace section".into())
+        ),
+    };
     Ok(ProbeCalibration {
         detail: detail.name().into(),
         rates,
+        trace,
     })
 }

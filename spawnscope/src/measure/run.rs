@@ -63,6 +63,8 @@ pub struct RunOptions {
     /// A command's `--task-kind` was not given: its `--tasks` are taken as a runtime's tasks when
     /// it runs far fewer OS threads than that (`command_moment`).
     pub guess_task_kind: bool,
+    /// `--perfetto`: the collector streams the run's scheduler events to TRACE_EVENTS.
+    pub perfetto: bool,
 }
 
 /// Why a run did not happen or did not finish, by exit code.
@@ -266,6 +268,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
                         inv,
                         &mut est.calibration,
                         detail,
+                        opts.perfetto,
                         interrupts,
                     ) {
                         left_out.push(failed);
@@ -810,9 +813,17 @@ fn measure(
     let collector = if let (true, Some(detail)) = (root, opts.probes) {
         // Each program's ns per run from the probes' calibration, when it ran these probes: the
         // kernel's run-time statistics then stay off in this run.
-        let rates = probe_calibration
-            .filter(|p| p.detail == detail.name())
-            .map(|p| p.rates.clone());
+        let calibrated = probe_calibration.filter(|p| p.serves(detail.name(), opts.perfetto));
+        let rates = calibrated.map(|p| p.rates.clone());
+        // The ring holds the whole run's records (probes::trace_ring): made here, before the
+        // base snapshot of a workload (its first phase) or of a command (just before release).
+        let trace = opts.perfetto.then(|| {
+            probes::trace_config(
+                &dir.file(record::TRACE_EVENTS),
+                calibrated.and_then(|p| p.trace.as_ref()),
+                (target_tasks > 0).then_some(target_tasks),
+            )
+        });
         probes::start(
             pid,
             cgroup.and_then(RunCgroup::v2_id),
@@ -820,6 +831,7 @@ fn measure(
             detail,
             workload == Some(WorkloadKind::Serve),
             rates,
+            trace,
             &mut left_out,
         )
     } else {
@@ -828,6 +840,9 @@ fn measure(
         }
         None
     };
+    if opts.perfetto && collector.is_none() {
+        left_out.push("--perfetto: no trace without the eBPF probes".into());
+    }
     // perf starts while the workload waits at its gate, so its first instruction is sampled.
     // Dropping the recorder on any path below stops perf.
     let recorder = perf.and_then(|(plan, cgroup_name)| {
@@ -937,7 +952,9 @@ fn measure(
     let wall_ns = start.elapsed().as_nanos() as u64;
     let stopped_by = watcher.and_then(leash::Watcher::finish);
     if let Some(c) = collector {
-        dir.write_json(record::COLLECTOR, &c.finish())?;
+        let report = c.finish();
+        left_out.extend(report.trace.iter().flat_map(probes::trace_left_out));
+        dir.write_json(record::COLLECTOR, &report)?;
     }
     if let Some(recorder) = recorder {
         if let Err(err) = recorder.stop() {

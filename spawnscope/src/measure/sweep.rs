@@ -57,6 +57,8 @@ pub struct CompareOptions {
     pub load: LoadOptions,
     /// `--cpus`: the CPUs every run's workload is pinned to.
     pub cpus: Option<String>,
+    /// `--perfetto`: every run streams its scheduler events to its raw trace file.
+    pub perfetto: bool,
 }
 
 /// The flags that apply to one workload on one runtime (the workloads refuse the others).
@@ -262,6 +264,7 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                             &inv,
                             &mut cal,
                             ProbeDetail::Lean,
+                            opts.perfetto,
                             interrupts,
                         ) {
                             eprintln!("spawnscope compare: {failed}");
@@ -589,6 +592,7 @@ pub fn compare(
                 keep_command_output: matches!(job.target, Target::Command { .. }),
                 // compare says what a command's N counts (--task-kind, default task).
                 guess_task_kind: false,
+                perfetto: opts.perfetto,
             },
             interrupts,
         );

@@ -35,6 +35,7 @@ pub use plan::{Plan, PlannedCell, PlannedCommand, Skipped};
 pub use process::{Exit, Rusage};
 pub use run::{
     Calibration, Estimate, PidsLimit, ProbeCalibration, RunRecord, Stage, StoppedBy, Target,
+    TraceCalibration,
 };
 pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};

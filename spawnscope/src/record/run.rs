@@ -171,6 +171,27 @@ pub struct ProbeCalibration {
     /// other programs and keeps the statistics on instead.
     pub detail: String,
     pub rates: spawnscope_collector::ProgramRates,
+    /// The trace's records in this calibration run, when it streamed them (`--perfetto`): its
+    /// programs' rates then include the records' emission, and its records per task size a
+    /// traced run's ring buffer. Absent: measured without the trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceCalibration>,
+}
+
+/// What the trace produced in the probes' calibration run.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TraceCalibration {
+    /// Records its programs emitted, those the ring kept and those it had no room for.
+    pub records: u64,
+    /// Its tasks (the calibration's N).
+    pub tasks: u64,
+}
+
+impl ProbeCalibration {
+    /// Whether it measured the programs a run with `detail` probes, traced or not, will load.
+    pub fn serves(&self, detail: &str, traced: bool) -> bool {
+        self.detail == detail && self.trace.is_some() == traced
+    }
 }
 
 /// The verdict: what N needs against what the run may use.

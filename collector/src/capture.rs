@@ -1,0 +1,344 @@
+//! The trace's capture (`Config::trace`): a thread that drains the BPF ring buffer
+//! `trace_events` into the raw file as the records come, each record's bytes unchanged (their
+//! layout: trace_events.rs), through a bounded buffer; and the report's `trace` section — what
+//! was kept and lost, the ring, the clocks lined up, and what this kernel's probes leave out.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use libbpf_rs::{MapHandle, RingBufferBuilder};
+
+use crate::layout::trace_cpu;
+use crate::model::{Attach, ProbeStatus, ProgramCost, Trace, TraceGap};
+use crate::trace_events::RECORD_BYTES;
+
+/// The file's buffer: what the capture holds in memory however long the run. Small, since its
+/// pages are the conductor's, first touched while the run goes: a run's memory drop on the host
+/// (MemAvailable) sees them.
+const BUFFER_BYTES: usize = 64 << 10;
+/// How often the drain takes what the ring holds. The programs wake it only once the ring is
+/// half full (trace.bpf.c): woken at every record it would preempt the run's tasks to take one
+/// at a time, each of its switches a record again.
+const POLL: Duration = Duration::from_millis(100);
+
+/// The draining thread.
+pub(crate) struct Capture {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Drained>,
+}
+
+/// What the drain did.
+#[derive(Debug, Default)]
+pub(crate) struct Drained {
+    /// Records taken from the ring.
+    pub taken: u64,
+    /// The first write error; nothing is written after it.
+    pub error: Option<String>,
+}
+
+impl Capture {
+    /// Makes (or empties) `path` and starts draining `ring` into it.
+    pub fn start(ring: MapHandle, path: &Path) -> Result<Capture, String> {
+        let file =
+            File::create(path).map_err(|err| format!("making {}: {err}", path.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let thread = thread::Builder::new()
+            .name("trace-drain".into())
+            .spawn(move || drain(&ring, file, &stopping))
+            .map_err(|err| format!("starting the trace's drain: {err}"))?;
+        Ok(Capture {
+            path: path.to_path_buf(),
+            stop,
+            thread,
+        })
+    }
+
+    /// Once the programs are detached: takes what is left in the ring, flushes, and says what
+    /// the file holds. A file cut short by a write error keeps its whole records.
+    pub fn finish(self) -> (Drained, u64) {
+        self.stop.store(true, Ordering::Release);
+        let mut drained = self.thread.join().unwrap_or_else(|_| Drained {
+            error: Some("the trace's drain panicked".into()),
+            ..Drained::default()
+        });
+        let records = match whole_records(&self.path) {
+            Ok(n) => n,
+            Err(err) => {
+                drained.error.get_or_insert(err);
+                0
+            }
+        };
+        (drained, records)
+    }
+}
+
+/// Polls the ring until asked to stop, then takes what is left: the programs are detached by
+/// then, so nothing more comes.
+fn drain(ring: &MapHandle, file: File, stop: &AtomicBool) -> Drained {
+    let mut out = BufWriter::with_capacity(BUFFER_BYTES, file);
+    let mut drained = Drained::default();
+    let consumed = {
+        let mut builder = RingBufferBuilder::new();
+        let added = builder.add(ring, |bytes: &[u8]| {
+            drained.taken += 1;
+            if drained.error.is_none() {
+                if let Err(err) = out.write_all(bytes) {
+                    drained.error = Some(format!("writing the trace: {err}"));
+                }
+            }
+            0
+        });
+        let built = match added {
+            Ok(_) => builder.build(),
+            Err(err) => Err(err),
+        };
+        let ring = match built {
+            Ok(ring) => ring,
+            Err(err) => {
+                return Drained {
+                    error: Some(format!("the ring buffer's consumer: {err}")),
+                    ..Drained::default()
+                }
+            }
+        };
+        let mut consumed = Ok(());
+        while !stop.load(Ordering::Acquire) && consumed.is_ok() {
+            // Returns at once when woken, else after POLL having taken nothing: the records
+            // come without a wake-up. EINTR (a signal to the conductor) is only a wake-up.
+            let _ = ring.poll(POLL);
+            consumed = ring.consume();
+        }
+        consumed.and_then(|()| ring.consume())
+    };
+    if let Err(err) = consumed {
+        drained
+            .error
+            .get_or_insert(format!("draining the ring: {err}"));
+    }
+    if drained.error.is_none() {
+        if let Err(err) = out.flush() {
+            drained.error = Some(format!("writing the trace: {err}"));
+        }
+    }
+    // A failed write may leave a buffer the BufWriter would retry on drop: drop it unwritten.
+    let (file, _unwritten) = out.into_parts();
+    drop(file);
+    drained
+}
+
+/// The whole records in the file; a partial one at its end (a write cut short) is cut off.
+fn whole_records(path: &Path) -> Result<u64, String> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|err| format!("{}: {err}", path.display()))?;
+    let len = file
+        .metadata()
+        .map_err(|err| format!("{}: {err}", path.display()))?
+        .len();
+    let whole = len - len % RECORD_BYTES as u64;
+    if whole != len {
+        file.set_len(whole)
+            .map_err(|err| format!("cutting {} to whole records: {err}", path.display()))?;
+    }
+    Ok(whole / RECORD_BYTES as u64)
+}
+
+/// The report's section: `trace_cpu` is the kernel's per-CPU words summed.
+pub(crate) struct Section<'a> {
+    pub path: &'a Path,
+    pub ring_bytes: u64,
+    pub ring_rule: &'a str,
+    pub clock: (u64, u64),
+    pub probes: &'a [ProbeStatus],
+    pub program_costs: &'a [ProgramCost],
+    pub per_thread: bool,
+    pub task_storage: bool,
+}
+
+impl Section<'_> {
+    /// The section, from the drain (`None`: the kernel makes no ring buffer, `why`).
+    pub fn report(
+        &self,
+        drained: Result<(Drained, u64), String>,
+        trace_cpu_words: &[u64],
+    ) -> Trace {
+        let emitted = trace_cpu_words[trace_cpu::EMITTED];
+        let lost = trace_cpu_words[trace_cpu::LOST];
+        let (records, error) = match drained {
+            Ok((d, records)) => (records, d.error),
+            Err(why) => (0, Some(why)),
+        };
+        let lost_writing = emitted.saturating_sub(records);
+        Trace {
+            file: self
+                .path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            records,
+            lost,
+            emitted,
+            lost_writing,
+            switches_unseen: trace_cpu_words[trace_cpu::UNSEEN],
+            runs_skipped: self
+                .program_costs
+                .iter()
+                .filter(|p| HOOKS.iter().any(|(hook, _)| *hook == p.tracepoint))
+                .map(|p| p.recursion_misses)
+                .sum(),
+            ring_bytes: self.ring_bytes,
+            ring_rule: self.ring_rule.to_string(),
+            boottime_minus_monotonic_ns: self.clock.0,
+            clock_offset_uncertainty_ns: self.clock.1,
+            gaps: gaps(self.probes, self.per_thread, self.task_storage),
+            complete: error.is_none() && lost == 0 && lost_writing == 0,
+            error,
+            memory: format!(
+                "the trace moves no memory figure: its ring buffer ({} MiB, kernel pages) is made when the probes load, before the run's base reading, and its file's page cache is written by the conductor, outside the run's cgroup, and counted as available",
+                self.ring_bytes >> 20
+            ),
+        }
+    }
+}
+
+/// The tracepoints the trace's records come from, and which records each gives.
+const HOOKS: &[(&str, &str)] = &[
+    ("sched:sched_switch", "switch"),
+    ("sched:sched_wakeup", "wakeup"),
+    ("sched:sched_wakeup_new", "wakeup_new"),
+    ("task:task_newtask", "newtask"),
+    ("task:task_rename", "rename"),
+    ("sched:sched_process_exit", "exit"),
+    ("raw_syscalls:sys_enter", "wait_begin futex, clone"),
+    ("raw_syscalls:sys_exit", "wait_end futex, clone"),
+    ("lock:contention_begin", "wait_begin mmap_lock, lock"),
+    ("lock:contention_end", "wait_end mmap_lock, lock"),
+];
+
+/// What the records leave out with these probes: a hook not attached loses its records; a
+/// classic twin's record lacks what task_struct would tell.
+pub(crate) fn gaps(probes: &[ProbeStatus], per_thread: bool, task_storage: bool) -> Vec<TraceGap> {
+    let mut gaps = Vec::new();
+    let mut gap = |hook: &str, records: &str, why: String| {
+        gaps.push(TraceGap {
+            hook: hook.into(),
+            records: records.into(),
+            why,
+        })
+    };
+    for &(hook, records) in HOOKS {
+        let Some(status) = probes.iter().find(|p| p.probe == hook) else {
+            continue;
+        };
+        match (status.attach, hook) {
+            (None, _) => gap(
+                hook,
+                records,
+                format!(
+                    "none: the tracepoint is not attached ({})",
+                    status.note.as_deref().unwrap_or("missing")
+                ),
+            ),
+            (Some(Attach::Tracepoint), "sched:sched_switch") => gap(
+                hook,
+                records,
+                if per_thread {
+                    "classic record: next's tgid is 0".into()
+                } else {
+                    "classic record: next's tgid is 0, and a switch from a task outside the run to one of its tasks is not recorded (known by its per-thread entry only: --probes full)".into()
+                },
+            ),
+            (Some(Attach::Tracepoint), "sched:sched_wakeup" | "sched:sched_wakeup_new") => gap(
+                hook,
+                records,
+                if per_thread {
+                    "classic record: the woken task's tgid is 0".into()
+                } else {
+                    "none: the classic program knows the run's tasks by their per-thread entry only (--probes full)".into()
+                },
+            ),
+            (Some(Attach::Tracepoint), "task:task_newtask") => {
+                gap(hook, records, "classic record: prios are 0".into())
+            }
+            (Some(Attach::Tracepoint), "task:task_rename") => gap(
+                hook,
+                records,
+                "classic record: only a task renaming itself is recorded".into(),
+            ),
+            _ => {}
+        }
+    }
+    if !per_thread && !task_storage {
+        gap(
+            "raw_syscalls:sys_exit",
+            "wait futex",
+            "none: without per-thread state or task storage (kernel BTF) a futex call's exit does not know it waited".into(),
+        );
+    }
+    gaps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(probe: &str, attach: Option<Attach>) -> ProbeStatus {
+        ProbeStatus {
+            probe: probe.into(),
+            attach,
+            note: attach.is_none().then(|| "hidden".to_string()),
+        }
+    }
+
+    #[test]
+    fn every_hook_attached_as_tp_btf_leaves_no_gap() {
+        let probes: Vec<ProbeStatus> = HOOKS
+            .iter()
+            .map(|(h, _)| status(h, Some(Attach::TpBtf)))
+            .collect();
+        assert_eq!(gaps(&probes, false, true), []);
+    }
+
+    #[test]
+    fn a_missing_hook_and_classic_twins_are_each_said() {
+        let probes = vec![
+            status("task:task_rename", None),
+            status("sched:sched_switch", Some(Attach::Tracepoint)),
+            status("sched:sched_wakeup", Some(Attach::Tracepoint)),
+            status("sched:sched_process_exit", Some(Attach::TpBtf)),
+        ];
+        let said = gaps(&probes, false, false);
+        let hooks: Vec<&str> = said.iter().map(|g| g.hook.as_str()).collect();
+        assert_eq!(
+            hooks,
+            [
+                "sched:sched_switch",
+                "sched:sched_wakeup",
+                "task:task_rename",
+                "raw_syscalls:sys_exit"
+            ]
+        );
+        assert!(said[2].why.contains("hidden"), "{:?}", said[2]);
+        assert!(said[1].why.starts_with("none"), "{:?}", said[1]);
+        assert!(gaps(&probes, true, false)[1].why.contains("tgid is 0"));
+    }
+
+    #[test]
+    fn a_file_cut_mid_record_keeps_its_whole_records() {
+        let path = std::env::temp_dir().join(format!("sc-capture-{}", std::process::id()));
+        std::fs::write(&path, vec![7u8; 3 * RECORD_BYTES + 10]).unwrap();
+        assert_eq!(whole_records(&path), Ok(3));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            3 * RECORD_BYTES as u64
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+}
