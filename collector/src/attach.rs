@@ -270,9 +270,16 @@ fn ring_buffers() -> Result<(), String> {
         sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
         ..Default::default()
     };
-    MapHandle::create(MapType::RingBuf, None::<&str>, 0, 0, page_size() as u32, &opts)
-        .map(drop)
-        .map_err(|err| format!("{HIDDEN_RING} ({err})"))
+    MapHandle::create(
+        MapType::RingBuf,
+        None::<&str>,
+        0,
+        0,
+        page_size() as u32,
+        &opts,
+    )
+    .map(drop)
+    .map_err(|err| format!("{HIDDEN_RING} ({err})"))
 }
 
 /// Why a probe that serves only per-thread figures is not attached.
@@ -582,7 +589,6 @@ fn possible_cpus() -> u64 {
         })
         .map_or(1024, |max| max + 1)
 }
-
 
 /// The embedded object written to a file, for libbpf's btf_custom_path; removed when dropped.
 struct TempObject {

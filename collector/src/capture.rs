@@ -45,8 +45,7 @@ pub(crate) struct Drained {
 impl Capture {
     /// Makes (or empties) `path` and starts draining `ring` into it.
     pub fn start(ring: MapHandle, path: &Path) -> Result<Capture, String> {
-        let file =
-            File::create(path).map_err(|err| format!("making {}: {err}", path.display()))?;
+        let file = File::create(path).map_err(|err| format!("making {}: {err}", path.display()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
         let thread = thread::Builder::new()

@@ -58,7 +58,13 @@ mod tests {
         let before = monotonic_ns();
         let boot = boottime_ns();
         let after = monotonic_ns();
-        assert!(boot >= before + offset - uncertainty, "{boot} {before} {offset}");
-        assert!(boot <= after + offset + uncertainty, "{boot} {after} {offset}");
+        assert!(
+            boot >= before + offset - uncertainty,
+            "{boot} {before} {offset}"
+        );
+        assert!(
+            boot <= after + offset + uncertainty,
+            "{boot} {after} {offset}"
+        );
     }
 }

@@ -76,8 +76,8 @@ pub use model::{
     ProgramRate, ProgramRates, Report, RusageBasis, Series, Trace, TraceGap, Unavailable, Waits,
     REPORT_SCHEMA,
 };
-pub use sizing::MAX_RING_BYTES;
 pub use probes::{tracefs_root, tracepoints};
+pub use sizing::MAX_RING_BYTES;
 pub use summary::{metric_label, SummaryRow};
 
 /// A probe that could not be loaded or attached, and why.
@@ -189,7 +189,8 @@ impl Collector {
             ..
         } = self;
         let phases = phases.into_inner().unwrap_or_else(|e| e.into_inner());
-        let (sizing, probes, kernel) = (loaded.sizing, loaded.probes.clone(), loaded.kernel.clone());
+        let (sizing, probes, kernel) =
+            (loaded.sizing, loaded.probes.clone(), loaded.kernel.clone());
         let (raw, errors, program_costs) =
             loaded.detach_and_read(finished_ns, cfg.program_rates.as_ref());
         // The programs are detached: what is left in the ring is all there will be.

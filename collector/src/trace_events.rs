@@ -277,10 +277,7 @@ mod tests {
                 tid: 4242,
                 tgid: 4200,
             },
-            other: Task {
-                tid: 77,
-                tgid: 77,
-            },
+            other: Task { tid: 77, tgid: 77 },
             arg: 1,
             prio: 120,
             other_prio: 100,

@@ -85,7 +85,10 @@ fn switch_breaks(events: &[TraceEvent], pid: u32) -> u64 {
     let mut by_tid: BTreeMap<u32, Vec<(u64, bool, u64)>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.kind == Kind::Switch) {
         if e.task.tgid == pid {
-            by_tid.entry(e.task.tid).or_default().push((e.ts, false, e.arg));
+            by_tid
+                .entry(e.task.tid)
+                .or_default()
+                .push((e.ts, false, e.arg));
         }
         if e.other.tgid == pid {
             by_tid.entry(e.other.tid).or_default().push((e.ts, true, 0));
@@ -247,7 +250,11 @@ fn a_traced_threads_hold_keeps_every_event_and_agrees_with_the_counters() {
 
     // Waits nest per task, and agree with the counters timed by the same programs.
     let (waits, broken) = waits_nest(&events);
-    assert!(broken <= t.runs_skipped, "{broken} waits broken, {} runs skipped", t.runs_skipped);
+    assert!(
+        broken <= t.runs_skipped,
+        "{broken} waits broken, {} runs skipped",
+        t.runs_skipped
+    );
     let w = |kind, name| waits.get(&(kind, name)).copied().unwrap_or(0);
     println!("{test}: waits {waits:?}");
     assert_eq!(
@@ -256,7 +263,10 @@ fn a_traced_threads_hold_keeps_every_event_and_agrees_with_the_counters() {
     );
     assert_eq!(
         w(false, "clone"),
-        r.total("clone_ok") + r.total("clone3_ok") + r.total("clone_failed") + r.total("clone3_failed")
+        r.total("clone_ok")
+            + r.total("clone3_ok")
+            + r.total("clone_failed")
+            + r.total("clone3_failed")
     );
     assert!(w(true, "futex") > 0);
     if r.diagnostics.task_storage {
@@ -310,7 +320,11 @@ fn the_classic_twins_trace_what_their_records_hold_and_say_what_they_lack() {
         .count() as u64;
     assert_eq!(wakeups, r.total("wakeups"));
     let (_, broken) = waits_nest(&events);
-    assert!(broken <= t.runs_skipped, "{broken} waits broken, {} runs skipped", t.runs_skipped);
+    assert!(
+        broken <= t.runs_skipped,
+        "{broken} waits broken, {} runs skipped",
+        t.runs_skipped
+    );
     assert_per_cpu_order(&events);
     let hooks: Vec<&str> = t.gaps.iter().map(|g| g.hook.as_str()).collect();
     for hook in [

@@ -132,7 +132,9 @@ fn ring_for(
     };
     (
         ring,
-        format!("{why}{capped}: every record of the run held, should the drain not run until its end"),
+        format!(
+            "{why}{capped}: every record of the run held, should the drain not run until its end"
+        ),
     )
 }
 
@@ -183,7 +185,10 @@ pub fn trace_left_out(trace: &Trace) -> Vec<String> {
         ));
     }
     for gap in &trace.gaps {
-        said.push(format!("trace: {} ({}): {}", gap.records, gap.hook, gap.why));
+        said.push(format!(
+            "trace: {} ({}): {}",
+            gap.records, gap.hook, gap.why
+        ));
     }
     said
 }
@@ -295,7 +300,10 @@ mod tests {
         let said = trace_left_out(&trace);
         assert_eq!(said.len(), 2, "{said:?}");
         assert!(said[0].contains("5 of 105 records lost"), "{said:?}");
-        assert!(said[1].contains("90 records kept, 10 not written"), "{said:?}");
+        assert!(
+            said[1].contains("90 records kept, 10 not written"),
+            "{said:?}"
+        );
         trace = Trace::default();
         assert!(trace_left_out(&trace).is_empty());
         trace.error = Some("this kernel makes no BPF ring buffer".into());
