@@ -362,6 +362,10 @@ pub struct Trace {
     /// The ring buffer's size, bytes, and the rule that chose it.
     pub ring_bytes: u64,
     pub ring_rule: String,
+    /// The scheduling priority the thread draining the ring ran at ("SCHED_FIFO 10"; else
+    /// nice -20 or the conductor's own, with why): above the run's tasks, so that it keeps up.
+    #[serde(default)]
+    pub drain_priority: String,
     /// CLOCK_BOOTTIME − CLOCK_MONOTONIC at the start, ns: the records are on BOOTTIME (what
     /// Perfetto reads ftrace data on), the phases, samples and `t0_ns` here on MONOTONIC.
     pub boottime_minus_monotonic_ns: u64,

@@ -64,8 +64,12 @@ pub fn config(pid: u32, threads: u64, detail: ProbeDetail) -> CollectorConfig {
 const RECORDS_PER_TASK_UNCALIBRATED: u64 = 64;
 /// The ring for a run of unknown size (a command without `--tasks`).
 const RING_UNSIZED: u64 = 256 << 20;
-/// The least ring: what the runtime and the launch make around the tasks' own records.
-const RING_FLOOR: u64 = 8 << 20;
+/// The least ring: what the runtime and the launch make around the tasks' own records, and
+/// what a workload whose records come per round rather than per task (pingpong, chain: ~800,000
+/// records a second at 1,000 pairs here) fills while the drain, woken at half full and running
+/// at a real-time priority (collector/src/capture.rs), gets to it: half of it is 262,144
+/// records.
+const RING_FLOOR: u64 = 32 << 20;
 /// How far a run may make more records per task than its calibration did: threads hold 2,500
 /// counted 8.2 to 22.7 a task from one calibration to the next here (how many switches and lock
 /// waits its threads happened to meet), and 100,000 threads then made 21 to 22. (The kernel's
@@ -256,15 +260,15 @@ mod tests {
             records: 52_500,
             tasks: 2_500,
         };
-        // 21 records a task: 3 × 21 × 100,000 × 64 B + 8 MiB.
+        // 21 records a task: 3 × 21 × 100,000 × 64 B + 32 MiB.
         let host = Some(24 << 30);
         let (ring, rule) = ring_for(Some(&cal), Some(100_000), host);
-        assert_eq!(ring, 3 * 21 * 100_000 * 64 + (8 << 20));
+        assert_eq!(ring, 3 * 21 * 100_000 * 64 + (32 << 20));
         assert!(rule.contains("21.0 records per task"), "{rule}");
         assert!(rule.contains("52500 records at N = 2500"), "{rule}");
         // Without a calibration: the assumed rate, said.
         let (ring, rule) = ring_for(None, Some(1_000), host);
-        assert_eq!(ring, 64 * 1_000 * 64 + (8 << 20));
+        assert_eq!(ring, 64 * 1_000 * 64 + (32 << 20));
         assert!(rule.contains("no calibration"), "{rule}");
         // A command of unknown size.
         let (ring, rule) = ring_for(None, None, host);

@@ -152,7 +152,16 @@ pub fn terminal_line(f: &SchedFigures) -> Option<String> {
     .into_iter()
     .flatten()
     .collect();
-    (!parts.is_empty()).then(|| format!("Scheduler trace: {}", parts.join("; ")))
+    // Figures from a trace that lost records are from what it kept: said on the same line.
+    let lost = match f.records_lost {
+        Some(n) if n > 0 => format!(
+            " — {} records LOST (the ring was full): from the {} kept",
+            count(n),
+            count(f.records)
+        ),
+        _ => String::new(),
+    };
+    (!parts.is_empty()).then(|| format!("Scheduler trace: {}{lost}", parts.join("; ")))
 }
 
 /// One run of a comparison with a trace: its name and whole-run rows.
@@ -235,6 +244,17 @@ mod tests {
         assert_eq!(
             terminal_line(&f).unwrap(),
             "Scheduler trace: wake-to-run p50 11.0 µs p99 33.0 µs (5 samples); preempted-to-run p50 2.5 ms p99 7.5 ms (2 samples)"
+        );
+        let lossy = SchedFigures {
+            records_lost: Some(1_234),
+            ..f
+        };
+        assert!(
+            terminal_line(&lossy).unwrap().ends_with(
+                "(2 samples) — 1,234 records LOST (the ring was full): from the 10 kept"
+            ),
+            "{}",
+            terminal_line(&lossy).unwrap()
         );
     }
 }
