@@ -104,8 +104,8 @@ fi
 ended=0
 for ((r = 1; r <= rounds; r++)); do
   if [ "$r" -eq "$traced_at" ]; then
-    say "round $r of $rounds: traced (counts and waits; its times carry the probes' cost and are left out)"
-    probes=()
+    say "round $r of $rounds: traced (counts, waits and a Perfetto trace of each run; its times carry the probes' cost and are left out)"
+    probes=(--perfetto)
   else
     say "round $r of $rounds: untraced (timed)"
     probes=(--no-probes)
@@ -132,6 +132,11 @@ sed -n '1,/^## /{/^\*\*/p; /^Times /{s/^/\n/p}}; /^## Runs: median/,/^## Per tas
   tee "$out/side-by-side.md"
 give_to_invoker "$REPO_ROOT/results"
 echo
+# The traced round's timelines: open them in ui.perfetto.dev (docs/manual/perfetto.md).
+mapfile -t traces < <(find "$out" -mindepth 2 -maxdepth 2 -name trace.perfetto-trace | sort)
+for trace in "${traces[@]}"; do
+  echo "Perfetto trace: ${trace#"$REPO_ROOT"/} ($(du -h "$trace" | cut -f1); open it in https://ui.perfetto.dev)"
+done
 echo "results: ${out#"$REPO_ROOT"/}/ (summary.md in each run; side-by-side.md; compare.md and report.html for the set; re-render with: ./scripts/trace.sh report DIR…)"
 if [ "$ended" -ne 0 ]; then
   warn "exit $ended: $([ "$ended" -eq 4 ] && echo 'a run did not complete' || echo "a run's counts were WRONG") (said above, and in its summary.md)"
