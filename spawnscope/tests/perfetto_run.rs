@@ -165,3 +165,80 @@ fn a_perfetto_run_writes_its_events_raw_and_its_memory_still_adds_up() {
         "report wrote another trace"
     );
 }
+
+/// A command that forks, traced: `forked-threads 3 200` behind a shell — the shell, the program
+/// and its three children, each child's 200 threads. Every thread of every process of the run
+/// is in the trace, in its own process (the child's threads under the child, not the launcher),
+/// and the trace decodes whole.
+#[test]
+fn a_forking_command_is_traced_whole() {
+    let test = "a_forking_command_is_traced_whole";
+    if skip_unless_root(test) {
+        return;
+    }
+    let program = match build_c_program("forked-threads/forked-threads.c") {
+        Ok(program) => program,
+        Err(why) => {
+            eprintln!("SKIP {test}: {why}");
+            return;
+        }
+    };
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let line = format!("{} 3 200 4 500; true", program.display());
+    let out = sandbox.run(&[
+        "--tasks",
+        "600",
+        "--task-kind",
+        "thread",
+        "--perfetto",
+        "--",
+        "sh",
+        "-c",
+        &line,
+    ]);
+    let _ = fs::remove_file(&program);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = sandbox.only_results_dir();
+    let collector = read_json(dir.join("collector.json"));
+    assert_eq!(collector["trace"]["lost"], 0, "{}", collector["trace"]);
+
+    // From the raw records: each new thread and the process it belongs to.
+    let file = dir.join("trace-events.bin");
+    let mut threads_of: std::collections::BTreeMap<u32, BTreeSet<u32>> = Default::default();
+    for event in Reader::new(BufReader::new(File::open(&file).unwrap())) {
+        let event = event.unwrap();
+        if event.kind == Kind::NewTask {
+            threads_of
+                .entry(event.task.tgid)
+                .or_default()
+                .insert(event.task.tid);
+        }
+    }
+    // Three processes (the children) with 200 threads of their own besides their main thread.
+    let busy: Vec<_> = threads_of
+        .iter()
+        .filter(|(_, tids)| tids.len() >= 200)
+        .collect();
+    assert_eq!(busy.len(), 3, "{threads_of:?}");
+
+    let facts = check_trace(&dir.join("trace.perfetto-trace"));
+    assert!(facts.problems.is_empty(), "{:#?}", facts.problems);
+    for (tgid, tids) in &threads_of {
+        for tid in tids {
+            let (process, _) = facts
+                .threads
+                .get(&(*tid as i32))
+                .unwrap_or_else(|| panic!("thread {tid} of {tgid} has no descriptor"));
+            assert_eq!(*process, *tgid as i32, "thread {tid}");
+        }
+    }
+    // The children are processes of the run, each described.
+    for (tgid, _) in busy {
+        assert!(facts.processes.contains_key(&(*tgid as i32)), "{tgid}");
+    }
+}
