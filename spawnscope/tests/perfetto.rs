@@ -11,64 +11,24 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::trace::{check_trace, naive_counts, synthetic_run, Shape};
+use common::trace::{check_trace, naive_counts, synthetic_run, Shape, FIXTURE_RUN, OFFSET_NS};
 use common::*;
 use serde_json::Value;
-use spawnscope_collector::trace_events::{write_events, Kind, TraceEvent};
+use spawnscope_collector::trace_events::{Kind, TraceEvent};
 
-const RUN: &str =
-    "spawnscope/tests/fixtures/before-house/single/20261123T050350Z-threads-sleep-1000";
-/// BOOTTIME − MONOTONIC on the synthetic capture's machine.
-const OFFSET_NS: i64 = 1_234_567_890;
 const THREADS: u32 = 200;
 
-fn phase_t(dir: &Path, name: &str) -> u64 {
-    let memory = read_json(dir.join("memory.json"));
-    memory["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap()["t_ns"]
-        .as_u64()
-        .unwrap()
-}
-
-/// A copy of the fixture's run without its derived files, with a raw trace and, when `offset`,
-/// collector.json's trace section.
+/// The fixture's run with [`THREADS`] synthetic threads spawned and joined in its phases.
 fn traced_run(tmp: &Path, offset: Option<i64>) -> (PathBuf, Vec<TraceEvent>) {
-    let from = repo_root().join(RUN);
-    let dir = tmp.join("run");
-    fs::create_dir_all(&dir).unwrap();
-    for entry in fs::read_dir(&from).unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("summary.") {
-            fs::copy(entry.path(), dir.join(&name)).unwrap();
-        }
-    }
-    if let Some(offset) = offset {
-        let path = dir.join("collector.json");
-        let mut collector: Value =
-            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-        collector["trace"] = serde_json::json!({
-            "records_lost": 0,
-            "boottime_minus_monotonic_ns": offset,
-        });
-        fs::write(&path, serde_json::to_string_pretty(&collector).unwrap()).unwrap();
-    }
-    let run = read_json(dir.join("run.json"));
-    let pid = run["pid"].as_u64().unwrap() as u32;
-    let boot = |t: u64| (t as i64 + OFFSET_NS) as u64;
-    let events = synthetic_run(Shape {
-        pid,
-        threads: THREADS,
-        spawn_ns: boot(phase_t(&dir, "spawn")),
-        spawn_step_ns: 50_000,
-        join_ns: boot(phase_t(&dir, "join")),
-    });
-    let mut file = fs::File::create(dir.join("trace-events.bin")).unwrap();
-    write_events(&mut file, &events).unwrap();
-    (dir, events)
+    common::trace::traced_run(tmp, offset, |pid, spawn_ns, join_ns| {
+        synthetic_run(Shape {
+            pid,
+            threads: THREADS,
+            spawn_ns,
+            spawn_step_ns: 50_000,
+            join_ns,
+        })
+    })
 }
 
 fn report(dir: &Path) -> std::process::Output {
@@ -275,7 +235,10 @@ fn a_set_with_a_traced_run_shows_its_latencies_beside_the_others() {
     fs::rename(&traced, set.join("traced")).unwrap();
     let untraced = set.join("untraced");
     fs::create_dir_all(&untraced).unwrap();
-    for entry in fs::read_dir(repo_root().join(RUN)).unwrap().flatten() {
+    for entry in fs::read_dir(repo_root().join(FIXTURE_RUN))
+        .unwrap()
+        .flatten()
+    {
         fs::copy(entry.path(), untraced.join(entry.file_name())).unwrap();
     }
     report(&set);

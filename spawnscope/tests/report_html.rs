@@ -7,19 +7,11 @@ mod common;
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
+use common::browser::{chromium, count_colour, screenshot};
 use common::synthetic;
 use common::*;
-
-fn chromium() -> Option<PathBuf> {
-    let paths = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&paths).map(move |d| d.join(name)))
-        .find(|p| p.is_file())
-}
 
 fn build_report(tmp: &Path) -> PathBuf {
     let sweep = tmp.join("sweep");
@@ -73,51 +65,13 @@ fn the_page_is_self_contained_and_has_its_charts_and_tables() {
     assert!(html.contains("<td>kernel stack</td><td>16.0 KiB ± 0 B</td>"));
 }
 
-/// Pixels of one colour (±2 per channel).
-fn count_colour(rgba: &[u8], channels: usize, c: [u8; 3]) -> usize {
-    rgba.chunks(channels)
-        .filter(|p| (0..3).all(|i| (p[i] as i16 - c[i] as i16).abs() <= 2))
-        .count()
-}
-
-/// report.html in headless Chromium: the screenshot's pixels (and channels per pixel), checked
-/// not blank and showing the memory chart's stacked bars. `name` names the screenshot kept with
-/// SPAWNSCOPE_KEEP_SCREENSHOT.
+/// report.html in headless Chromium: the screenshot checked not blank and showing the memory
+/// chart's stacked bars. `name` names the screenshot kept with SPAWNSCOPE_KEEP_SCREENSHOT.
 fn renders_with_its_charts(browser: &Path, page: &Path, tmp: &Path, name: &str) {
-    let png = tmp.join(format!("{name}.png"));
-    let profile = tmp.join(format!("profile-{name}"));
-    let mut child = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--hide-scrollbars",
-            "--window-size=1280,2600",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let status = wait_with_limit(&mut child, Duration::from_secs(120));
-    assert!(status.success(), "chromium exited with {status}");
-    let decoder = png::Decoder::new(std::io::BufReader::new(fs::File::open(&png).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let channels = info.color_type.samples();
-    assert!(channels >= 3, "{:?}", info.color_type);
-    let pixels = &buf[..info.buffer_size()];
-    assert_eq!((info.width, info.height), (1280, 2600));
-    let total = (info.width * info.height) as usize;
+    let shot = screenshot(browser, page, tmp, name, (1280, 2600));
+    let pixels = &shot.pixels;
+    let channels = shot.channels;
+    let total = (shot.width * shot.height) as usize;
     let white = count_colour(pixels, channels, [255, 255, 255]);
     assert!(
         white < total * 97 / 100,
@@ -131,10 +85,10 @@ fn renders_with_its_charts(browser: &Path, page: &Path, tmp: &Path, name: &str) 
     assert!(rss > 2_000, "RSS bars not drawn: {rss} pixels");
     assert!(stack > 2_000, "kernel-stack bars not drawn: {stack} pixels");
     // Kept for a person to look at when the test runs with --nocapture.
-    println!("screenshot: {}", png.display());
+    println!("screenshot: {}", shot.png.display());
     let keep = std::env::var_os("SPAWNSCOPE_KEEP_SCREENSHOT").map(PathBuf::from);
     if let Some(path) = keep {
-        fs::copy(&png, path).unwrap();
+        fs::copy(&shot.png, path).unwrap();
     }
 }
 

@@ -23,6 +23,7 @@ pub mod sched_trace;
 pub mod sentinels;
 pub mod serving;
 pub mod summary;
+pub mod swimlane;
 pub mod syscall_cost;
 #[cfg(test)]
 pub mod test_support;

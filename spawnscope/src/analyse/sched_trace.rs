@@ -195,6 +195,9 @@ pub struct Thread {
     /// Its task_newtask record, when the trace saw it created: the creator's tid.
     pub created_by: Option<u32>,
     pub exit_ts: Option<u64>,
+    /// Its longest wake-to-run or preempted-to-run wait (ns): how the swimlane picks the threads
+    /// that waited longest for a CPU.
+    pub longest_wait_ns: u64,
 }
 
 /// One of the run's processes.
@@ -465,6 +468,7 @@ impl Deriving {
             first_ts: ts,
             created_by: None,
             exit_ts: None,
+            longest_wait_ns: 0,
         });
         if !comm.is_empty() {
             thread.name = comm.to_string();
@@ -512,15 +516,21 @@ impl Deriving {
                 if self.is_run(e.other) {
                     self.touch(e.other, e.ts, &comm);
                     let phase = self.out.phases.index(e.ts);
-                    match self.queued.remove(&e.other.tid) {
+                    let waited = match self.queued.remove(&e.other.tid) {
                         Some(Queued::Woken(t)) => {
-                            self.out.wake_to_run.record(phase, e.ts.saturating_sub(t))
+                            let ns = e.ts.saturating_sub(t);
+                            self.out.wake_to_run.record(phase, ns);
+                            ns
                         }
-                        Some(Queued::Preempted(t)) => self
-                            .out
-                            .preempted_to_run
-                            .record(phase, e.ts.saturating_sub(t)),
-                        None => {}
+                        Some(Queued::Preempted(t)) => {
+                            let ns = e.ts.saturating_sub(t);
+                            self.out.preempted_to_run.record(phase, ns);
+                            ns
+                        }
+                        None => 0,
+                    };
+                    if let Some(t) = self.out.threads.get_mut(&e.other.tid) {
+                        t.longest_wait_ns = t.longest_wait_ns.max(waited);
                     }
                 }
             }
@@ -637,9 +647,7 @@ fn processes_of(threads: &BTreeMap<u32, Thread>) -> BTreeMap<u32, Process> {
 }
 
 /// What a thread was doing over a span: the swimlane's states.
-// Read by report.html's swimlane (issue 38.6, to come); tested here.
-#[cfg_attr(not(test), allow(dead_code))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum State {
     /// On a CPU (switch-in to switch-out).
     Running,
@@ -649,9 +657,19 @@ pub enum State {
     Blocked,
 }
 
+impl State {
+    pub const ALL: [State; 3] = [State::Running, State::Runnable, State::Blocked];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Running => "running",
+            State::Runnable => "runnable",
+            State::Blocked => "blocked",
+        }
+    }
+}
+
 /// One span of one thread's state, on the trace's clock.
-// Read by report.html's swimlane (issue 38.6, to come); tested here.
-#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StateSpan {
     pub state: State,
@@ -662,41 +680,20 @@ pub struct StateSpan {
 /// The state spans of the threads in `tids`, from the records in time order (wrap the raw
 /// records in [`TimeOrdered`]), by the same rule as wake-to-run: a wakeup (of a thread not on a
 /// CPU) or a switch out still runnable makes a thread runnable, a blocking switch out blocked, a
-/// switch-in running; its exit ends its last span. For report.html's swimlane. Memory grows with the spans of the threads asked for only.
-// Read by report.html's swimlane (issue 38.6, to come); tested here.
-#[cfg_attr(not(test), allow(dead_code))]
+/// switch-in running; its exit ends its last span (the switch out that follows it, TASK_DEAD, is
+/// no state: a thread's records after its exit are passed over until a task_newtask reuses its
+/// tid); a span still open at `end_ts` (the run's end) ends there. For report.html's swimlane.
+/// Memory grows with the spans of the threads asked for only.
 pub fn thread_states(
     events: impl Iterator<Item = io::Result<TraceEvent>>,
     tids: &BTreeSet<u32>,
+    end_ts: u64,
 ) -> io::Result<BTreeMap<u32, Vec<StateSpan>>> {
-    let mut spans: BTreeMap<u32, Vec<StateSpan>> = BTreeMap::new();
-    let mut open: HashMap<u32, (State, u64)> = HashMap::new();
-    let mut to = |tid: u32, state: Option<State>, ts: u64, woken: bool| {
-        if !tids.contains(&tid) {
-            return;
-        }
-        // A wakeup of a thread still on its CPU (it had not blocked yet) leaves it running.
-        if woken
-            && open
-                .get(&tid)
-                .is_some_and(|(was, _)| *was == State::Running)
-        {
-            return;
-        }
-        if let Some((was, begin)) = open.remove(&tid) {
-            if was == state.unwrap_or(was) && state.is_some() {
-                open.insert(tid, (was, begin));
-                return;
-            }
-            spans.entry(tid).or_default().push(StateSpan {
-                state: was,
-                begin,
-                end: ts.max(begin),
-            });
-        }
-        if let Some(state) = state {
-            open.insert(tid, (state, ts));
-        }
+    let mut s = States {
+        tids,
+        spans: BTreeMap::new(),
+        open: HashMap::new(),
+        exited: BTreeSet::new(),
     };
     for event in events {
         let e = event?;
@@ -707,15 +704,70 @@ pub fn thread_states(
                 } else {
                     State::Blocked
                 };
-                to(e.task.tid, Some(out), e.ts, false);
-                to(e.other.tid, Some(State::Running), e.ts, false);
+                s.to(e.task.tid, Some(out), e.ts, false);
+                s.to(e.other.tid, Some(State::Running), e.ts, false);
             }
-            Kind::Wakeup | Kind::WakeupNew => to(e.task.tid, Some(State::Runnable), e.ts, true),
-            Kind::Exit => to(e.task.tid, None, e.ts, false),
+            Kind::Wakeup | Kind::WakeupNew => s.to(e.task.tid, Some(State::Runnable), e.ts, true),
+            Kind::Exit => s.to(e.task.tid, None, e.ts, false),
+            Kind::NewTask => {
+                s.exited.remove(&e.task.tid);
+            }
             _ => {}
         }
     }
-    Ok(spans)
+    for (tid, (state, begin)) in s.open {
+        s.spans.entry(tid).or_default().push(StateSpan {
+            state,
+            begin,
+            end: end_ts.max(begin),
+        });
+    }
+    Ok(s.spans)
+}
+
+/// [`thread_states`]' state: each asked-for thread's spans so far and its open one.
+struct States<'a> {
+    tids: &'a BTreeSet<u32>,
+    spans: BTreeMap<u32, Vec<StateSpan>>,
+    open: HashMap<u32, (State, u64)>,
+    exited: BTreeSet<u32>,
+}
+
+impl States<'_> {
+    /// `tid` goes into `state` at `ts` (None: it exited).
+    fn to(&mut self, tid: u32, state: Option<State>, ts: u64, woken: bool) {
+        if !self.tids.contains(&tid) || self.exited.contains(&tid) {
+            return;
+        }
+        // A wakeup of a thread still on its CPU (it had not blocked yet) leaves it running.
+        if woken
+            && self
+                .open
+                .get(&tid)
+                .is_some_and(|(was, _)| *was == State::Running)
+        {
+            return;
+        }
+        if let Some((was, begin)) = self.open.remove(&tid) {
+            if state == Some(was) {
+                self.open.insert(tid, (was, begin));
+                return;
+            }
+            self.spans.entry(tid).or_default().push(StateSpan {
+                state: was,
+                begin,
+                end: ts.max(begin),
+            });
+        }
+        match state {
+            Some(state) => {
+                self.open.insert(tid, (state, ts));
+            }
+            None => {
+                self.exited.insert(tid);
+            }
+        }
+    }
 }
 
 /// One latency in one phase.
@@ -1194,9 +1246,13 @@ mod tests {
             ev(40, Kind::Wakeup, CPU0, t(101), t(PID), 1, "w"),
             switch(41, CPU1, idle, t(101), 0, "w"),
             ev(45, Kind::Exit, CPU1, t(101), idle, 0, "w"),
+            // Its last switch out (TASK_DEAD) is no state; 102 blocks and never wakes: closed at
+            // the run's end.
+            switch(46, CPU1, t(101), t(102), 0x80, "w2"),
+            switch(50, CPU1, t(102), idle, 1, "swapper/1"),
         ];
-        let tids: BTreeSet<u32> = [101].into();
-        let spans = thread_states(events.iter().copied().map(Ok), &tids).unwrap();
+        let tids: BTreeSet<u32> = [101, 102].into();
+        let spans = thread_states(events.iter().copied().map(Ok), &tids, 60).unwrap();
         let got: Vec<(State, u64, u64)> = spans[&101]
             .iter()
             .map(|s| (s.state, s.begin, s.end))
@@ -1211,6 +1267,21 @@ mod tests {
                 (State::Blocked, 30, 40),
                 (State::Runnable, 40, 41),
                 (State::Running, 41, 45),
+            ]
+        );
+        assert_eq!(
+            spans[&102],
+            vec![
+                StateSpan {
+                    state: State::Running,
+                    begin: 46,
+                    end: 50
+                },
+                StateSpan {
+                    state: State::Blocked,
+                    begin: 50,
+                    end: 60
+                }
             ]
         );
         assert!(!spans.contains_key(&7));

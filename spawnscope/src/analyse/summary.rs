@@ -240,6 +240,11 @@ pub struct Summary {
     /// preempted-to-run per phase, the run's threads, switches and waits (analyse::sched_trace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler_trace: Option<crate::analyse::sched_trace::SchedFigures>,
+    /// `--perfetto`: the swimlane drawn in swimlane.svg and report.html — which threads have a
+    /// lane and why, each lane's time running, runnable and blocked, who held each CPU
+    /// (analyse::swimlane).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swimlane: Option<crate::analyse::swimlane::SwimlaneFigures>,
 }
 
 /// Which way a threads run's threads ended, from the madvise calls after release: each thread

@@ -3,7 +3,7 @@
 //! set of runs' exports (compare.json/csv/md, charts/, report.html).
 //!
 //! Who writes what: `run` writes its run directory's derived files (summary.json, summary.md,
-//! perf.folded, flame.svg). Reading results never rewrites them: `report` and the end of `compare`
+//! perf.folded, flame.svg; with `--perfetto` trace.perfetto-trace and swimlane.svg). Reading results never rewrites them: `report` and the end of `compare`
 //! write a run directory's derived file only where it is missing (a run stopped before its
 //! analysis), and write their own exports where they were asked to.
 
@@ -21,6 +21,7 @@ use crate::analyse::phases::perf_phases;
 use crate::analyse::phases::phase_names;
 use crate::analyse::sched_trace::{self, SchedFigures};
 use crate::analyse::summary::{summarize, Summary};
+use crate::analyse::swimlane::{self, Swimlane};
 use crate::analyse::timeline;
 use crate::analyse::verdict::{self, KernelCounts};
 use crate::analyse::waits::{self, Waits};
@@ -45,6 +46,8 @@ pub enum Writes {
 pub struct DerivedRun {
     pub loaded: LoadedRun,
     pub summary: Summary,
+    /// `--perfetto`: the swimlane's model (report.html draws it).
+    pub swimlane: Option<Swimlane>,
 }
 
 /// The run's perf samples folded by phase: perf.folded when it is current, else `perf script`
@@ -161,9 +164,22 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
             .left_out
             .push(format!("perf analysis failed: {err:#} (perf.data is kept)")),
     }
+    let mut swimlane = None;
     if record::trace::has_events(dir) {
         match scheduler_trace(dir, &loaded, writes) {
-            Ok(figures) => summary.scheduler_trace = Some(figures),
+            Ok((figures, lanes)) => {
+                summary.scheduler_trace = Some(figures);
+                match lanes {
+                    Ok(lanes) => {
+                        summary.swimlane = Some(lanes.figures());
+                        swimlane = Some(lanes);
+                    }
+                    Err(err) => summary.left_out.push(format!(
+                        "the swimlane could not be drawn: {err:#} ({} is kept)",
+                        record::TRACE_EVENTS
+                    )),
+                }
+            }
             Err(err) => summary.left_out.push(format!(
                 "the scheduler trace could not be read: {err:#} ({} is kept)",
                 record::TRACE_EVENTS
@@ -179,13 +195,22 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
         let text = render::summary::markdown(&summary, &loaded.machine);
         fs::write(&md, text).with_context(|| format!("writing {}", md.display()))?;
     }
-    Ok(DerivedRun { loaded, summary })
+    Ok(DerivedRun {
+        loaded,
+        summary,
+        swimlane,
+    })
 }
 
-/// The scheduler trace's figures from its raw records (trace-events.bin); its Perfetto trace
-/// written as `writes` says. A trace that could not be written whole is kept under
-/// `trace.perfetto-trace.incomplete` and said in the figures' notes: the raw records stay.
-fn scheduler_trace(dir: &Path, loaded: &LoadedRun, writes: Writes) -> Result<SchedFigures> {
+/// The scheduler trace's figures from its raw records (trace-events.bin), and its swimlane; its
+/// Perfetto trace and swimlane.svg written as `writes` says. A trace that could not be written
+/// whole is kept under `trace.perfetto-trace.incomplete` and said in the figures' notes: the raw
+/// records stay.
+fn scheduler_trace(
+    dir: &Path,
+    loaded: &LoadedRun,
+    writes: Writes,
+) -> Result<(SchedFigures, Result<Swimlane>)> {
     let capture = record::trace::read_capture(dir);
     let context = sched_trace::Context::of_run(&loaded.run, &loaded.memory, capture.as_ref());
     let mut reader = record::trace::open_events(dir)
@@ -219,7 +244,27 @@ fn scheduler_trace(dir: &Path, loaded: &LoadedRun, writes: Writes) -> Result<Sch
             ));
         }
     }
-    Ok(figures)
+    let lanes = swimlane_of(dir, loaded, &trace, writes);
+    Ok((figures, lanes))
+}
+
+/// The swimlane from a second pass over the raw records (only the sampled threads' spans are
+/// kept); swimlane.svg written as `writes` says.
+fn swimlane_of(
+    dir: &Path,
+    loaded: &LoadedRun,
+    trace: &sched_trace::SchedTrace,
+    writes: Writes,
+) -> Result<Swimlane> {
+    let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
+    let lanes = swimlane::build(events, trace, loaded.run.pid)
+        .with_context(|| format!("reading {}", record::TRACE_EVENTS))?;
+    let path = dir.join(record::SWIMLANE);
+    if writes == Writes::Run || !path.exists() {
+        let svg = render::swimlane::svg(&lanes, &loaded.run.target.label())?;
+        fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(lanes)
 }
 
 /// Writes trace.perfetto-trace under a temporary name, renamed once whole.
@@ -281,9 +326,22 @@ fn relative(dir: &Path, base: &Path) -> String {
 pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Result<Comparison> {
     let mut summarized = Vec::new();
     let mut loaded_by_dir: BTreeMap<String, LoadedRun> = BTreeMap::new();
+    let mut swimlanes: BTreeMap<String, render::chart_kit::Chart> = BTreeMap::new();
     for dir in run_dirs {
         let derived = run_dir(dir, Writes::Missing).with_context(|| dir.display().to_string())?;
         let name = relative(dir, out);
+        if let Some(lanes) = &derived.swimlane {
+            let label = derived.loaded.run.target.label();
+            swimlanes.insert(
+                name.clone(),
+                render::chart_kit::Chart {
+                    file: record::SWIMLANE.into(),
+                    note: render::swimlane::note(lanes),
+                    svg: render::swimlane::svg(lanes, &label)?,
+                    title: label,
+                },
+            );
+        }
         summarized.push(SummarizedRun::new(
             name.clone(),
             derived.summary,
@@ -325,7 +383,7 @@ pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Resul
         .filter(|r| r.has_flame)
         .filter_map(|r| Some((r.dir.clone(), record::read_flame(&out.join(&r.dir))?)))
         .collect();
-    let page = render::html::page(&report, &charts, &flames);
+    let page = render::html::page(&report, &charts, &flames, &swimlanes);
     fs::write(out.join(record::REPORT_HTML), page)?;
     Ok(report)
 }

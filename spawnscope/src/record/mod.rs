@@ -67,6 +67,9 @@ pub const FLAME: &str = "flame.svg";
 pub const TRACE_EVENTS: &str = "trace-events.bin";
 /// `--perfetto`: the trace derived from TRACE_EVENTS and the other records, for ui.perfetto.dev.
 pub const PERFETTO_TRACE: &str = "trace.perfetto-trace";
+/// `--perfetto`: the swimlane of a sample of the run's threads and its CPUs, derived from
+/// TRACE_EVENTS (report.html draws the same for each traced run of a set).
+pub const SWIMLANE: &str = "swimlane.svg";
 pub use perf::{PERF_FOLDED, PERF_RECORD};
 
 // A compare directory's files (beside its run directories), written by `compare` and `report`.

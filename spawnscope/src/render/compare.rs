@@ -883,7 +883,7 @@ mod tests {
             md.contains(resolution::RULE),
             "the rule is stated under the heading"
         );
-        let html = crate::render::html::page(&r, &[], &Default::default());
+        let html = crate::render::html::page(&r, &[], &Default::default(), &Default::default());
         assert!(html.contains("<td>not resolved at N = 1,000–3,000: s.e. 90 % of the slope"));
         assert!(html.contains(&table::escape(resolution::RULE)));
         // The CSV keeps the raw numbers and adds the verdict.

@@ -201,8 +201,14 @@ fn title(report: &Comparison) -> String {
     }
 }
 
-/// The page. `flames`: each run's flame.svg, by the run's directory as the report names it.
-pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec<u8>>) -> String {
+/// The page. `flames`: each run's flame.svg, by the run's directory as the report names it;
+/// `swimlanes`: each traced run's swimlane, likewise.
+pub fn page(
+    report: &Comparison,
+    charts: &[Chart],
+    flames: &BTreeMap<String, Vec<u8>>,
+    swimlanes: &BTreeMap<String, Chart>,
+) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
@@ -272,6 +278,7 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
         );
         h.push_str(&table.html("scheduler"));
     }
+    swimlanes_section(&mut h, report, swimlanes);
     h.push_str("<h2 id=\"runs\">Runs: median (min … max) over repeats</h2>\n");
     h.push_str(&compare::runs_table(report).html("cells"));
     if report.cells.iter().any(|c| c.memory_unresolved) {
@@ -353,6 +360,35 @@ pub fn page(report: &Comparison, charts: &[Chart], flames: &BTreeMap<String, Vec
     h
 }
 
+/// Each traced run's swimlane under its run's name, in the runs' order.
+fn swimlanes_section(h: &mut String, report: &Comparison, swimlanes: &BTreeMap<String, Chart>) {
+    let traced: Vec<(&RunPoint, &Chart)> = report
+        .runs
+        .iter()
+        .filter_map(|r| Some((r, swimlanes.get(&r.dir)?)))
+        .collect();
+    if traced.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<h2 id=\"swimlanes\">Swimlanes: each traced run's threads and CPUs over time</h2>\n",
+    );
+    for (r, c) in traced {
+        let _ = writeln!(
+            h,
+            "<h3>{}</h3><figure class=\"chart swimlane\" id=\"swimlane-{}\">{}<figcaption>{} In the run's directory: <code>{}/{}</code>; every thread in <code>{}/{}</code> (ui.perfetto.dev).</figcaption></figure>",
+            escape(&r.label),
+            escape(&r.dir),
+            svg_element(&c.svg),
+            escape(&c.note),
+            escape(&r.dir),
+            escape(&c.file),
+            escape(&r.dir),
+            crate::record::PERFETTO_TRACE
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,7 +418,7 @@ mod tests {
             &report.runs,
             &crate::record::Plan::default(),
         ));
-        let html = page(&report, &[], &BTreeMap::new());
+        let html = page(&report, &[], &BTreeMap::new(), &BTreeMap::new());
         for (class, table) in [
             (
                 "reproduce",

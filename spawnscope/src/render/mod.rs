@@ -17,6 +17,7 @@ pub mod sentinels;
 pub mod serving;
 pub mod serving_charts;
 pub mod summary;
+pub mod swimlane;
 pub mod syscall_cost;
 pub mod table;
 pub mod values;

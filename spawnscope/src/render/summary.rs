@@ -521,6 +521,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if let Some(f) = &s.scheduler_trace {
         sched_trace::markdown(&mut md, f);
     }
+    if let Some(w) = &s.swimlane {
+        md.push_str(&super::swimlane::markdown(w));
+    }
     if let Some(a) = &s.attribution {
         md.push_str(&attribution::markdown(a));
     }

@@ -2,6 +2,7 @@
 //! and running spawnscope with a private state directory (never the machine's real one).
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod synthetic;
 pub mod trace;
 

@@ -6,12 +6,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use perfetto_protos::trace_packet::{trace_packet::SequenceFlags, TracePacket};
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::CodedInputStream;
-use spawnscope_collector::trace_events::{comm_bytes, Kind, Task, TraceEvent, Wait};
+use serde_json::Value;
+use spawnscope_collector::trace_events::{comm_bytes, write_events, Kind, Task, TraceEvent, Wait};
+
+use super::{read_json, repo_root};
 
 const CLONE_THREAD_FLAGS: u64 = 0x3d0f00;
 const TASK_INTERRUPTIBLE: u64 = 1;
@@ -602,4 +605,64 @@ pub fn check_trace(path: &Path) -> TraceFacts {
         }
     }
     f
+}
+
+/// A real run's records (threads sleep 1,000, with the collector) that synthetic trace records are
+/// laid beside, on its clock.
+pub const FIXTURE_RUN: &str =
+    "spawnscope/tests/fixtures/before-house/single/20261123T050350Z-threads-sleep-1000";
+/// BOOTTIME − MONOTONIC on the synthetic capture's machine.
+pub const OFFSET_NS: i64 = 1_234_567_890;
+
+/// When a phase of a run directory starts (memory.json, CLOCK_MONOTONIC).
+pub fn phase_t(dir: &Path, name: &str) -> u64 {
+    let memory = read_json(dir.join("memory.json"));
+    memory["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap()["t_ns"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A copy of [`FIXTURE_RUN`] without its derived files, with a raw trace made by `make` from
+/// (the run's pid, its spawn and join phases on the trace's clock) and, when `offset`,
+/// collector.json's trace section.
+pub fn traced_run(
+    tmp: &Path,
+    offset: Option<i64>,
+    make: impl FnOnce(u32, u64, u64) -> Vec<TraceEvent>,
+) -> (PathBuf, Vec<TraceEvent>) {
+    let from = repo_root().join(FIXTURE_RUN);
+    let dir = tmp.join("run");
+    fs::create_dir_all(&dir).unwrap();
+    for entry in fs::read_dir(&from).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("summary.") {
+            fs::copy(entry.path(), dir.join(&name)).unwrap();
+        }
+    }
+    if let Some(offset) = offset {
+        let path = dir.join("collector.json");
+        let mut collector: Value =
+            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        collector["trace"] = serde_json::json!({
+            "records_lost": 0,
+            "boottime_minus_monotonic_ns": offset,
+        });
+        fs::write(&path, serde_json::to_string_pretty(&collector).unwrap()).unwrap();
+    }
+    let run = read_json(dir.join("run.json"));
+    let pid = run["pid"].as_u64().unwrap() as u32;
+    let boot = |t: u64| (t as i64 + OFFSET_NS) as u64;
+    let events = make(
+        pid,
+        boot(phase_t(&dir, "spawn")),
+        boot(phase_t(&dir, "join")),
+    );
+    let mut file = fs::File::create(dir.join("trace-events.bin")).unwrap();
+    write_events(&mut file, &events).unwrap();
+    (dir, events)
 }
