@@ -648,9 +648,24 @@ pub fn traced_run(
         let path = dir.join("collector.json");
         let mut collector: Value =
             serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        // The section as the capture writes it (collector/src/model.rs, `Trace`): whole, or
+        // collector.json would not load.
         collector["trace"] = serde_json::json!({
-            "records_lost": 0,
+            "file": "trace-events.bin",
+            "records": 0,
+            "lost": 0,
+            "emitted": 0,
+            "lost_writing": 0,
+            "switches_unseen": 0,
+            "runs_skipped": 0,
+            "ring_bytes": 33554432,
+            "ring_rule": "made by the test",
+            "drain_priority": "SCHED_FIFO 10",
             "boottime_minus_monotonic_ns": offset,
+            "clock_offset_uncertainty_ns": 20,
+            "gaps": [],
+            "complete": true,
+            "memory": "made by the test",
         });
         fs::write(&path, serde_json::to_string_pretty(&collector).unwrap()).unwrap();
     }
