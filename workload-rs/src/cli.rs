@@ -149,8 +149,11 @@ pub struct Config {
     pub wait_to_start: bool,
 }
 
+/// What a flag without a value sets.
+type Switch = fn(&mut Config);
+
 /// The flags that take no value, and what each sets.
-const SWITCHES: &[(&str, fn(&mut Config))] = &[
+const SWITCHES: &[(&str, Switch)] = &[
     ("--dry-run", |c| c.dry_run = true),
     ("--wait-to-start", |c| c.wait_to_start = true),
 ];
