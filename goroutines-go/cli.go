@@ -71,6 +71,15 @@ type config struct {
 	gomaxprocs *uint64
 	reserve    *uint64 // nil: the automatic reserve (see limits.autoReserve)
 	dryRun     bool    // validate, print the `start` event, spawn nothing
+	// waitToStart: the start gate. After `start`, wait for a line or EOF on stdin before the
+	// first phase, so that whoever measures reads its base with nothing of the run started.
+	waitToStart bool
+}
+
+// switches: the flags that take no value, and what each sets.
+var switches = map[string]func(*config){
+	"--dry-run":       func(c *config) { c.dryRun = true },
+	"--wait-to-start": func(c *config) { c.waitToStart = true },
 }
 
 // flags, and the workload each applies to ("" = all).
@@ -127,6 +136,9 @@ flags:
   --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
                       falls below this; 0 = never [2%% of usable memory, 32..512 MiB]
   --dry-run           check the arguments, print the `+"`start`"+` event, spawn nothing
+  --wait-to-start     after the `+"`start`"+` event, wait for a line or EOF on stdin before spawning
+                      (the start gate: a conductor reads its base meanwhile; hold's and serve's
+                      release is the line after it)
   --help, --version
 
 Durations need a unit: 500ms, 1s, 1m30s. Byte counts take an optional K, M or G (x1024).
@@ -181,13 +193,13 @@ func parseArgs(args []string) (*config, error) {
 		if !strings.HasPrefix(arg, "--") {
 			return nil, fmt.Errorf("unexpected argument '%s'", arg)
 		}
-		if arg == "--dry-run" {
-			cfg.dryRun = true
+		if set, ok := switches[arg]; ok {
+			set(cfg)
 			continue
 		}
 		flag, value, hasValue := strings.Cut(arg, "=")
-		if flag == "--dry-run" {
-			return nil, errors.New("flag '--dry-run' takes no value")
+		if _, ok := switches[flag]; ok {
+			return nil, fmt.Errorf("flag '%s' takes no value", flag)
 		}
 		known := false
 		for _, f := range flags {

@@ -41,6 +41,9 @@ func run(args []string) int {
 	if cfg.dryRun {
 		return 0
 	}
+	if cfg.waitToStart {
+		waitAtStartGate()
+	}
 	var t *throughput
 	switch cfg.workload {
 	case sleepWorkload:

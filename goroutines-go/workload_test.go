@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var binary string
@@ -267,5 +269,39 @@ func TestBuiltWithoutCgo(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "CGO_ENABLED=0") {
 		t.Fatalf("built with cgo:\n%s", out)
+	}
+}
+
+// The start gate (--wait-to-start): after `start` nothing happens until a line on stdin, and
+// hold's release is the line after it, even when both arrive in one write (one buffer reads
+// stdin for the whole process).
+func TestStartGateWaitsForItsLine(t *testing.T) {
+	r := startServe(t, "hold", "--n", "200", "--wait-to-start")
+	r.next(t, "start")
+	select {
+	case line, ok := <-r.lines:
+		t.Fatalf("an event before the gate's line (open: %v): %s", ok, line)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := io.WriteString(r.stdin, "start\nrelease\n"); err != nil {
+		t.Fatal(err)
+	}
+	if phase := r.next(t, "phase"); phase["name"] != "spawn" {
+		t.Fatalf("first phase after the gate: %v", phase)
+	}
+	r.next(t, "peak")
+	// stdin stays open: only the buffered second line can release the tasks.
+	timeout := time.After(30 * time.Second)
+	for {
+		if _, ok := r.read(t, timeout); !ok {
+			break
+		}
+	}
+	if err := r.cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v; stderr: %s", err, r.stderr.String())
+	}
+	result := r.seen[len(r.seen)-1]
+	if result["event"] != "result" || result["spawned"] != float64(200) {
+		t.Fatalf("last event: %v", result)
 	}
 }

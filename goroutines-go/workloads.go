@@ -84,7 +84,17 @@ func waitForRelease(forNs *uint64, notice string) {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "%s: %s\n", program, notice)
-	bufio.NewReader(os.Stdin).ReadString('\n')
+	stdin.ReadString('\n')
+}
+
+// stdin is read through one buffer for the whole process: the start gate's line and the release
+// after it may come in one read, and a second reader would lose what the first had buffered.
+var stdin = bufio.NewReader(os.Stdin)
+
+// waitAtStartGate (--wait-to-start): one line, or EOF, on stdin lets the run go on. Before any
+// phase or spawn, so that the reader's base holds nothing of the run.
+func waitAtStartGate() {
+	stdin.ReadString('\n')
 }
 
 // runChurn: create and join N tasks, at most --batch alive at once: the cost of a task's whole life.

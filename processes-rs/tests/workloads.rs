@@ -15,6 +15,13 @@ fn processes_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_processes"))
 }
 
+/// At its start gate the processes workload is one process, its main thread alone: no child
+/// forked yet.
+#[test]
+fn hold_waits_at_its_start_gate() {
+    check_start_gate(&processes_bin(), &[], 1);
+}
+
 #[test]
 fn hold_proves_coexistence_of_processes_each_with_one_thread() {
     let out = run(&processes_bin(), &["hold", "--n", "300"]);

@@ -64,10 +64,13 @@ fn sleep_at_its_peak(runtime: &str, n: &str, sleep: Option<&str>) -> Value {
         .unwrap_or("")
         .to_string();
     assert!(chosen == "most_alive" || chosen == "stopped", "{chosen}");
-    // The base is read with the workload stopped, the threads already started counted with
-    // their memory; the stops are left out of the wall time.
+    // The base is read at the start gate, before any task, still as the reading it is compared
+    // with (no stop at the first phase any more); the stops, the gate's wait too, are left out of
+    // the wall time.
     let stops = summary["stops"].as_array().expect("stops");
-    assert_eq!(stops[0]["at"], "first_phase", "{stops:?}");
+    assert_eq!(stops[0]["at"], "start_gate", "{stops:?}");
+    assert!(stops[0].get("at_once").is_none(), "read still: {stops:?}");
+    assert!(stops.iter().all(|s| s["at"] != "first_phase"), "{stops:?}");
     let stopped_ns: u64 = stops
         .iter()
         .map(|s| s["to_t_ns"].as_u64().unwrap() - s["from_t_ns"].as_u64().unwrap())
@@ -86,6 +89,9 @@ fn sleep_at_its_peak(runtime: &str, n: &str, sleep: Option<&str>) -> Value {
     let at_base = summary["peak_moment"]["counted"]["before"]
         .as_u64()
         .map_or(0, |before| before.saturating_sub(1));
+    if runtime == "threads" {
+        assert_eq!(at_base, 0, "main alone at the gate");
+    }
     // Snapshots follow the live count ten times a second: the one kept holds most of the most
     // the workload ever saw alive at once (at the end of spawning, with 10 ms sleeps, a tenth).
     // The kernel's count may be a little higher: it still lists threads whose work is done and
@@ -106,7 +112,7 @@ fn sleep_at_its_peak(runtime: &str, n: &str, sleep: Option<&str>) -> Value {
     };
     assert!(stdout.contains(said), "{stdout}");
     assert!(
-        stdout.contains("The base was read with the workload stopped"),
+        stdout.contains("The base was read with the workload waiting at its start gate"),
         "{stdout}"
     );
     println!(

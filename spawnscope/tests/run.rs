@@ -252,6 +252,73 @@ fn thread_memory_adds_up_and_sysctls_come_back() {
     assert!(stdout.contains("kernel stack"));
 }
 
+/// The base is read at the workload's start gate: nothing of the run started yet (a threads
+/// workload's main thread alone, its runtime's own), the gate's wait left out of every time,
+/// and the memory adds up where a base read on the run — a hundred threads already started in
+/// its parts, none in its MemAvailable — had it 7–16 % short at 1,000 threads. Goroutines too,
+/// whose base on the run had them 30 % short at 10,000.
+#[test]
+fn a_hold_runs_base_is_read_at_its_start_gate_and_its_memory_adds_up() {
+    if skip_unless_root("a_hold_runs_base_is_read_at_its_start_gate_and_its_memory_adds_up") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    for (runtime, n) in [("threads", "2000"), ("goroutines", "10000")] {
+        let out = sandbox.run(&["--runtime", runtime, "--workload", "hold", "--n", n]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut dirs = sandbox.results_dirs();
+    dirs.sort();
+    for dir in dirs {
+        assert_matches_schemas(&dir);
+        let memory = read_json(dir.join("memory.json"));
+        let summary = read_json(dir.join("summary.json"));
+        let run = read_json(dir.join("run.json"));
+        let gate = &memory["stops"][0];
+        assert_eq!(gate["at"], "start_gate", "{}", dir.display());
+        let (opened, first_phase) = (
+            gate["to_t_ns"].as_u64().unwrap(),
+            memory["phases"][0]["t_ns"].as_u64().unwrap(),
+        );
+        assert!(
+            opened <= first_phase,
+            "the first phase after the gate opened"
+        );
+        let base = &memory["base"];
+        assert!(base["t_ns"].as_u64().unwrap() < opened);
+        if summary["runtime"] == "threads" {
+            assert_eq!(base["status"]["Threads"], 1, "main alone at the gate");
+        }
+        assert!(summary.get("base_held_tasks").is_none(), "{summary}");
+        // The wait is left out of the wall time and of startup's.
+        let waited = opened - gate["from_t_ns"].as_u64().unwrap();
+        let wall_ns = run["wall_ns"].as_u64().unwrap();
+        let wall_s = summary["wall_s"].as_f64().unwrap();
+        assert!(
+            (wall_s - (wall_ns - waited) as f64 / 1e9).abs() < 1e-6,
+            "wall {wall_s} s, run {wall_ns} ns, gate {waited} ns"
+        );
+        let startup_ms = summary["phases"][0]["wall_ms"].as_f64().unwrap();
+        let released = run["released_t_ns"].as_u64().unwrap();
+        assert!(
+            startup_ms * 1e6 <= (first_phase - released - waited) as f64 + 1.0,
+            "startup {startup_ms} ms holds the gate's wait ({waited} ns)"
+        );
+        let m = &summary["memory_per_task"];
+        assert_eq!(
+            m["adds_up"],
+            true,
+            "{}: parts within ±5 % of the MemAvailable drop: {m}",
+            dir.display()
+        );
+    }
+}
+
 #[test]
 fn bad_arguments_change_nothing() {
     let _one = serial();

@@ -8,8 +8,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
-use common::serve::serve_with_clients;
+use common::serve::{serve_with_clients, Serving};
 use common::*;
 use serde_json::Value;
 
@@ -113,11 +114,14 @@ fn binaries() -> Option<Vec<(&'static str, PathBuf)>> {
     ])
 }
 
-/// How a run is driven: on its own (stdin empty: EOF releases hold and serve at once), or by
-/// serve's clients (connections, requests each, body bytes).
+/// How a run is driven: on its own (stdin empty: EOF releases hold and serve at once), by
+/// serve's clients (connections, requests each, body bytes), or through its start gate
+/// (--wait-to-start: nothing past `start` until a line on stdin; then, where hold or serve waits
+/// for its release, a second line at that event).
 enum Driver {
     Alone,
     Clients(usize, usize, usize),
+    Gated(Option<&'static str>),
 }
 
 impl Driver {
@@ -126,6 +130,22 @@ impl Driver {
             Driver::Alone => run(bin, args),
             Driver::Clients(connections, requests_each, body) => {
                 serve_with_clients(bin, args, connections, requests_each, body)
+            }
+            Driver::Gated(release_at) => {
+                let mut run = Serving::start(bin, args);
+                run.wait_for("start");
+                if let Some(line) = run.line_within(Duration::from_millis(200)) {
+                    panic!(
+                        "{args:?}: {} printed before the gate's line: {line}",
+                        bin.display()
+                    );
+                }
+                run.write("\n");
+                if let Some(kind) = release_at {
+                    run.wait_for(kind);
+                    run.write("\n");
+                }
+                run.wait()
             }
         }
     }
@@ -160,6 +180,20 @@ fn all_binaries_print_the_same_events() {
         ],
         Driver::Clients(20, 3, 1024),
     )];
+    let gated: &[(&[&str], Driver)] = &[
+        (
+            &["hold", "--n", "200", "--wait-to-start"],
+            Driver::Gated(Some("peak")),
+        ),
+        (
+            &["sleep", "--n", "100", "--sleep", "10ms", "--wait-to-start"],
+            Driver::Gated(None),
+        ),
+        (
+            &["serve", "--n", "5", "--wait-to-start"],
+            Driver::Gated(Some("listening")),
+        ),
+    ];
     let runs = alone.iter().map(|args| (*args, &Driver::Alone));
     let kinds = |evs: &[Value]| -> Vec<String> {
         let mut k: Vec<String> = evs
@@ -170,7 +204,11 @@ fn all_binaries_print_the_same_events() {
         k.dedup();
         k
     };
-    for (args, driver) in runs.chain(served.iter().map(|(args, driver)| (*args, driver))) {
+    let driven = served
+        .iter()
+        .chain(gated)
+        .map(|(args, driver)| (*args, driver));
+    for (args, driver) in runs.chain(driven) {
         let outputs: Vec<(&str, Output)> = binaries
             .iter()
             .map(|(name, bin)| (*name, driver.run(bin, args)))

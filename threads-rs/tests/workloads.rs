@@ -119,6 +119,13 @@ fn hold_proves_coexistence() {
     assert_eq!(result["runtime_stats"]["stack_size_source"], "default");
 }
 
+/// At its start gate the threads workload is its main thread alone: the conductor's base holds
+/// no task (spawnscope's threads descriptor, `threads_at_gate`).
+#[test]
+fn hold_waits_at_its_start_gate() {
+    check_start_gate(&threads_bin(), &[], 1);
+}
+
 #[test]
 fn stack_size_is_in_force() {
     let out = run(

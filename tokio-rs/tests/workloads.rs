@@ -47,6 +47,12 @@ fn hold_proves_coexistence_counted_by_the_runtime_on_its_own_threads() {
     assert_eq!(phases, ["spawn", "steady", "join", "end"]);
 }
 
+/// At its start gate the runtime is built (main and its two workers) and no task is spawned.
+#[test]
+fn hold_waits_at_its_start_gate() {
+    check_start_gate(&tokio_bin(), &["--workers", "2"], 3);
+}
+
 #[test]
 fn sleep_reports_tasks_alive_while_they_finish() {
     let out = run(&tokio_bin(), &["sleep", "--n", "5000", "--sleep", "300ms"]);

@@ -144,7 +144,19 @@ pub struct Config {
     pub reserve: Option<u64>,
     /// Validate, print the `start` event, spawn nothing.
     pub dry_run: bool,
+    /// The start gate: after `start`, wait for a line (or EOF) on stdin before the first phase,
+    /// so that whoever measures reads its base with nothing of the run started.
+    pub wait_to_start: bool,
 }
+
+/// What a flag without a value sets.
+type Switch = fn(&mut Config);
+
+/// The flags that take no value, and what each sets.
+const SWITCHES: &[(&str, Switch)] = &[
+    ("--dry-run", |c| c.dry_run = true),
+    ("--wait-to-start", |c| c.wait_to_start = true),
+];
 
 pub enum Command {
     Run(Config),
@@ -233,6 +245,9 @@ flags:
 {runtime_flags}  --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
                       falls below this; 0 = never [2% of usable memory, 32..512 MiB]
   --dry-run           check the arguments, print the `start` event, spawn nothing
+  --wait-to-start     after the `start` event, wait for a line or EOF on stdin before spawning
+                      (the start gate: a conductor reads its base meanwhile; hold's and serve's
+                      release is the line after it)
   --help, --version
 
 Durations need a unit: 500ms, 1s, 1m30s. Byte counts take an optional K, M or G (x1024).
@@ -281,6 +296,7 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
         workers: None,
         reserve: None,
         dry_run: false,
+        wait_to_start: false,
     };
     let mut seen: Vec<&str> = Vec::new();
     let mut rest = args[1..].iter();
@@ -291,16 +307,16 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
         if !arg.starts_with("--") {
             return Err(format!("unexpected argument '{arg}'"));
         }
-        if arg == "--dry-run" {
-            cfg.dry_run = true;
+        if let Some((_, set)) = SWITCHES.iter().find(|(name, _)| *name == arg.as_str()) {
+            set(&mut cfg);
             continue;
         }
         let (flag, inline_value) = match arg.split_once('=') {
             Some((f, v)) => (f, Some(v.to_string())),
             None => (arg.as_str(), None),
         };
-        if flag == "--dry-run" {
-            return Err("flag '--dry-run' takes no value".into());
+        if let Some((switch, _)) = SWITCHES.iter().find(|(name, _)| *name == flag) {
+            return Err(format!("flag '{switch}' takes no value"));
         }
         let Some(&(flag, applies_to)) = FLAGS.iter().find(|(name, _)| *name == flag) else {
             return Err(format!("unknown flag '{flag}' for {}", workload.name()));
@@ -500,6 +516,13 @@ mod tests {
         assert!(
             run("hold --dry-run=yes").is_err(),
             "--dry-run takes no value"
+        );
+        assert!(!run("hold").unwrap().wait_to_start);
+        let gated = run("serve --wait-to-start --dry-run").unwrap();
+        assert!(gated.wait_to_start && gated.dry_run);
+        assert_eq!(
+            run("hold --wait-to-start=1").unwrap_err(),
+            "flag '--wait-to-start' takes no value"
         );
     }
 

@@ -553,6 +553,9 @@ impl<T: Tasks> Harness<T> {
         if self.cfg.dry_run {
             std::process::exit(0);
         }
+        if self.cfg.wait_to_start {
+            wait_at_start_gate(&mut io::stdin().lock());
+        }
         let throughput = pick(self.cfg.workload)(&mut self);
         std::process::exit(self.finish(throughput));
     }
@@ -626,6 +629,15 @@ impl<T: Tasks> Harness<T> {
             (false, false) => 0,
         }
     }
+}
+
+/// The start gate (--wait-to-start): one line, or EOF, from `input` (stdin) lets the run go on.
+/// Before any phase or spawn, so that the reader's base holds nothing of the run. std's stdin is
+/// buffered once for the process: hold's and serve's release, read from it later, is the next line
+/// even when both came in one read.
+pub fn wait_at_start_gate(input: &mut impl BufRead) {
+    let mut line = String::new();
+    let _ = input.read_line(&mut line);
 }
 
 /// Counts arrivals and wakes one waiting thread (main) when the target is reached, so main sleeps

@@ -175,6 +175,13 @@ pub struct Summary {
     /// per task and throughput leave those spans out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stops: Vec<WorkloadStop>,
+    /// Where the base, read at the workload's start gate, held tasks of the run already, why in
+    /// words: the workload marked its first phase before the gate opened, or had more threads
+    /// than its runtime's own (`Descriptor::threads_at_gate`). The parts (RSS, kernel memory, the
+    /// cgroup's charge) then miss what those tasks held at the base while the MemAvailable drop
+    /// counts it. Absent where the base held none, and for runs recorded before the gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_held_tasks: Option<String>,
     /// Tasks time and counts are divided by (spawned, or --tasks for a command).
     pub tasks: Option<u64>,
     /// Wall time from release to reap, less the stops for memory readings.
@@ -949,6 +956,42 @@ fn huge_pages_awaiting_split(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
     (faulted > 0.0 && kb > 0.0).then_some(kb)
 }
 
+/// Whether the base read at the start gate held tasks of the run already (see
+/// `Summary::base_held_tasks`), in words; None where it held none or the run has no such base.
+fn base_held_tasks(run: &RunRecord, memory: &MemoryRecord) -> Option<String> {
+    let base = memory.base.as_ref()?;
+    let opened = memory
+        .stops
+        .iter()
+        .find(|st| st.at == StopAt::StartGate)
+        .map(|st| st.to_t_ns);
+    if let (Some(opened), Some(first)) = (opened, memory.phases.first()) {
+        if first.t_ns < opened {
+            return Some(format!(
+                "the workload marked its first phase ({}) {:.1} ms before its start gate opened: it did not wait at it",
+                first.name,
+                (opened - first.t_ns) as f64 / 1e6
+            ));
+        }
+    }
+    let Target::Workload(inv) = &run.target else {
+        return None;
+    };
+    let own = inv.runtime.describe().threads_at_gate?;
+    let threads = if base.tree.is_empty() {
+        *base.status.get("Threads")?
+    } else {
+        base.tree.iter().map(|p| p.threads).sum()
+    };
+    (threads > own).then(|| {
+        format!(
+            "{threads} threads at the base, where the {} workload has {own} before its first task: {} had started",
+            inv.runtime.name(),
+            threads - own
+        )
+    })
+}
+
 pub fn summarize(
     run: &RunRecord,
     memory: &MemoryRecord,
@@ -1062,16 +1105,22 @@ pub fn summarize(
         (_, _, _, _, Some(exit)) => (format!("the workload failed: {}", exit.describe()), false),
         _ => ("the workload did not start".into(), false),
     };
+    // The base: at the start gate; in runs recorded before it, the first phase's snapshot.
     let base = memory
-        .phases
-        .first()
-        .map(|p| &p.snapshot)
+        .base
+        .as_ref()
+        .or(memory.phases.first().map(|p| &p.snapshot))
         .unwrap_or(&memory.before);
-    // Both readings still: the base read stopped at the first phase, the peak the stopped one.
+    s.base_held_tasks = base_held_tasks(run, memory);
+    // Both readings still: the base read at the start gate (or stopped at the first phase), the
+    // peak the stopped one.
     let still = matches!(
         memory.peak_moment.as_ref().map(|m| &m.chosen),
         Some(PeakChoice::Stopped { .. })
-    ) && memory.stops.iter().any(|st| st.at == StopAt::FirstPhase);
+    ) && memory
+        .stops
+        .iter()
+        .any(|st| matches!(st.at, StopAt::StartGate | StopAt::FirstPhase));
     s.memory_per_task = memory.peak.as_ref().and_then(|peak| {
         if still {
             return memory_per_task_still(base, peak, s.alive_at_peak.unwrap_or(0));
@@ -1912,6 +1961,7 @@ mod tests {
             to_t_ns: ns(to),
             at,
             rcu_barrier: true,
+            at_once: false,
         };
         let memory = MemoryRecord {
             phases: vec![phase("spawn", 1.0), phase("join", 3.0), phase("end", 4.0)],
@@ -1952,5 +2002,153 @@ mod tests {
             ]
         );
         assert_eq!(s.stops, memory.stops);
+    }
+
+    fn gated_hold(runtime: crate::runtime::Runtime) -> RunRecord {
+        let ns = |s: f64| (s * 1e9) as u64;
+        RunRecord {
+            wall_ns: ns(1.0),
+            released_t_ns: Some(ns(0.5)),
+            reaped_t_ns: Some(ns(1.5)),
+            rusage: Some(crate::record::Rusage::default()),
+            ..run_record(Target::Workload(crate::runtime::Invocation {
+                runtime,
+                workload: crate::runtime::WorkloadKind::Hold,
+                n: 1_000,
+                flags: vec![],
+            }))
+        }
+    }
+
+    /// A hold run since the start gate: base read at the gate (0.51 s), waited 0.4 s, spawn
+    /// from 0.92 s; its first phase's snapshot is one on the run, 150 threads in already.
+    fn gated_memory(base_threads: u64, first_phase_s: f64) -> MemoryRecord {
+        use crate::record::PhaseSample;
+        let ns = |s: f64| (s * 1e9) as u64;
+        let kb = |available: u64, threads: u64, rss: u64| {
+            snap(
+                &[
+                    ("MemAvailable", available),
+                    ("KernelStack", 16 * threads),
+                    ("Slab", 100_000 + 8 * threads),
+                ],
+                &[("VmRSS", rss), ("VmPTE", 4 * threads), ("Threads", threads)],
+            )
+        };
+        let phase = |name: &str, t: f64, snapshot: Snapshot| PhaseSample {
+            name: name.into(),
+            t_ns: ns(t),
+            snapshot,
+        };
+        MemoryRecord {
+            base: Some(kb(1_000_000, base_threads, 2_000)),
+            phases: vec![
+                // Read on the run: MemAvailable first (nothing yet), the rest 150 threads later.
+                phase("spawn", first_phase_s, kb(1_000_000, 151, 2_000 + 150 * 8)),
+                phase("steady", 1.0, kb(964_000, 1_001, 10_000)),
+                phase("join", 1.2, kb(964_000, 1_001, 10_000)),
+                phase("end", 1.3, kb(964_000, 1, 10_000)),
+            ],
+            peak: Some(kb(964_000, 1_001, 10_000)),
+            peak_moment: Some(PeakMoment {
+                chosen: PeakChoice::PeakEvent,
+                alive: Some(1_000),
+                counted: crate::record::AliveCount::PeakEvent,
+            }),
+            stops: vec![WorkloadStop {
+                from_t_ns: ns(0.51),
+                to_t_ns: ns(0.91),
+                at: StopAt::StartGate,
+                rcu_barrier: false,
+                at_once: true,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn memory_is_counted_from_the_base_at_the_start_gate_and_its_wait_left_out() {
+        use crate::runtime::Runtime;
+        let memory = gated_memory(1, 0.92);
+        let s = summarize(
+            &gated_hold(Runtime::Threads),
+            &memory,
+            &SysctlRecord::default(),
+            &[],
+            None,
+        );
+        let from_gate = memory_per_task_over(
+            memory.base.as_ref().unwrap(),
+            &[(memory.peak.as_ref().unwrap(), 1_000)],
+        )
+        .unwrap();
+        let m = s.memory_per_task.as_ref().unwrap();
+        assert_eq!(m.total_kb, from_gate.total_kb);
+        assert!(m.adds_up, "{m:?}");
+        // From the first phase's snapshot, read on the run, 150 threads short in the parts.
+        let on_the_run = memory_per_task_over(
+            &memory.phases[0].snapshot,
+            &[(memory.peak.as_ref().unwrap(), 1_000)],
+        )
+        .unwrap();
+        assert!(!on_the_run.adds_up, "{on_the_run:?}");
+        assert_eq!(s.base_held_tasks, None);
+        // Wall 1 s less the gate's 0.4 s; startup 0.42 s less it.
+        assert!((s.wall_s - 0.6).abs() < 1e-9, "{}", s.wall_s);
+        assert_eq!(s.phases[0].name, "startup");
+        assert!(
+            (s.phases[0].wall_ms - 20.0).abs() < 1e-6,
+            "{:?}",
+            s.phases[0]
+        );
+        // A record from before the gate: the first phase's snapshot, as it always was.
+        let before_gate = MemoryRecord {
+            base: None,
+            stops: vec![],
+            ..memory
+        };
+        let s = summarize(
+            &gated_hold(Runtime::Threads),
+            &before_gate,
+            &SysctlRecord::default(),
+            &[],
+            None,
+        );
+        let m = s.memory_per_task.unwrap();
+        assert_eq!(m.total_kb, on_the_run.total_kb);
+        assert_eq!(s.base_held_tasks, None, "not judged before the gate");
+    }
+
+    #[test]
+    fn a_base_at_the_gate_that_held_tasks_is_said() {
+        use crate::runtime::Runtime;
+        let held = |runtime, base_threads, first_phase_s| {
+            summarize(
+                &gated_hold(runtime),
+                &gated_memory(base_threads, first_phase_s),
+                &SysctlRecord::default(),
+                &[],
+                None,
+            )
+            .base_held_tasks
+        };
+        assert_eq!(
+            held(Runtime::Threads, 40, 0.92).as_deref(),
+            Some("40 threads at the base, where the threads workload has 1 before its first task: 39 had started")
+        );
+        assert_eq!(
+            held(Runtime::Processes, 2, 0.92).as_deref(),
+            Some("2 threads at the base, where the processes workload has 1 before its first task: 1 had started")
+        );
+        // Go's scheduler starts threads of its own as it likes: not judged by threads.
+        assert_eq!(held(Runtime::Goroutines, 5, 0.92), None);
+        // A first phase marked before the gate opened (0.91 s): it did not wait.
+        let why = held(Runtime::Goroutines, 5, 0.9).unwrap();
+        assert!(
+            why.starts_with(
+                "the workload marked its first phase (spawn) 10.0 ms before its start gate opened"
+            ),
+            "{why}"
+        );
     }
 }

@@ -12,11 +12,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use spawnscope_collector::Collector;
 
 use crate::host::cgroup::RunCgroup;
+use crate::host::clock::monotonic_ns;
 use crate::host::procfs;
 use crate::measure::loadgen::{self, LoadPlan};
 use crate::measure::sampler::snapshot;
 use crate::measure::sentinels::SentinelWatch;
-use crate::measure::stop::{halt, read_halted, read_stopped};
+use crate::measure::stop::{halt, read_at_gate, read_halted, read_stopped};
 use crate::record::loadgen::LoadRecord;
 use crate::record::{
     AliveCount, AliveSnapshot, PeakChoice, PeakMoment, PhaseSample, Snapshot, StopAt, WorkloadStop,
@@ -101,6 +102,8 @@ pub fn progress_bar(total: u64) -> ProgressBar {
 /// What the workload's stdout told us.
 #[derive(Default)]
 pub struct Followed {
+    /// The base, read at the workload's start gate (None: it never printed `start`).
+    pub base: Option<Snapshot>,
     pub phases: Vec<PhaseSample>,
     /// The snapshot memory per task is measured at, why, and the moments averaged with it.
     pub peak: Option<Peak>,
@@ -148,8 +151,9 @@ const LEVELLED_WINDOW: usize = 10;
 /// are counted in the snapshot's own status (the same reading as RSS); goroutines by the
 /// workload's count in the event, or, for the phase, in its result.
 ///
-/// Where tasks exit while others start (sleep, churn), the workload is stopped for its base (the
-/// first phase) and once more for a still reading (measure/stop.rs): at the first progress event
+/// Where tasks exit while others start (sleep, churn), the base is read still at the start gate
+/// (records before the gate: the workload stopped at its first phase), and the workload is
+/// stopped once more for a still reading (measure/stop.rs): at the first progress event
 /// past a quarter of spawning where the count has levelled (see `levelled`), or else at the phase
 /// after spawning. That reading is the peak when its tasks alive are at least half the most of
 /// any moment (on a plateau that swings ±30 % from one tenth of a second to the next, a still
@@ -166,7 +170,7 @@ struct MostAlive {
     /// The most tasks alive any progress event reported.
     most_reported: u64,
     stop_failed: Option<String>,
-    /// The process's threads before spawning (its main thread, a runtime's threads).
+    /// The process's threads before spawning (its main thread, a runtime's threads), at the base.
     threads_before: Option<u64>,
     /// The progress moments with the most alive, at most MOMENTS_KEPT, most alive first.
     kept: Vec<Candidate>,
@@ -434,7 +438,9 @@ fn load_then_release(
     })
 }
 
-/// Reads the workload's events as they come: raw line to workload.jsonl first, then acts.
+/// Reads the workload's events as they come: raw line to workload.jsonl first, then acts. The
+/// workload runs with its start gate closed (`START_GATE_FLAG`): at its `start` event the base is
+/// read and a line on `stdin` opens the gate; hold's release is the next line, at its `peak`.
 /// `tasks_are_threads`: the runtime's tasks are OS threads (counted in /proc/PID/status).
 /// `serve`: the load a serve workload is put under, started at its `listening` event.
 #[allow(clippy::too_many_arguments)]
@@ -463,6 +469,7 @@ pub fn follow_events(
     let mut most_alive = (workload != WorkloadKind::Hold)
         .then(|| MostAlive::new(tasks_are_threads, workload.stopped_for_memory()));
     let mut result_alive = None;
+    let mut gate_opened_t_ns = None;
     for line in BufReader::new(stdout).lines() {
         let line = line.context("reading the workload's output")?;
         raw.write_all(line.as_bytes())?;
@@ -470,14 +477,38 @@ pub fn follow_events(
         match contract.parse(&line) {
             Ok(Event::Start(start)) => {
                 followed.runtime_version = start["runtime_version"].as_str().map(str::to_string);
+                // The workload waits at its start gate (--wait-to-start) for our line: the base,
+                // with nothing of the run started, then the line that opens the gate.
+                let still = most_alive.as_ref().is_some_and(|m| m.stops);
+                let (base, mut gate) = read_at_gate(pid, cgroup, monotonic_ns(), still);
+                // Before the line: nothing the workload does once it has the line can come before.
+                gate.to_t_ns = monotonic_ns();
+                if let Some(input) = stdin.as_mut() {
+                    let _ = input.write_all(b"\n");
+                }
+                gate_opened_t_ns = Some(gate.to_t_ns);
+                followed.stops.push(gate);
+                if let Some(m) = most_alive.as_mut() {
+                    m.threads_before = base.status.get("Threads").copied();
+                }
+                followed.base = Some(base);
             }
             Ok(Event::Phase { name, t_ns }) => {
                 let first = followed.phases.is_empty();
-                // The base: stopped before anything else is done, so that as few tasks as can be
-                // have started (the conductor is not the only one wanting the CPUs now).
+                // A workload that marked its first phase before the gate opened did not wait: its
+                // base may hold tasks of the run.
+                if let Some(opened) = gate_opened_t_ns.filter(|&at| first && t_ns < at) {
+                    followed.violations.push(format!(
+                        "the first phase ({name}) was marked {:.1} ms before the start gate opened: the workload did not wait at it, and the base may hold tasks of the run",
+                        (opened - t_ns) as f64 / 1e6
+                    ));
+                }
+                // Without a base at the gate (no `start` event), the base is the first phase's:
+                // stopped before anything else is done, so that as few tasks as can be have
+                // started (the conductor is not the only one wanting the CPUs now).
                 let halted = most_alive
                     .as_ref()
-                    .filter(|m| first && m.stops)
+                    .filter(|m| first && m.stops && followed.base.is_none())
                     .map(|_| halt(pid));
                 if let Some(c) = collector {
                     c.set_phase(followed.phases.len() as u32, t_ns);
@@ -501,7 +532,7 @@ pub fn follow_events(
                     _ => snapshot(Some(pid), cgroup, false),
                 };
                 if let Some(m) = most_alive.as_mut() {
-                    if first {
+                    if first && followed.base.is_none() {
                         m.threads_before = snap.status.get("Threads").copied();
                     }
                     if m.at_phase.is_none() && (name == "steady" || name == "join") {
@@ -686,6 +717,7 @@ mod tests {
             to_t_ns: from_t_ns + 400,
             at,
             rcu_barrier: true,
+            at_once: false,
         }
     }
 

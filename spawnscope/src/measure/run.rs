@@ -158,7 +158,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
                 .binary()
                 .map_err(|e| RunError::Usage(e.to_string()))?;
             let params = inv.validate(&binary).map_err(RunError::Usage)?;
-            (binary, inv.args(), Some(params))
+            (binary, inv.gated_args(), Some(params))
         }
         Target::Command { argv, .. } => {
             let program = argv
@@ -723,7 +723,8 @@ fn measure(
         Target::Workload(inv) => Some(inv.workload),
         Target::Command { .. } => None,
     };
-    // A workload's memory is measured from its first phase; this is the machine before it. A
+    // A workload's memory is measured from its base, read at its start gate
+    // (`MemoryRecord::base`); this is the machine before it. A
     // command's base is taken just before its release (`command_base`), once the probes' maps
     // and perf's buffers exist: they are the conductor's, not the command's.
     let mut memory = MemoryRecord {
@@ -998,6 +999,7 @@ fn measure(
     memory.after = Some(snapshot(None, cgroup, false));
     clock.end("settle_after");
     memory.timeline = timeline;
+    memory.base = followed.base;
     memory.phases = followed.phases;
     memory.stops = followed.stops;
     if let Some(why) = followed.stop_failed {

@@ -76,8 +76,39 @@ pub fn read_halted(
             to_t_ns: monotonic_ns(),
             at,
             rcu_barrier,
+            at_once: false,
         },
     ))
+}
+
+/// The base of a workload waiting at its start gate (`--wait-to-start`: after its `start`
+/// event, before its first phase). It is waiting on its stdin, so nothing of the run moves and no
+/// signal is needed. `still`: read as a stopped reading is (RCU's callbacks run, free memory
+/// still), for a workload whose peak is read so too (sleep, churn: both readings still); else at
+/// once, as its peak will be. The stop's span runs from `from_t_ns` (its `start` event read) to
+/// now: the caller sets `to_t_ns` again just before it writes the line that opens the gate.
+pub fn read_at_gate(
+    pid: u32,
+    cgroup: Option<&RunCgroup>,
+    from_t_ns: u64,
+    still: bool,
+) -> (Snapshot, WorkloadStop) {
+    let (snapshot, rcu_barrier) = if still {
+        let rcu_barrier = rcu::barrier(2);
+        (still_snapshot(pid, cgroup), rcu_barrier)
+    } else {
+        (snapshot(Some(pid), cgroup, false), false)
+    };
+    (
+        snapshot,
+        WorkloadStop {
+            from_t_ns,
+            to_t_ns: monotonic_ns(),
+            at: StopAt::StartGate,
+            rcu_barrier,
+            at_once: !still,
+        },
+    )
 }
 
 /// A snapshot with free memory still across it. Holding still over three readings 100 ms apart

@@ -152,6 +152,14 @@ pub struct TimelineSample {
 pub struct MemoryRecord {
     /// Before the workload started.
     pub before: Snapshot,
+    /// A workload's base, read at its start gate: after its `start` event, while it waits on
+    /// stdin for the conductor's line before its first phase (`--wait-to-start`), so nothing of
+    /// the run has started (its wait is a `start_gate` stop). Read still, as a stopped reading is,
+    /// where the peak is too (sleep, churn), else at once. Every figure is counted from it.
+    /// Runs recorded before the gate: none, and the base is the first phase's snapshot (read on
+    /// the run, tasks already starting) or, without phases, `before`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<Snapshot>,
     /// At each `phase` event.
     pub phases: Vec<PhaseSample>,
     /// The moment memory per task is measured at: the `peak` event (hold), the sample with the
@@ -172,33 +180,44 @@ pub struct MemoryRecord {
     pub timeline: Vec<TimelineSample>,
     /// The cgroup's counters at the end (peaks, OOM kills).
     pub cgroup_final: Option<CgroupStats>,
-    /// Where the workload was stopped for a reading of its memory (sleep, churn), in time order.
+    /// Where the workload waited at its start gate for its base, and where it was stopped for a
+    /// reading of its memory (sleep, churn), in time order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stops: Vec<WorkloadStop>,
 }
 
-/// The workload stopped (SIGSTOP, every thread) for one reading of its memory, then continued
-/// (SIGCONT). Times leave this span out (`analyse::phases::stopped_ns_between`).
+/// The workload held for one reading of its memory: stopped (SIGSTOP, every thread) then
+/// continued (SIGCONT), or waiting at its start gate until the conductor's line. Times leave this
+/// span out (`analyse::phases::stopped_ns_between`).
 #[derive(schemars::JsonSchema, Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct WorkloadStop {
-    /// When SIGSTOP was sent, CLOCK_MONOTONIC.
+    /// When SIGSTOP was sent (at the start gate: when its `start` event was read),
+    /// CLOCK_MONOTONIC.
     pub from_t_ns: u64,
-    /// When SIGCONT was sent.
+    /// When SIGCONT was sent (at the start gate: when the line that opens it was written).
     pub to_t_ns: u64,
-    /// Why then: `first_phase` (the base every figure is counted from, read with the threads
-    /// already started in it), `levelled` (tasks were exiting as fast as others started, the count
-    /// near the most seen) or `after_spawning` (the phase that follows spawning).
+    /// Why then: `start_gate` (the base every figure is counted from, read before the workload's
+    /// first phase: nothing of the run started), `first_phase` (runs recorded before the gate: the
+    /// base, read stopped with the threads already started in it), `levelled` (tasks were exiting
+    /// as fast as others started, the count near the most seen) or `after_spawning` (the phase
+    /// that follows spawning).
     pub at: StopAt,
     /// RCU's pending callbacks were run before the reading (rcu_barrier, through
     /// /sys/module/rcutree/parameters/do_rcu_barrier; root only). False: free memory was only
     /// waited on to hold still.
     pub rcu_barrier: bool,
+    /// The reading was taken at once, without waiting for RCU's callbacks or for free memory to
+    /// hold still: the start gate of a workload whose peak is read on the run too (hold,
+    /// pingpong, chain, serve). False: read still.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_once: bool,
 }
 
 /// The moment a workload was stopped at (see `WorkloadStop::at`).
 #[derive(schemars::JsonSchema, Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum StopAt {
+    StartGate,
     FirstPhase,
     Levelled,
     AfterSpawning,

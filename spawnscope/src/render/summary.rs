@@ -225,9 +225,19 @@ fn adds_up_line(s: &Summary) -> Option<String> {
             kb(first)
         );
     }
-    // When MemAvailable disagrees but the run's own charge agrees, the difference came from
-    // outside the run: say so.
-    if let (false, Some(charge)) = (m.adds_up, m.charge_difference_percent) {
+    // A base that held tasks of the run: its parts (read after MemAvailable, the cgroup's charge
+    // last) miss some of what they held, the drop does not. Said whether or not it adds up.
+    if let Some(why) = &s.base_held_tasks {
+        let _ = write!(
+            line,
+            " The base held tasks of the run already ({why}): the parts miss some of what they held, the MemAvailable drop does not."
+        );
+    }
+    // When MemAvailable disagrees but the run's own charge agrees, and the base was clean, the
+    // difference came from outside the run: say so.
+    if let (false, Some(charge), None) =
+        (m.adds_up, m.charge_difference_percent, &s.base_held_tasks)
+    {
         if charge.abs() <= ADDS_UP_PERCENT {
             let _ = write!(
                 line,
@@ -384,6 +394,20 @@ fn measured_at_line(s: &Summary) -> Option<String> {
 fn stops_sentence(stops: &[WorkloadStop]) -> String {
     let ms = |stop: &WorkloadStop| in_unit(stop.span_ns() as f64, "ns");
     let mut line = String::new();
+    if let Some(gate) = stops.iter().find(|st| st.at == StopAt::StartGate) {
+        let _ = write!(
+            line,
+            " The base was read with the workload waiting at its start gate ({}), before its first phase: nothing of the run had started{}.",
+            ms(gate),
+            match (gate.at_once, gate.rcu_barrier) {
+                (true, _) => "",
+                (false, true) => "; RCU's deferred frees ran and free memory held still first",
+                (false, false) => {
+                    "; free memory held still first (no rcu_barrier without root)"
+                }
+            }
+        );
+    }
     if let Some(base) = stops.iter().find(|st| st.at == StopAt::FirstPhase) {
         let _ = write!(
             line,
@@ -391,7 +415,10 @@ fn stops_sentence(stops: &[WorkloadStop]) -> String {
             ms(base)
         );
     }
-    if let Some(reading) = stops.iter().find(|st| st.at != StopAt::FirstPhase) {
+    if let Some(reading) = stops
+        .iter()
+        .find(|st| !matches!(st.at, StopAt::StartGate | StopAt::FirstPhase))
+    {
         let _ = write!(
             line,
             " For the reading it was stopped {} for {}: no task started or exited while {} and free memory held still; then it went on.",
@@ -1188,6 +1215,48 @@ mod tests {
         s.time_per_task = None;
         assert!(per_task_table(&s).is_empty());
         assert!(!markdown(&s, &machine("h", 2)).contains("## Per task"));
+    }
+
+    #[test]
+    fn a_base_that_held_tasks_is_said_instead_of_something_outside_the_run() {
+        let mut s = summary("threads hold --n 1000", true);
+        let m = s.memory_per_task.as_mut().unwrap();
+        (m.adds_up, m.difference_percent) = (false, Some(-16.0));
+        m.charge_difference_percent = Some(-0.3);
+        let clean = adds_up_line(&s).unwrap();
+        assert!(
+            clean.ends_with(
+                "the parts match (-0.3 %): something outside the run moved MemAvailable."
+            ),
+            "{clean}"
+        );
+        s.base_held_tasks = Some(
+            "165 threads at the base, where the threads workload has 1 before its first task: 164 had started".into(),
+        );
+        let held = adds_up_line(&s).unwrap();
+        assert!(
+            held.ends_with(" The base held tasks of the run already (165 threads at the base, where the threads workload has 1 before its first task: 164 had started): the parts miss some of what they held, the MemAvailable drop does not."),
+            "{held}"
+        );
+        assert!(!held.contains("something outside"), "{held}");
+    }
+
+    #[test]
+    fn the_start_gates_wait_is_said_and_left_out() {
+        let gate = |at_once, rcu_barrier| WorkloadStop {
+            from_t_ns: 1_000_000_000,
+            to_t_ns: 1_003_000_000,
+            at: StopAt::StartGate,
+            rcu_barrier,
+            at_once,
+        };
+        assert_eq!(
+            stops_sentence(&[gate(true, false)]),
+            " The base was read with the workload waiting at its start gate (3.0 ms), before its first phase: nothing of the run had started. Wall times, spawn time and throughput leave the stops out."
+        );
+        assert!(stops_sentence(&[gate(false, true)]).contains(
+            "nothing of the run had started; RCU's deferred frees ran and free memory held still first."
+        ));
     }
 
     #[test]

@@ -35,6 +35,12 @@ pub struct Contract {
     by_event: Vec<(String, jsonschema::Validator)>,
 }
 
+/// The workload flag that closes its start gate: after its `start` event it waits for a line (or
+/// EOF) on stdin before its first phase, and the conductor reads the base meanwhile
+/// (measure/follow.rs). Every workload the conductor runs gets it; a binary older than the gate
+/// refuses it at validation.
+pub const START_GATE_FLAG: &str = "--wait-to-start";
+
 pub const SCHEMA: &str = include_str!("../../../schema/workload-events.schema.json");
 
 impl Contract {

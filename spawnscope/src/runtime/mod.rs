@@ -13,7 +13,7 @@ use anyhow::{anyhow, Result};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-pub use contract::{result_event, Contract, Event};
+pub use contract::{result_event, Contract, Event, START_GATE_FLAG};
 pub use workload::{Invocation, WorkloadKind};
 
 #[derive(
@@ -103,6 +103,11 @@ pub struct Descriptor {
     /// not a thread of the workload's process, whose own count says nothing of them.
     pub tasks_are_processes: bool,
     pub os_threads: OsThreads,
+    /// OS threads its workload has at its start gate, all its processes together: before its
+    /// first task, so more says tasks had started when the base was read (analyse/summary.rs).
+    /// None where the runtime starts threads of its own in numbers that vary (Go's scheduler,
+    /// tokio's workers by --workers or the CPUs): not checked.
+    pub threads_at_gate: Option<u64>,
     /// Memory per coexisting task measured on the project's development VM (`check`'s rough
     /// estimate before a run calibrates).
     pub rough_task_bytes: f64,
@@ -129,6 +134,7 @@ pub const DESCRIPTORS: [Descriptor; 4] = [
         tasks_are_threads: true,
         tasks_are_processes: false,
         os_threads: OsThreads::OnePerTask,
+        threads_at_gate: Some(1),
         rough_task_bytes: 37.4 * 1024.0,
         perf_call_graph: "dwarf,4096",
         colors: [(214, 39, 40), (255, 152, 150)],
@@ -146,6 +152,7 @@ pub const DESCRIPTORS: [Descriptor; 4] = [
         tasks_are_threads: false,
         tasks_are_processes: false,
         os_threads: OsThreads::FromRuntimeStats,
+        threads_at_gate: None,
         rough_task_bytes: 2.7 * 1024.0,
         perf_call_graph: "fp",
         colors: [(31, 119, 180), (120, 170, 220)],
@@ -165,6 +172,7 @@ pub const DESCRIPTORS: [Descriptor; 4] = [
         tasks_are_threads: false,
         tasks_are_processes: false,
         os_threads: OsThreads::FromRuntimeStats,
+        threads_at_gate: None,
         rough_task_bytes: 0.44 * 1024.0,
         perf_call_graph: "dwarf,4096",
         colors: [(44, 160, 44), (152, 223, 138)],
@@ -184,6 +192,7 @@ pub const DESCRIPTORS: [Descriptor; 4] = [
         tasks_are_threads: false,
         tasks_are_processes: true,
         os_threads: OsThreads::NoneBesidesMain,
+        threads_at_gate: Some(1),
         rough_task_bytes: ROUGH_PROCESS_BYTES,
         perf_call_graph: "dwarf,4096",
         colors: [(148, 103, 189), (197, 176, 213)],

@@ -8,7 +8,7 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, START_GATE_FLAG};
 
 #[derive(
     schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize,
@@ -84,6 +84,13 @@ impl Invocation {
         args
     }
 
+    /// `args` with the start gate closed (`START_GATE_FLAG`): how the conductor runs it.
+    pub fn gated_args(&self) -> Vec<String> {
+        let mut args = self.args();
+        args.push(START_GATE_FLAG.into());
+        args
+    }
+
     /// The value given for a workload flag (`--addrs`), if any.
     pub fn flag(&self, name: &str) -> Option<&str> {
         self.flags
@@ -101,22 +108,31 @@ impl Invocation {
         )
     }
 
-    /// Asks the workload itself to validate the arguments (`--dry-run`): the one grammar for
-    /// flags lives in the workloads. Ok(params of its `start` event); Err(its one-line refusal).
+    /// Asks the workload itself to validate the arguments as they will run, start gate included
+    /// (`--dry-run`): the one grammar for flags lives in the workloads. Ok(params of its `start`
+    /// event); Err(its one-line refusal).
     pub fn validate(&self, binary: &Path) -> Result<Value, String> {
         let out = Command::new(binary)
-            .args(self.args())
+            .args(self.gated_args())
             .arg("--dry-run")
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("running {}: {e}", binary.display()))?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            return Err(stderr
+            let refusal = stderr
                 .lines()
                 .next()
-                .unwrap_or("the workload refused its arguments")
-                .to_string());
+                .unwrap_or("the workload refused its arguments");
+            // The flag no user gave: a binary built before the start gate.
+            if refusal.contains(&format!("'{START_GATE_FLAG}'")) {
+                return Err(format!(
+                    "{refusal} — {} predates the start gate: rebuild it ({})",
+                    binary.display(),
+                    self.runtime.describe().build_hint
+                ));
+            }
+            return Err(refusal.to_string());
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
         let start: Value = serde_json::from_str(stdout.lines().next().unwrap_or(""))
@@ -145,5 +161,7 @@ mod tests {
             ["chain", "--n", "10", "--type", "str", "--size", "64"]
         );
         assert_eq!(WorkloadKind::Chain.tasks(10), 20);
+        assert_eq!(inv.gated_args()[..7], inv.args()[..]);
+        assert_eq!(inv.gated_args()[7], "--wait-to-start");
     }
 }

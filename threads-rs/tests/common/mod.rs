@@ -137,3 +137,52 @@ pub fn assert_refused(
     }
     Ok(())
 }
+
+/// A process's threads, from /proc/PID/status.
+pub fn threads_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("Threads in status")
+}
+
+/// The processes a process has forked that are still there (every thread's children).
+pub fn children_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("children")).ok())
+        .map(|children| children.split_whitespace().count())
+        .sum()
+}
+
+/// The start gate (--wait-to-start) of `hold`: after `start` the workload prints nothing, has
+/// `threads_at_gate` threads and no child until a line on stdin; the gate's line and hold's release
+/// written at once, the release is still read (stdin buffered once for the process).
+pub fn check_start_gate(bin: &Path, extra: &[&str], threads_at_gate: u64) {
+    let mut args = vec!["hold", "--n", "100", "--wait-to-start"];
+    args.extend_from_slice(extra);
+    let mut run = serve::Serving::start(bin, &args);
+    run.wait_for("start");
+    if let Some(line) = run.line_within(std::time::Duration::from_millis(300)) {
+        panic!("{args:?}: printed before the gate's line: {line}");
+    }
+    assert_eq!(
+        threads_of(run.pid()),
+        threads_at_gate,
+        "{args:?}: at the gate"
+    );
+    assert_eq!(children_of(run.pid()), 0, "{args:?}: no task at the gate");
+    run.write("start\nrelease\n");
+    let phase = run.wait_for("phase");
+    assert_eq!(
+        phase["name"], "spawn",
+        "{args:?}: the first phase follows the gate"
+    );
+    run.wait_for("peak");
+    let out = run.wait();
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    let result = only(&events(&validator(), &out.stdout), "result").clone();
+    assert_eq!(result["spawned"], 100, "{args:?}");
+}

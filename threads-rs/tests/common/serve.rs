@@ -84,6 +84,26 @@ impl Serving {
         }
     }
 
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Writes `text` on its stdin, which stays open.
+    pub fn write(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin still held");
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The line it printed within `wait`, if any (kept for the output too).
+    pub fn line_within(&mut self, wait: Duration) -> Option<String> {
+        let line = self.lines.recv_timeout(wait).ok()?;
+        self.stdout.push_str(&line);
+        self.stdout.push('\n');
+        Some(line)
+    }
+
     /// The addresses the `listening` event lists.
     pub fn addrs(&mut self) -> Vec<String> {
         let listening = self.wait_for("listening");
@@ -102,7 +122,8 @@ impl Serving {
         self.wait()
     }
 
-    /// Waits for the run to end: all of its stdout, its stderr and exit code.
+    /// Waits for the run to end (its stdin still held, if not released): all of its stdout, its
+    /// stderr and exit code.
     pub fn wait(mut self) -> Output {
         let deadline = Instant::now() + PATIENCE;
         loop {
