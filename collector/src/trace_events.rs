@@ -178,6 +178,30 @@ impl TraceEvent {
         bytes
     }
 
+    /// A record whose tasks both have a nice-0 task's priority (120): what tests and tools that
+    /// make raw traces need.
+    pub fn nice_zero(
+        ts: u64,
+        kind: Kind,
+        cpu: u32,
+        task: Task,
+        other: Task,
+        arg: u64,
+        comm: &str,
+    ) -> TraceEvent {
+        TraceEvent {
+            ts,
+            kind,
+            cpu,
+            task,
+            other,
+            arg,
+            prio: 120,
+            other_prio: 120,
+            comm: comm_bytes(comm),
+        }
+    }
+
     /// The comm as text (up to its first NUL, lossy).
     pub fn comm(&self) -> String {
         let end = self.comm.iter().position(|&b| b == 0).unwrap_or(16);

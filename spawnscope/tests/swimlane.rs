@@ -16,7 +16,7 @@ use common::browser::{chromium, screenshot};
 use common::trace::{synthetic_run, traced_run, Shape, OFFSET_NS};
 use common::*;
 use serde_json::Value;
-use spawnscope_collector::trace_events::{comm_bytes, Kind, Task, TraceEvent};
+use spawnscope_collector::trace_events::{Kind, Task, TraceEvent};
 
 const MS: u64 = 1_000_000;
 const TASK_INTERRUPTIBLE: u64 = 1;
@@ -169,17 +169,7 @@ fn event(
     arg: u64,
     comm: &str,
 ) -> TraceEvent {
-    TraceEvent {
-        ts,
-        kind,
-        cpu,
-        task,
-        other,
-        arg,
-        prio: 120,
-        other_prio: 120,
-        comm: comm_bytes(comm),
-    }
+    TraceEvent::nice_zero(ts, kind, cpu, task, other, arg, comm)
 }
 
 /// A run whose every state lasts milliseconds (a pixel is about 0.2 ms of the fixture's 175 ms):

@@ -1079,7 +1079,6 @@ pub fn run_tracks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spawnscope_collector::trace_events::comm_bytes;
 
     const CPU0: u32 = 0;
     const CPU1: u32 = 1;
@@ -1102,17 +1101,7 @@ mod tests {
         arg: u64,
         comm: &str,
     ) -> TraceEvent {
-        TraceEvent {
-            ts,
-            kind,
-            cpu,
-            task,
-            other,
-            arg,
-            prio: 120,
-            other_prio: 120,
-            comm: comm_bytes(comm),
-        }
+        TraceEvent::nice_zero(ts, kind, cpu, task, other, arg, comm)
     }
 
     fn switch(

@@ -433,22 +433,12 @@ impl Swimlane {
 mod tests {
     use super::*;
     use crate::analyse::sched_trace::{derive, Context, PhaseEdges};
-    use spawnscope_collector::trace_events::{comm_bytes, Kind, Task};
+    use spawnscope_collector::trace_events::{Kind, Task};
 
     const PID: u32 = 100;
 
     fn ev(ts: u64, kind: Kind, cpu: u32, task: Task, other: Task, arg: u64) -> TraceEvent {
-        TraceEvent {
-            ts,
-            kind,
-            cpu,
-            task,
-            other,
-            arg,
-            prio: 120,
-            other_prio: 120,
-            comm: comm_bytes("t"),
-        }
+        TraceEvent::nice_zero(ts, kind, cpu, task, other, arg, "t")
     }
 
     fn t(tid: u32) -> Task {

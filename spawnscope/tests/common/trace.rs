@@ -12,7 +12,7 @@ use perfetto_protos::trace_packet::{trace_packet::SequenceFlags, TracePacket};
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::CodedInputStream;
 use serde_json::Value;
-use spawnscope_collector::trace_events::{comm_bytes, write_events, Kind, Task, TraceEvent, Wait};
+use spawnscope_collector::trace_events::{write_events, Kind, Task, TraceEvent, Wait};
 
 use super::{read_json, repo_root};
 
@@ -48,17 +48,8 @@ impl Gen {
         arg: u64,
         comm: &str,
     ) {
-        self.events.push(TraceEvent {
-            ts,
-            kind,
-            cpu,
-            task,
-            other,
-            arg,
-            prio: 120,
-            other_prio: 120,
-            comm: comm_bytes(comm),
-        });
+        self.events
+            .push(TraceEvent::nice_zero(ts, kind, cpu, task, other, arg, comm));
     }
 
     fn switch(
