@@ -391,8 +391,9 @@ enum sc_trace_field {
  * reads the enum line by line):
  *   SWITCH      sched_switch: TASK switched out (prev), OTHER in (next); ARG prev_state as the
  *               tracepoint reports it (0: preempted, still runnable); COMM next's comm
- *   WAKEUP      sched_wakeup: TASK woken, OTHER the waker (current; 0 in interrupt context);
- *               ARG the CPU it will run on; COMM TASK's
+ *   WAKEUP      sched_wakeup: TASK woken, OTHER the task current when it fired (the waker,
+ *               or the task an interrupt came in on; 0 for idle); ARG the CPU it will run on;
+ *               COMM TASK's
  *   WAKEUP_NEW  sched_wakeup_new: as WAKEUP, a new task's first
  *   NEWTASK     task_newtask: TASK the new task (tgid = tid for a new process, the creator's for
  *               a thread), OTHER the creator; ARG clone_flags; COMM the new task's

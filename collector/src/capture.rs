@@ -26,11 +26,22 @@ const BUFFER_BYTES: usize = 64 << 10;
 /// at a time, each of its switches a record again.
 const POLL: Duration = Duration::from_millis(100);
 
-/// The draining thread.
+/// The draining thread. Dropped without `finish` (a launch that failed, a panic), it is stopped
+/// and joined all the same, so that it lets go of the ring (up to 1 GiB of kernel memory) and its
+/// file — a sweep's next run must not inherit them.
 pub(crate) struct Capture {
     path: PathBuf,
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<Drained>,
+    thread: Option<JoinHandle<Drained>>,
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            self.stop.store(true, Ordering::Release);
+            let _ = thread.join();
+        }
+    }
 }
 
 /// The drain's real-time priority (SCHED_FIFO, as `perf record -r` and `chrt` give one): low,
@@ -63,18 +74,22 @@ impl Capture {
         Ok(Capture {
             path: path.to_path_buf(),
             stop,
-            thread,
+            thread: Some(thread),
         })
     }
 
     /// Once the programs are detached: takes what is left in the ring, flushes, and says what
     /// the file holds. A file cut short by a write error keeps its whole records.
-    pub fn finish(self) -> (Drained, u64) {
+    pub fn finish(mut self) -> (Drained, u64) {
         self.stop.store(true, Ordering::Release);
-        let mut drained = self.thread.join().unwrap_or_else(|_| Drained {
-            error: Some("the trace's drain panicked".into()),
-            ..Drained::default()
-        });
+        let joined = self.thread.take().map(JoinHandle::join);
+        let mut drained = match joined {
+            Some(Ok(drained)) => drained,
+            _ => Drained {
+                error: Some("the trace's drain panicked".into()),
+                ..Drained::default()
+            },
+        };
         let records = match whole_records(&self.path) {
             Ok(n) => n,
             Err(err) => {

@@ -24,7 +24,7 @@ pub(crate) struct Sizing {
     pub ring_bytes: u32,
 }
 
-/// The most a trace's ring may take (1 GiB: 16.7 million records held at once). Its pages are
+/// The most a trace's ring may take (1 GiB: 14.9 million records held at once, each 64 bytes and the ring's 8-byte header). Its pages are
 /// the kernel's, allocated when the collector starts.
 pub const MAX_RING_BYTES: u64 = 1 << 30;
 

@@ -20,7 +20,8 @@ pub enum Kind {
     /// `task` switched out (prev), `other` switched in (next); `arg` prev_state (0: preempted,
     /// still runnable); `comm` next's.
     Switch,
-    /// `task` woken by `other` (0 in interrupt context) to run on CPU `arg`; `comm` task's.
+    /// `task` woken while `other` ran (the waker, or the task an interrupt came in on; 0: idle)
+    /// to run on CPU `arg`; `comm` task's.
     Wakeup,
     /// As `Wakeup`, a new task's first.
     WakeupNew,

@@ -76,7 +76,9 @@ static __always_inline void trace_emit(__u32 kind, __u64 task, __u64 other, __u6
 	c->v[SC_TC_NESTING] += 1;
 	r = bpf_ringbuf_reserve(&trace_events, SC_NR_TRACE_FIELDS * 8, 0);
 	if (!r) {
-		c->v[SC_TC_LOST] += 1;
+		/* Atomic: another program (an interrupt's) may run between a load and a store on
+		 * this CPU, and a count it lost would hide a lost record. */
+		__sync_fetch_and_add(&c->v[SC_TC_LOST], 1);
 		c->v[SC_TC_NESTING] -= 1;
 		return;
 	}
@@ -108,7 +110,7 @@ static __always_inline void trace_emit(__u32 kind, __u64 task, __u64 other, __u6
 	 * drains on a timer, and is woken only once the ring is half full. */
 	bpf_ringbuf_submit(r, bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA) > TRACE_RING / 2
 				      ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
-	c->v[SC_TC_EMITTED] += 1;
+	__sync_fetch_and_add(&c->v[SC_TC_EMITTED], 1);
 	c->v[SC_TC_NESTING] -= 1;
 }
 

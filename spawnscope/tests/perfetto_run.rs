@@ -68,6 +68,14 @@ fn a_perfetto_run_writes_its_events_raw_and_its_memory_still_adds_up() {
     );
     let dir = sandbox.only_results_dir();
     assert_matches_schemas(&dir);
+    // The run says where to look.
+    let said = String::from_utf8_lossy(&out.stdout);
+    for file in ["trace.perfetto-trace", "swimlane.svg"] {
+        assert!(
+            said.contains(&format!("{}", dir.join(file).display())),
+            "{said}"
+        );
+    }
 
     let collector = read_json(dir.join("collector.json"));
     let trace = &collector["trace"];

@@ -455,12 +455,29 @@ struct Deriving {
 }
 
 impl Deriving {
+    /// `task` with its tgid: the classic (non-BTF) programs' records leave some tgids 0 (a
+    /// switch's next, a woken task), which a thread already known supplies. Unknown: tgid 0,
+    /// which is never a process of the run.
+    fn resolve(&self, task: Task) -> Task {
+        if task.tgid != 0 || task.tid == 0 {
+            return task;
+        }
+        self.out.threads.get(&task.tid).map_or(task, |t| Task {
+            tid: task.tid,
+            tgid: t.tgid,
+        })
+    }
+
     fn is_run(&self, task: Task) -> bool {
-        task.tid != 0 && self.run_tgids.contains(&task.tgid)
+        let task = self.resolve(task);
+        task.tid != 0 && task.tgid != 0 && self.run_tgids.contains(&task.tgid)
     }
 
     fn touch(&mut self, task: Task, ts: u64, comm: &str) -> &mut Thread {
-        self.run_tgids.insert(task.tgid);
+        let task = self.resolve(task);
+        if task.tgid != 0 {
+            self.run_tgids.insert(task.tgid);
+        }
         let thread = self.out.threads.entry(task.tid).or_insert_with(|| Thread {
             tgid: task.tgid,
             name: String::new(),
@@ -535,7 +552,11 @@ impl Deriving {
                 }
             }
             Kind::Wakeup | Kind::WakeupNew => {
-                self.touch(e.task, e.ts, &comm);
+                // Only the run's tasks' wakeups are recorded; one whose process the record does
+                // not say (classic, tgid 0) and no earlier record told waits for one that does.
+                if self.resolve(e.task).tgid != 0 {
+                    self.touch(e.task, e.ts, &comm);
+                }
                 self.queued.insert(e.task.tid, Queued::Woken(e.ts));
             }
             Kind::NewTask => {
@@ -1132,6 +1153,37 @@ mod tests {
             names: vec!["startup".into(), "spawn".into()],
             starts: vec![0, 1_000],
         }
+    }
+
+    #[test]
+    fn classic_records_without_a_tgid_take_the_known_threads_and_never_make_process_0() {
+        let idle = Task { tid: 0, tgid: 0 };
+        // The classic programs' switch leaves next's tgid 0, their wakeup the woken task's.
+        let no_tgid = |tid: u32| Task { tid, tgid: 0 };
+        let events = [
+            ev(5, Kind::Rename, CPU0, t(PID), Task::default(), 0, "main"),
+            ev(20, Kind::NewTask, CPU0, t(101), t(PID), 0x3d0f00, "w"),
+            ev(21, Kind::WakeupNew, CPU0, no_tgid(101), t(PID), 1, "w"),
+            switch(30, CPU1, idle, no_tgid(101), 0, "w"),
+            // The run's thread switches to an outside task, whose tgid is not said either.
+            switch(40, CPU1, t(101), no_tgid(7), 0, "kworker"),
+            switch(50, CPU1, no_tgid(7), no_tgid(101), 0, "w"),
+            // A wakeup of a task no record has told: waits, makes no thread.
+            ev(60, Kind::Wakeup, CPU0, no_tgid(555), t(PID), 0, "who"),
+        ];
+        let trace = run(&events, PhaseEdges::whole_run());
+        assert!(
+            trace.threads.values().all(|th| th.tgid == PID),
+            "{:?}",
+            trace.threads
+        );
+        assert_eq!(
+            trace.threads.keys().copied().collect::<Vec<_>>(),
+            [PID, 101]
+        );
+        // Woken at 21, in at 30; preempted at 40, in again at 50.
+        assert_eq!(trace.wake_to_run.whole.hist.len(), 1);
+        assert_eq!(trace.preempted_to_run.whole.hist.len(), 1);
     }
 
     #[test]

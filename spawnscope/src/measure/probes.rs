@@ -67,7 +67,7 @@ const RING_UNSIZED: u64 = 256 << 20;
 /// The least ring: what the runtime and the launch make around the tasks' own records, and
 /// what a workload whose records come per round rather than per task (pingpong, chain: ~800,000
 /// records a second at 1,000 pairs here) fills while the drain, woken at half full and running
-/// at a real-time priority (collector/src/capture.rs), gets to it: half of it is 262,144
+/// at a real-time priority (collector/src/capture.rs), gets to it: half of it is 233,016
 /// records.
 const RING_FLOOR: u64 = 32 << 20;
 /// How far a run may make more records per task than its calibration did: threads hold 2,500
@@ -80,7 +80,8 @@ const CALIBRATED_MARGIN: f64 = 3.0;
 /// all the run's records, not a window of them: on 2 CPUs, with 100,000 threads runnable, the
 /// thread that drains it may not run until they are done, and a record the ring has no room for
 /// is lost. So: the records per task the probes' calibration counted (`calibration`, else
-/// RECORDS_PER_TASK_UNCALIBRATED), CALIBRATED_MARGIN times over, × N × 64 bytes, plus
+/// RECORDS_PER_TASK_UNCALIBRATED), CALIBRATED_MARGIN times over, × N × 72 bytes (a record and
+/// the ring's own header before it), plus
 /// RING_FLOOR; at most MAX_RING_BYTES and a
 /// sixteenth of the host's memory (the ring's pages are the kernel's, held from the start). The
 /// collector rounds it up to a power of two of pages, as the kernel requires.
@@ -98,8 +99,10 @@ fn ring_for(
     tasks: Option<u64>,
     host_bytes: Option<u64>,
 ) -> (u64, String) {
-    let record = spawnscope_collector::trace_events::RECORD_BYTES as f64;
-    let cap = MAX_RING_BYTES.min(host_bytes.map_or(MAX_RING_BYTES, |b| b / 16));
+    let record = (spawnscope_collector::trace_events::RECORD_BYTES + RINGBUF_HEADER_BYTES) as f64;
+    // A power of two, as the ring will be: rounded up after this, a cap that is not one could
+    // grow to twice itself.
+    let cap = MAX_RING_BYTES.min(host_bytes.map_or(MAX_RING_BYTES, |b| prev_power_of_two(b / 16)));
     let (wanted, why) = match (tasks, calibration) {
         (None, _) => (
             RING_UNSIZED,
@@ -110,7 +113,7 @@ fn ring_for(
             (
                 (CALIBRATED_MARGIN * per_task * n as f64 * record) as u64 + RING_FLOOR,
                 format!(
-                    "{CALIBRATED_MARGIN} × {per_task:.1} records per task (the probes' calibration: {} records at N = {}) × N = {n} × 64 B + {}",
+                    "{CALIBRATED_MARGIN} × {per_task:.1} records per task (the probes' calibration: {} records at N = {}) × N = {n} × 72 B (a record and its ring header) + {}",
                     cal.records,
                     cal.tasks,
                     bytes(RING_FLOOR as f64)
@@ -120,7 +123,7 @@ fn ring_for(
         (Some(n), _) => (
             RECORDS_PER_TASK_UNCALIBRATED * n * record as u64 + RING_FLOOR,
             format!(
-                "{RECORDS_PER_TASK_UNCALIBRATED} records per task (no calibration counted them) × N = {n} × 64 B + {}",
+                "{RECORDS_PER_TASK_UNCALIBRATED} records per task (no calibration counted them) × N = {n} × 72 B (a record and its ring header) + {}",
                 bytes(RING_FLOOR as f64)
             ),
         ),
@@ -140,6 +143,18 @@ fn ring_for(
             "{why}{capped}: every record of the run held, should the drain not run until its end"
         ),
     )
+}
+
+/// What the ring holds before each record (BPF_RINGBUF_HDR_SZ: its length and flags).
+const RINGBUF_HEADER_BYTES: usize = 8;
+
+/// The largest power of two at most `x` (1 for 0).
+fn prev_power_of_two(x: u64) -> u64 {
+    if x == 0 {
+        1
+    } else {
+        1 << (63 - x.leading_zeros())
+    }
 }
 
 /// The trace's configuration: its records to `path`, its ring sized by `trace_ring`.
@@ -260,15 +275,15 @@ mod tests {
             records: 52_500,
             tasks: 2_500,
         };
-        // 21 records a task: 3 × 21 × 100,000 × 64 B + 32 MiB.
+        // 21 records a task: 3 × 21 × 100,000 × 72 B + 32 MiB.
         let host = Some(24 << 30);
         let (ring, rule) = ring_for(Some(&cal), Some(100_000), host);
-        assert_eq!(ring, 3 * 21 * 100_000 * 64 + (32 << 20));
+        assert_eq!(ring, 3 * 21 * 100_000 * 72 + (32 << 20));
         assert!(rule.contains("21.0 records per task"), "{rule}");
         assert!(rule.contains("52500 records at N = 2500"), "{rule}");
         // Without a calibration: the assumed rate, said.
         let (ring, rule) = ring_for(None, Some(1_000), host);
-        assert_eq!(ring, 64 * 1_000 * 64 + (32 << 20));
+        assert_eq!(ring, 64 * 1_000 * 72 + (32 << 20));
         assert!(rule.contains("no calibration"), "{rule}");
         // A command of unknown size.
         let (ring, rule) = ring_for(None, None, host);
@@ -287,6 +302,9 @@ mod tests {
         assert!(rule.contains("capped at 1.0 GiB"), "{rule}");
         // A small host: a sixteenth of its memory.
         let (ring, _) = ring_for(Some(&cal), Some(10_000_000), Some(2 << 30));
+        assert_eq!(ring, 128 << 20);
+        // ... never more once rounded to a power of two: 3 GiB → 128 MiB, not 192 → 256 MiB.
+        let (ring, _) = ring_for(Some(&cal), Some(10_000_000), Some(3 << 30));
         assert_eq!(ring, 128 << 20);
     }
 

@@ -934,6 +934,19 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
         .and_then(sched_trace::terminal_line)
     {
         let _ = writeln!(out, "  {line}");
+        // Where to look at it: the trace for ui.perfetto.dev, the swimlane for any browser.
+        let _ = writeln!(
+            out,
+            "  Perfetto trace: {} (open it in https://ui.perfetto.dev)",
+            dir.join(crate::record::PERFETTO_TRACE).display()
+        );
+        if s.swimlane.is_some() {
+            let _ = writeln!(
+                out,
+                "  swimlane: {}",
+                dir.join(crate::record::SWIMLANE).display()
+            );
+        }
     }
     if let Some(w) = &s.waits {
         waits::terminal(&mut out, w);
