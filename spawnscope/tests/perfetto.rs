@@ -9,7 +9,6 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::trace::{check_trace, naive_counts, synthetic_run, Shape, FIXTURE_RUN, OFFSET_NS};
 use common::*;
@@ -31,25 +30,11 @@ fn traced_run(tmp: &Path, offset: Option<i64>) -> (PathBuf, Vec<TraceEvent>) {
     })
 }
 
-fn report(dir: &Path) -> std::process::Output {
-    let out = Command::new(spawnscope_bin())
-        .arg("report")
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "report failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 #[test]
 fn the_trace_decodes_and_says_what_the_raw_records_say() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, events) = traced_run(tmp.path(), Some(OFFSET_NS));
-    report(&dir);
+    report_ok(&[&dir]);
     let trace = dir.join("trace.perfetto-trace");
     let facts = check_trace(&trace);
     assert!(facts.problems.is_empty(), "{:#?}", facts.problems);
@@ -154,17 +139,17 @@ fn the_trace_decodes_and_says_what_the_raw_records_say() {
 fn report_writes_a_missing_trace_again_byte_for_byte_and_leaves_a_present_one() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, _) = traced_run(tmp.path(), Some(OFFSET_NS));
-    report(&dir);
+    report_ok(&[&dir]);
     let trace = dir.join("trace.perfetto-trace");
     let first = fs::read(&trace).unwrap();
     let written_at = fs::metadata(&trace).unwrap().modified().unwrap();
-    report(&dir);
+    report_ok(&[&dir]);
     assert_eq!(
         fs::metadata(&trace).unwrap().modified().unwrap(),
         written_at
     );
     fs::remove_file(&trace).unwrap();
-    report(&dir);
+    report_ok(&[&dir]);
     assert!(
         fs::read(&trace).unwrap() == first,
         "the trace differs when written again"
@@ -175,7 +160,7 @@ fn report_writes_a_missing_trace_again_byte_for_byte_and_leaves_a_present_one() 
 fn without_the_clocks_lined_up_the_trace_has_no_phases_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, events) = traced_run(tmp.path(), None);
-    report(&dir);
+    report_ok(&[&dir]);
     let facts = check_trace(&dir.join("trace.perfetto-trace"));
     assert!(facts.problems.is_empty(), "{:#?}", facts.problems);
     assert!(!facts.clock_snapshot);
@@ -209,7 +194,7 @@ fn a_trace_that_cannot_be_written_keeps_the_raw_records_and_says_so() {
     let (dir, _) = traced_run(tmp.path(), Some(OFFSET_NS));
     // Where the trace is written first: a directory, so creating the file fails.
     fs::create_dir(dir.join("trace.perfetto-trace.partial")).unwrap();
-    report(&dir);
+    report_ok(&[&dir]);
     assert!(!dir.join("trace.perfetto-trace").exists());
     assert!(dir.join("trace-events.bin").is_file());
     let summary = read_json(dir.join("summary.json"));
@@ -220,7 +205,7 @@ fn a_trace_that_cannot_be_written_keeps_the_raw_records_and_says_so() {
     );
     // Once it can be written, report writes it.
     fs::remove_dir(dir.join("trace.perfetto-trace.partial")).unwrap();
-    report(&dir);
+    report_ok(&[&dir]);
     assert!(check_trace(&dir.join("trace.perfetto-trace"))
         .problems
         .is_empty());
@@ -241,7 +226,7 @@ fn a_set_with_a_traced_run_shows_its_latencies_beside_the_others() {
     {
         fs::copy(entry.path(), untraced.join(entry.file_name())).unwrap();
     }
-    report(&set);
+    report_ok(&[&set]);
     let md = fs::read_to_string(set.join("compare.md")).unwrap();
     assert!(md.contains("## Wake-to-run and preempted-to-run"), "{md}");
     assert!(md.contains("| traced |"), "{md}");

@@ -8,7 +8,6 @@ mod common;
 use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::BufReader;
-use std::process::Command;
 
 use common::trace::check_trace;
 use common::*;
@@ -175,16 +174,7 @@ fn a_perfetto_run_writes_its_events_raw_and_its_memory_still_adds_up() {
     // Deleted, `report` writes it again byte for byte.
     let written = fs::read(&trace).unwrap();
     fs::remove_file(&trace).unwrap();
-    let out = Command::new(spawnscope_bin())
-        .arg("report")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    report_ok(&[&dir]);
     assert!(
         fs::read(&trace).unwrap() == written,
         "report wrote another trace"

@@ -10,7 +10,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use common::browser::{chromium, screenshot};
 use common::trace::{synthetic_run, traced_run, Shape, OFFSET_NS};
@@ -21,20 +20,6 @@ use spawnscope_collector::trace_events::{Kind, Task, TraceEvent};
 const MS: u64 = 1_000_000;
 const TASK_INTERRUPTIBLE: u64 = 1;
 const TASK_DEAD: u64 = 0x80;
-
-fn report(args: &[&Path]) -> std::process::Output {
-    let out = Command::new(spawnscope_bin())
-        .arg("report")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "report failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// The end of the swimlane as the raw records and run.json say: the later of the last record
 /// and the reap (on the trace's clock).
@@ -341,7 +326,7 @@ fn each_lane_holds_the_raw_records_durations() {
             join_ns,
         })
     });
-    report(&[&dir]);
+    report_ok(&[&dir]);
     let pid = pid_of(&dir);
     let lanes = check_against_raw(&dir, &events, pid, 201);
     let why = |tid: u32| {
@@ -372,7 +357,7 @@ fn each_lane_holds_the_raw_records_durations() {
     let first = fs::read(&svg).unwrap();
     assert!(String::from_utf8_lossy(&first).contains("<svg"));
     fs::remove_file(&svg).unwrap();
-    report(&[&dir]);
+    report_ok(&[&dir]);
     assert_eq!(fs::read(&svg).unwrap(), first, "swimlane.svg written again");
     let md = fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("## Swimlane (`swimlane.svg`)"), "{md}");
@@ -383,7 +368,7 @@ fn a_wide_run_s_lanes_hold_its_durations_and_report_html_draws_them() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, events) = traced_run(tmp.path(), Some(OFFSET_NS), wide_run);
     let out = tmp.path().join("out");
-    report(&[&dir, Path::new("--out"), &out]);
+    report_ok(&[&dir, Path::new("--out"), &out]);
     let pid = pid_of(&dir);
     let lanes = check_against_raw(&dir, &events, pid, 7);
     assert!(lanes["lanes"].as_array().unwrap()[1..]
@@ -414,7 +399,7 @@ fn chromium_draws_every_state_in_the_lanes() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, _) = traced_run(tmp.path(), Some(OFFSET_NS), wide_run);
     let out = tmp.path().join("out");
-    report(&[&dir, Path::new("--out"), &out]);
+    report_ok(&[&dir, Path::new("--out"), &out]);
     let html = fs::read_to_string(out.join("report.html")).unwrap();
     let head = &html[..html.find("<body>").unwrap() + "<body>".len()];
     let from = html
@@ -462,7 +447,7 @@ fn a_hundred_thousand_threads_make_a_small_swimlane() {
             join_ns: spawn_ns + threads as u64 * 40_000,
         })
     });
-    report(&[&dir]);
+    report_ok(&[&dir]);
     let summary = read_json(dir.join("summary.json"));
     assert_eq!(summary["swimlane"]["threads"], threads as u64 + 1);
     assert_eq!(summary["swimlane"]["lanes"].as_array().unwrap().len(), 32);

@@ -47,6 +47,21 @@ pub fn spawnscope_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_spawnscope"))
 }
 
+/// `spawnscope report ARGS…`, which must succeed (its stderr said where it did not).
+pub fn report_ok(args: &[&Path]) -> Output {
+    let out = Command::new(spawnscope_bin())
+        .arg("report")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The workload binaries next to spawnscope (where it looks first), built when missing.
 pub fn ensure_workloads() {
     let dir = spawnscope_bin().parent().unwrap().to_path_buf();
