@@ -388,12 +388,15 @@ fn clause(a: &Side, b: &Side) -> String {
     );
     if let (Some(sa), Some(sb)) = (a.spawn_us, b.spawn_us) {
         let f = factor(sa, sb);
-        let how = if f >= 1.0 {
-            format!("{f:.1}× in spawn time")
+        // Within 5 % a factor says nothing ("1.0× less").
+        let how = if (f - 1.0).abs() < 0.05 {
+            "and about the same in spawn time".to_string()
+        } else if f >= 1.0 {
+            format!("and {f:.1}× in spawn time")
         } else {
             format!("but {:.1}× less in spawn time", 1.0 / f)
         };
-        text.push_str(&format!(" and {how} ({sa:.1} µs against {sb:.1} µs)"));
+        text.push_str(&format!(" {how} ({sa:.1} µs against {sb:.1} µs)"));
     }
     text
 }
@@ -672,9 +675,19 @@ mod tests {
         let h = headlines(&runs, true);
         assert!(h[0].line().starts_with("on M1, hold: a thread costs"));
         assert!(
-            h[0].line().contains("but 2.0× less in spawn time"),
+            h[0].line().contains("but 2.0× less in spawn time")
+                && !h[0].line().contains("and but"),
             "{}",
             h[0].line()
+        );
+        let level = [
+            run("threads", 1_000, 36.5, 7.0),
+            run("goroutines", 1_000, 2.7, 7.1),
+        ];
+        let line = headlines(&on_m1(&level), false)[0].line();
+        assert!(
+            line.contains("and about the same in spawn time (7.0 µs against 7.1 µs)"),
+            "{line}"
         );
     }
 
