@@ -91,7 +91,11 @@ pub struct Woken {
 
 /// A run's wake-to-run p50: the trace's, else the full probes' bound (true).
 fn wake_p50(summary: &Summary) -> Option<(f64, bool)> {
-    if let Some(row) = summary.scheduler_trace.as_ref().and_then(|t| t.wake_whole()) {
+    if let Some(row) = summary
+        .scheduler_trace
+        .as_ref()
+        .and_then(|t| t.wake_whole())
+    {
         return (row.count > 0).then_some((row.p50_ns as f64, false));
     }
     let probes = summary.probes.as_ref()?;
@@ -675,8 +679,7 @@ mod tests {
         let h = headlines(&runs, true);
         assert!(h[0].line().starts_with("on M1, hold: a thread costs"));
         assert!(
-            h[0].line().contains("but 2.0× less in spawn time")
-                && !h[0].line().contains("and but"),
+            h[0].line().contains("but 2.0× less in spawn time") && !h[0].line().contains("and but"),
             "{}",
             h[0].line()
         );

@@ -936,19 +936,18 @@ pub fn figures(
     let mut both = trace.wake_to_run.whole.hist.clone();
     both.add(&trace.preempted_to_run.whole.hist)
         .expect("histograms of the same precision add");
-    let kind = |name: &str,
-                probes: Option<&spawnscope_collector::Histogram>,
-                trace: &Histogram<u64>| {
-        probes.map(|h| RunqKindBeside {
-            kind: name.into(),
-            probes_count: h.count,
-            trace_count: trace.len(),
-            probes_p50_at_most_ns: h.quantile_upper(0.5),
-            probes_p99_at_most_ns: h.quantile_upper(0.99),
-            trace_p50_ns: (!trace.is_empty()).then(|| trace.value_at_quantile(0.5)),
-            trace_p99_ns: (!trace.is_empty()).then(|| trace.value_at_quantile(0.99)),
-        })
-    };
+    let kind =
+        |name: &str, probes: Option<&spawnscope_collector::Histogram>, trace: &Histogram<u64>| {
+            probes.map(|h| RunqKindBeside {
+                kind: name.into(),
+                probes_count: h.count,
+                trace_count: trace.len(),
+                probes_p50_at_most_ns: h.quantile_upper(0.5),
+                probes_p99_at_most_ns: h.quantile_upper(0.99),
+                trace_p50_ns: (!trace.is_empty()).then(|| trace.value_at_quantile(0.5)),
+                trace_p99_ns: (!trace.is_empty()).then(|| trace.value_at_quantile(0.99)),
+            })
+        };
     let by_kind: Vec<RunqKindBeside> = [
         kind("wake-to-run", runq.wake, &trace.wake_to_run.whole.hist),
         kind(

@@ -38,9 +38,7 @@ pub fn handed_back_before(runs: &[(&str, &str, &Summary)]) -> HashMap<String, Ha
         .filter_map(|(dir, machine, mine)| {
             let before = at
                 .iter()
-                .filter(|(d, m, r)| {
-                    d != dir && m == machine && r.last_t_ns <= mine.first_t_ns
-                })
+                .filter(|(d, m, r)| d != dir && m == machine && r.last_t_ns <= mine.first_t_ns)
                 .max_by_key(|(_, _, r)| r.last_t_ns)?
                 .2;
             // A counter that went down: another boot (monotonic time starts again too).
@@ -146,14 +144,21 @@ pub fn causes(run: &Untraced, others: &[Untraced]) -> Vec<String> {
             said.push(format!(
                 "tasks stalled on {resource} {:.0} ms (PSI, the machine's){}",
                 mine / 1e6,
-                theirs.map_or(String::new(), |m| format!(", against a median of {:.0} ms", m / 1e6))
+                theirs.map_or(String::new(), |m| format!(
+                    ", against a median of {:.0} ms",
+                    m / 1e6
+                ))
             ));
         }
     }
     let events: [(&str, PhaseFigure); 3] = [
-        ("allocations that entered direct reclaim", |p| p.direct_reclaim_stalls),
+        ("allocations that entered direct reclaim", |p| {
+            p.direct_reclaim_stalls
+        }),
         ("compaction stalls", |p| p.compaction_stalls),
-        ("huge-page faults that fell back to small pages", |p| p.thp_fault_fallback),
+        ("huge-page faults that fell back to small pages", |p| {
+            p.thp_fault_fallback
+        }),
     ];
     for (name, figure) in events {
         let Some(mine) = whole_run(s, figure) else {
@@ -164,7 +169,10 @@ pub fn causes(run: &Untraced, others: &[Untraced]) -> Vec<String> {
             said.push(format!(
                 "{name}: {}{}",
                 count(mine as u64),
-                theirs.map_or(String::new(), |m| format!(", against a median of {}", count(m as u64)))
+                theirs.map_or(String::new(), |m| format!(
+                    ", against a median of {}",
+                    count(m as u64)
+                ))
             ));
         }
     }

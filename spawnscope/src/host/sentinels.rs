@@ -330,7 +330,12 @@ procs_blocked 0
         assert_eq!(p.len(), 2);
         // This kernel has PSI on (the machines' facts): every resource's some line.
         if let Some(all) = pressure() {
-            for key in ["cpu_some_us", "memory_some_us", "memory_full_us", "io_some_us"] {
+            for key in [
+                "cpu_some_us",
+                "memory_some_us",
+                "memory_full_us",
+                "io_some_us",
+            ] {
                 assert!(all.contains_key(key), "{key} in {all:?}");
             }
         }
