@@ -464,3 +464,70 @@ fn bad_input_is_refused_in_one_line_and_nothing_is_written() {
     );
     assert!(files(&untraced) == before_untraced);
 }
+
+/// A real traced run (threads hold 2,000 --perfetto), cut to the middle half of its trace and 32
+/// threads: the cut decodes and passes `check_trace`, holds 32 of the run's threads (the
+/// spawning one among them), and its switches with a kept thread are the raw records' in the
+/// window. Root (the collector); skipped with the reason otherwise.
+#[test]
+fn a_real_run_s_trace_is_cut() {
+    let test = "a_real_run_s_trace_is_cut";
+    if skip_unless_root(test) {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    sandbox.hold_2000_threads("0s", &["--perfetto"]);
+    let dir = sandbox.only_results_dir();
+    let events: Vec<TraceEvent> = spawnscope_collector::trace_events::Reader::new(
+        std::io::BufReader::new(fs::File::open(dir.join("trace-events.bin")).unwrap()),
+    )
+    .map(Result::unwrap)
+    .collect();
+    let first = first_ts(&events);
+    let last = events.iter().map(|e| e.ts).max().unwrap();
+    let (from, to) = (first + (last - first) / 4, first + 3 * (last - first) / 4);
+    let out = report(&[
+        dir.to_str().unwrap(),
+        "--perfetto",
+        "--from",
+        &secs(&events, from),
+        "--to",
+        &secs(&events, to),
+        "--threads",
+        "32",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{test}: {stdout}");
+    let path = cut_path(&stdout);
+    let facts = check_trace(&path);
+    assert!(facts.problems.is_empty(), "{:#?}", facts.problems);
+    let kept = kept_threads(&facts);
+    assert_eq!(kept.len(), 32);
+    let pid = read_json(dir.join("run.json"))["pid"].as_i64().unwrap() as i32;
+    assert!(kept.contains(&pid));
+    let is_kept = |t: i32| kept.contains(&t);
+    let naive = events
+        .iter()
+        .filter(|e| e.kind == Kind::Switch && (from..=to).contains(&e.ts))
+        .filter(|e| is_kept(e.task.tid as i32) || is_kept(e.other.tid as i32))
+        .count();
+    let cut = facts
+        .switch_sides
+        .iter()
+        .filter(|(_, prev, next)| is_kept(*prev) || is_kept(*next))
+        .count();
+    assert!(naive > 0);
+    assert_eq!(cut, naive);
+    assert!(
+        fs::metadata(&path).unwrap().len()
+            < fs::metadata(dir.join("trace.perfetto-trace"))
+                .unwrap()
+                .len()
+    );
+}
