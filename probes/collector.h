@@ -220,7 +220,9 @@ enum sc_hist {
 	SC_H_CLONE3_NS,
 	SC_H_ONCPU_SLICE_NS,     /* one stay on a CPU: switch-in -> switch-out */
 	SC_H_THREAD_ONCPU_NS,    /* a thread's whole on-CPU time, added at its last switch */
-	SC_H_RUNQ_NS,            /* wakeup or preemption -> switch-in */
+	/* A run-queue wait by what began it; collector.json's runq_ns is the two added. */
+	SC_H_WAKE_TO_RUN_NS,     /* wakeup -> switch-in */
+	SC_H_PREEMPTED_TO_RUN_NS, /* switch-out still runnable (preempted) -> switch-in */
 	SC_H_FUTEX_WAIT_NS,      /* futex wait enter -> exit */
 	SC_NR_HISTS
 };

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Benchmark: how far the time figures move between identical runs, and whether the tool says why.
 # Runs the main job's workloads — goroutines hold 1,000,000 and threads hold 100,000 — K times
-# each, alternating, every run with the collector (trace.sh times its runs without it and traces
-# one; here every run is traced, so that an outlier's cause can name the kernel counts it differs
-# in, and the spread measured is the traced runs'), after trace.sh's warm-up (recorded in
-# warmup/ and not counted), then prints per time figure
+# each, alternating, untraced as trace.sh times its runs (the probes add to a traced task's CPU
+# time), and once more traced in the middle round for the kernel's counts (its times left out, as
+# trace.sh's are); an untraced outlier's cause is named from what costs it nothing (memory handed
+# back to the host before it, system time per fault, PSI stalls: analyse/untraced_causes.rs);
+# after trace.sh's warm-up (recorded in warmup/ and not counted), then prints per time figure
 # (spawn, user and system time per task, wall time) the median and the max / min over every run
 # and over the runs whose verdict is "trustworthy", and each flagged run with its cause (the
-# verdict's findings). Goal on the 2-core development VM, K = 10: max / min ≤ 1.3 for the threads'
-# spawn and system time among trustworthy runs (the system time while spawning is judged too: it
-# leaves out the exit, whose kernel path varies on its own); every run outside that flagged with its cause; no
-# run in the futex slow mode (a `futex_walk` finding) now that the threads' gate is a pipe.
+# verdict's findings). Goal on the 2-core development VM, K = 10: max / min ≤ 1.3 for goroutines'
+# and threads' spawn and system time among trustworthy untraced runs (the system time while
+# spawning is judged too: it leaves out the exit, whose kernel path varies on its own); every run
+# outside that flagged or its cause named; no run in the futex slow mode (a `futex_walk` finding).
 #
 # Usage: sudo ./scripts/bench-repeatability.sh [K]   (K: runs of each workload, default 10)
 # Environment: THREADS_N (100000), GOROUTINES_N (1000000).
@@ -48,10 +49,17 @@ write_plan "$out/plan.json" "$k" - ./scripts/bench-repeatability.sh "$k" -- \
 say "warm-up: each workload calibrated once, then as much memory written as the largest run will use (recorded in warmup/, not counted)"
 "$spawnscope" warm-up --out "$out/warmup" "goroutines:hold:$goroutines_n" "threads:hold:$threads_n" | sed 's/^/  /'
 calibrated=(--calibration-from "$out/warmup")
-for ((r = 1; r <= k; r++)); do
-  say "run $r of $k"
-  "$spawnscope" run --runtime goroutines --workload hold --n "$goroutines_n" --out "$out" "${calibrated[@]}" >/dev/null
-  "$spawnscope" run --runtime threads --workload hold --n "$threads_n" --out "$out" "${calibrated[@]}" >/dev/null
+traced_at=$(( (k + 1) / 2 ))
+for ((r = 1; r <= k + 1; r++)); do
+  if [ "$r" -eq $((traced_at + 1)) ]; then
+    say "extra round: traced (the kernel's counts; its times are left out)"
+    probes=()
+  else
+    say "round $r of $((k + 1)): untraced (timed)"
+    probes=(--no-probes)
+  fi
+  "$spawnscope" run --runtime goroutines --workload hold --n "$goroutines_n" --out "$out" "${calibrated[@]}" "${probes[@]}" >/dev/null
+  "$spawnscope" run --runtime threads --workload hold --n "$threads_n" --out "$out" "${calibrated[@]}" "${probes[@]}" >/dev/null
 done
 jq --argjson ms $(( ($(date +%s%N) - started_ns) / 1000000 )) \
   --slurpfile w "$out/warmup/warmup.json" '.elapsed_s = $ms / 1000 | .warmup_touched_bytes = $w[0].touched.bytes' \

@@ -72,11 +72,19 @@ pub(crate) fn assemble(meta: Meta, raw: &Raw) -> Report {
             }
         })
         .collect();
-    let histograms = hist::NAMES
+    let mut histograms: Vec<Histogram> = hist::NAMES
         .iter()
         .zip(&raw.hists)
         .map(|(name, slots)| histogram(name, slots))
         .collect();
+    // The run-queue wait as one histogram, as before the kernel side split it by what began the
+    // wait: the two are disjoint, so their slots add.
+    let runq: Vec<u64> = raw.hists[hist::WAKE_TO_RUN_NS]
+        .iter()
+        .zip(&raw.hists[hist::PREEMPTED_TO_RUN_NS])
+        .map(|(w, p)| w + p)
+        .collect();
+    histograms.push(histogram("runq_ns", &runq));
     let mut all_series: Vec<Series> = series::NAMES
         .iter()
         .enumerate()
@@ -535,8 +543,19 @@ mod tests {
     #[test]
     fn the_report_reads_back_from_json() {
         let mut raw = Raw::zeroed(2);
-        raw.hists[hist::RUNQ_NS][4] = 9;
+        raw.hists[hist::WAKE_TO_RUN_NS][4] = 9;
+        raw.hists[hist::PREEMPTED_TO_RUN_NS][4] = 2;
+        raw.hists[hist::PREEMPTED_TO_RUN_NS][6] = 1;
         let report = assemble(meta(&[0]), &raw);
+        // The run-queue wait is the two kinds' slots added.
+        let runq = report.histogram("runq_ns").expect("runq_ns");
+        assert_eq!(runq.count, 12);
+        assert_eq!(
+            runq.buckets.iter().map(|b| b.count).collect::<Vec<_>>(),
+            [11, 0, 1]
+        );
+        assert_eq!(report.histogram("wake_to_run_ns").unwrap().count, 9);
+        assert_eq!(report.histogram("preempted_to_run_ns").unwrap().count, 3);
         let text = serde_json::to_string(&report).unwrap();
         let back: Report = serde_json::from_str(&text).unwrap();
         assert_eq!(back, report);

@@ -77,6 +77,7 @@ struct {
 } hists SEC(".maps");
 
 #define TF_NV_KNOWN 1 /* nvcsw_seen holds the task's nvcsw at its last switch-out */
+#define TF_PREEMPTED 2 /* wake_ts is a switch-out still runnable (preempted), not a wakeup */
 
 struct sc_task {
 	__u64 on_ts;      /* on a CPU since, else 0 */

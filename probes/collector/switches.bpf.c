@@ -91,6 +91,10 @@ static __always_inline void switch_out(__u32 tid, struct sc_task *t, bool volunt
 	t->on_ts = 0;
 	/* Preempted (or yielded): still runnable, so its run-queue wait starts now. */
 	t->wake_ts = voluntary ? 0 : now;
+	if (voluntary)
+		t->flags &= ~TF_PREEMPTED;
+	else
+		t->flags |= TF_PREEMPTED;
 	if (last) {
 		hist_add(SC_H_THREAD_ONCPU_NS, t->oncpu_ns);
 		bpf_map_delete_elem(&tasks, &tid);
@@ -109,7 +113,10 @@ static __always_inline void switch_in(struct sc_task *t, __u64 now)
 		return;
 	wait = now - t->wake_ts;
 	t->wake_ts = 0;
-	hist_add(SC_H_RUNQ_NS, wait);
+	/* Which began the wait: the trace's wake-to-run and preempted-to-run follow the same rule
+	 * (analyse/sched_trace.rs), the preemption told here by nvcsw, there by prev_state. */
+	hist_add(t->flags & TF_PREEMPTED ? SC_H_PREEMPTED_TO_RUN_NS : SC_H_WAKE_TO_RUN_NS, wait);
+	t->flags &= ~TF_PREEMPTED;
 	c = phase_vec();
 	if (c) {
 		c->v[SC_RUNQ_NS] += wait;
@@ -269,8 +276,11 @@ static __always_inline void woken(struct sc_task *t)
 {
 	struct vec_counters *c = phase_vec();
 
-	if (t)
+	if (t) {
+		/* A wakeup replaces a pending preemption as the wait's start, as in the trace. */
 		t->wake_ts = bpf_ktime_get_ns();
+		t->flags &= ~TF_PREEMPTED;
+	}
 	if (c)
 		c->v[SC_WAKEUPS] += 1;
 }

@@ -223,7 +223,10 @@ static __always_inline void futex_exit(long ret)
 	if (cfg[SC_CFG_TASK_STORAGE]) {
 		w = waits_get(false);
 		if (w) {
-			if (!t) {
+			/* Task storage's, where no per-thread entry knew the call: none, or one made
+			 * during the wait (a switch-out creates it) after the enter found the map full.
+			 * The trace's BEGIN then came from here, so must its END. */
+			if (!t || (kind != SC_SYS_FUTEX_WAIT && kind != SC_SYS_FUTEX_WAKE)) {
 				kind = w->futex_kind;
 				if (w->futex_ts && now >= w->futex_ts)
 					took = now - w->futex_ts;

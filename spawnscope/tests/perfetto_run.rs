@@ -257,3 +257,81 @@ fn a_forking_command_is_traced_whole() {
         assert!(facts.processes.contains_key(&(*tgid as i32)), "{tgid}");
     }
 }
+
+/// The full mode's probes split the run-queue wait by what began it, by the trace's rule: where
+/// both exist (`--probes full --perfetto`) each kind's count agrees with the trace's, and the
+/// trace's p50 lies in the probes' log2 bucket holding theirs.
+#[test]
+fn the_full_probes_split_the_run_queue_wait_as_the_trace_does() {
+    let test = "the_full_probes_split_the_run_queue_wait_as_the_trace_does";
+    if skip_unless_root(test) {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    // 20 pairs on 2 CPUs: wakeups every round trip, preemptions as the pairs crowd the CPUs.
+    let out = sandbox.run(&[
+        "--runtime",
+        "threads",
+        "--workload",
+        "pingpong",
+        "--n",
+        "20",
+        "--rounds",
+        "2000",
+        "--probes",
+        "full",
+        "--perfetto",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = sandbox.only_results_dir();
+    let collector = read_json(dir.join("collector.json"));
+    let hist_count = |name: &str| -> u64 {
+        collector["histograms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"] == name)
+            .unwrap_or_else(|| panic!("no histogram {name}"))["count"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        hist_count("wake_to_run_ns") + hist_count("preempted_to_run_ns"),
+        hist_count("runq_ns")
+    );
+    // Where the probes (nivcsw) and the trace (prev_state) tell a preemption apart differently.
+    let disagreements = collector["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "switch_rule_disagrees")
+        .map_or(0, |m| m["total"].as_u64().unwrap());
+    let summary = read_json(dir.join("summary.json"));
+    let beside = &summary["scheduler_trace"]["probes_runq"];
+    let kinds = beside["by_kind"].as_array().expect("by_kind");
+    assert_eq!(kinds.len(), 2, "{beside}");
+    for (k, name) in kinds.iter().zip(["wake-to-run", "preempted-to-run"]) {
+        assert_eq!(k["kind"], name);
+        let probes = k["probes_count"].as_u64().unwrap();
+        let trace = k["trace_count"].as_u64().unwrap();
+        assert!(probes > 0, "{k}");
+        // The two start counting at slightly different moments (attach, first record): a few
+        // samples, besides the disagreements.
+        let slack = disagreements + probes / 200 + 2;
+        assert!(
+            probes.abs_diff(trace) <= slack,
+            "{name}: probes {probes}, trace {trace}, slack {slack}"
+        );
+        let bound = k["probes_p50_at_most_ns"].as_u64().unwrap() as f64;
+        let p50 = k["trace_p50_ns"].as_u64().unwrap() as f64;
+        assert!(
+            p50 <= bound * 1.01 && p50 >= bound / 2.0 * 0.99,
+            "{name}: trace p50 {p50} outside the probes' bucket (≤ {bound})"
+        );
+    }
+}

@@ -472,6 +472,7 @@ pub fn compare_runs(
                 dir: l.dir.clone(),
                 summary,
                 traced: point.has_collector,
+                machine: point.machine.clone(),
             }
         })
         .collect();

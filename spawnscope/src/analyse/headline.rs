@@ -65,6 +65,10 @@ pub struct Headline {
     /// per runtime (absent elsewhere).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub woken: Vec<Woken>,
+    /// pingpong and chain without a run that could say it (neither `--perfetto` nor
+    /// `--probes full`): the line says how to get it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub woken_untold: bool,
 }
 
 /// The workloads whose headline says how long a woken thread waits to run: their tasks wake each
@@ -72,13 +76,30 @@ pub struct Headline {
 pub const WAKE_WORKLOADS: [&str; 2] = ["pingpong", "chain"];
 
 /// One runtime's wake-to-run in a headline: the median over its traced runs at its largest N of
-/// each run's p50 (analyse::sched_trace).
+/// each run's p50 — from the scheduler trace (analyse::sched_trace), else from the full probes'
+/// `wake_to_run_ns` histogram, whose p50 is a log2 bucket's upper bound.
 #[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Woken {
     pub runtime: String,
     pub n: u64,
     pub runs: usize,
     pub p50_ns: f64,
+    /// p50_ns is an upper bound (the probes' log2 buckets), not the trace's value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_most: bool,
+}
+
+/// A run's wake-to-run p50: the trace's, else the full probes' bound (true).
+fn wake_p50(summary: &Summary) -> Option<(f64, bool)> {
+    if let Some(row) = summary.scheduler_trace.as_ref().and_then(|t| t.wake_whole()) {
+        return (row.count > 0).then_some((row.p50_ns as f64, false));
+    }
+    let probes = summary.probes.as_ref()?;
+    let h = probes
+        .latencies
+        .iter()
+        .find(|l| l.name == "wake_to_run_ns" && l.count > 0)?;
+    Some((h.p50_ns? as f64, true))
 }
 
 /// Per runtime (in the descriptors' order), the wake-to-run of a workload's traced runs.
@@ -89,7 +110,7 @@ fn woken(runs: &[Measured], machine: &str, workload: &str) -> Vec<Woken> {
     DESCRIPTORS
         .iter()
         .filter_map(|d| {
-            let traced: Vec<(u64, f64)> = runs
+            let traced: Vec<(u64, f64, bool)> = runs
                 .iter()
                 .filter(|r| {
                     r.measured
@@ -98,10 +119,13 @@ fn woken(runs: &[Measured], machine: &str, workload: &str) -> Vec<Woken> {
                         && r.summary.runtime.as_deref() == Some(d.name)
                 })
                 .filter_map(|r| {
-                    let row = r.summary.scheduler_trace.as_ref()?.wake_whole()?;
-                    Some((r.summary.n?, row.p50_ns as f64)).filter(|_| row.count > 0)
+                    let (p50, at_most) = wake_p50(r.summary)?;
+                    Some((r.summary.n?, p50, at_most))
                 })
                 .collect();
+            // The trace's values where any run has one, the probes' bounds only without.
+            let exact = traced.iter().any(|t| !t.2);
+            let traced: Vec<_> = traced.into_iter().filter(|t| t.2 != exact).collect();
             let n = traced.iter().map(|t| t.0).max()?;
             let at_n: Vec<f64> = traced.iter().filter(|t| t.0 == n).map(|t| t.1).collect();
             Some(Woken {
@@ -109,6 +133,7 @@ fn woken(runs: &[Measured], machine: &str, workload: &str) -> Vec<Woken> {
                 n,
                 runs: at_n.len(),
                 p50_ns: median(at_n.into_iter())?,
+                at_most: !exact,
             })
         })
         .collect()
@@ -195,9 +220,13 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                 sides,
                 emulated,
             )
-            .map(|h| Headline {
-                woken: woken(runs, machine, workload),
-                ..h
+            .map(|h| {
+                let woken = woken(runs, machine, workload);
+                Headline {
+                    woken_untold: woken.is_empty() && WAKE_WORKLOADS.contains(&workload),
+                    woken,
+                    ..h
+                }
             })
         })
         .collect()
@@ -241,6 +270,7 @@ impl Headline {
             between: sides,
             times_emulated,
             woken: Vec::new(),
+            woken_untold: false,
         })
     }
 
@@ -294,7 +324,8 @@ impl Headline {
             .enumerate()
             .map(|(i, w)| {
                 format!(
-                    "{}{} ({} {}, N = {}{})",
+                    "{}{}{} ({} {}, N = {}{})",
+                    if w.at_most { "≤ " } else { "" },
                     in_unit(w.p50_ns, "ns"),
                     if i == 0 { " to run" } else { "" },
                     w.runtime,
@@ -309,10 +340,19 @@ impl Headline {
             })
             .collect();
         if !woken.is_empty() {
+            let from = if self.woken.iter().any(|w| w.at_most) {
+                "p50 from the full probes' wake-to-run histogram, an upper bound of its log2 bucket; --perfetto gives the value"
+            } else {
+                "p50 from the scheduler trace"
+            };
             line.push_str(&format!(
-                "; a woken thread waits {} (p50 from the scheduler trace)",
+                "; a woken thread waits {} ({from})",
                 woken.join(" and ")
             ));
+        } else if self.woken_untold {
+            line.push_str(
+                "; how long a woken thread waits to run needs a scheduler trace (--perfetto) or --probes full",
+            );
         }
         line
     }
@@ -348,12 +388,15 @@ fn clause(a: &Side, b: &Side) -> String {
     );
     if let (Some(sa), Some(sb)) = (a.spawn_us, b.spawn_us) {
         let f = factor(sa, sb);
-        let how = if f >= 1.0 {
-            format!("{f:.1}× in spawn time")
+        // Within 5 % a factor says nothing ("1.0× less").
+        let how = if (f - 1.0).abs() < 0.05 {
+            "and about the same in spawn time".to_string()
+        } else if f >= 1.0 {
+            format!("and {f:.1}× in spawn time")
         } else {
             format!("but {:.1}× less in spawn time", 1.0 / f)
         };
-        text.push_str(&format!(" and {how} ({sa:.1} µs against {sb:.1} µs)"));
+        text.push_str(&format!(" {how} ({sa:.1} µs against {sb:.1} µs)"));
     }
     text
 }
@@ -468,6 +511,54 @@ mod tests {
         );
         let hold = lines.iter().find(|h| h.workload == "hold").unwrap();
         assert!(hold.woken.is_empty() && !hold.line().contains("woken"));
+    }
+
+    /// A pingpong run with the full probes only: their wake-to-run histogram's p50 bound.
+    fn pingpong_full(runtime: &str, n: u64, memory_kb: f64, p50_at_most_ns: u64) -> Summary {
+        use crate::analyse::probes::Latency;
+        let mut s = run(runtime, n, memory_kb, 10.0);
+        s.workload = Some("pingpong".into());
+        s.probes = Some(ProbeSummary {
+            latencies: vec![Latency {
+                name: "wake_to_run_ns".into(),
+                count: 2 * n,
+                p50_ns: Some(p50_at_most_ns),
+                p99_ns: Some(p50_at_most_ns),
+            }],
+            ..Default::default()
+        });
+        s
+    }
+
+    #[test]
+    fn without_a_trace_the_full_probes_bound_says_it_and_else_the_line_says_how() {
+        // The trace's value wins over the probes' bound; the bound stands where it is all.
+        let runs = [
+            pingpong_full("threads", 1_000, 40.0, 16_384),
+            pingpong_traced("goroutines", 1_000, 4.0, 3_000),
+            pingpong_full("goroutines", 1_000, 4.0, 4_096),
+        ];
+        let line = headlines(&on_m1(&runs), false)[0].line();
+        assert!(
+            line.ends_with("; a woken thread waits ≤ 16.4 µs to run (threads pingpong, N = 1,000) and 3.0 µs (goroutines pingpong, N = 1,000) (p50 from the full probes' wake-to-run histogram, an upper bound of its log2 bucket; --perfetto gives the value)"),
+            "{line}"
+        );
+        // Neither: the line says what would tell it.
+        let runs = [
+            run("threads", 1_000, 40.0, 10.0),
+            run("goroutines", 1_000, 4.0, 1.0),
+        ]
+        .map(|mut s| {
+            s.workload = Some("chain".into());
+            s
+        });
+        let lines = headlines(&on_m1(&runs), false);
+        assert!(lines[0].woken_untold);
+        assert!(
+            lines[0].line().ends_with("; how long a woken thread waits to run needs a scheduler trace (--perfetto) or --probes full"),
+            "{}",
+            lines[0].line()
+        );
     }
 
     #[test]
@@ -585,9 +676,19 @@ mod tests {
         let h = headlines(&runs, true);
         assert!(h[0].line().starts_with("on M1, hold: a thread costs"));
         assert!(
-            h[0].line().contains("but 2.0× less in spawn time"),
+            h[0].line().contains("but 2.0× less in spawn time")
+                && !h[0].line().contains("and but"),
             "{}",
             h[0].line()
+        );
+        let level = [
+            run("threads", 1_000, 36.5, 7.0),
+            run("goroutines", 1_000, 2.7, 7.1),
+        ];
+        let line = headlines(&on_m1(&level), false)[0].line();
+        assert!(
+            line.contains("and about the same in spawn time (7.0 µs against 7.1 µs)"),
+            "{line}"
         );
     }
 

@@ -161,6 +161,8 @@ pub fn probe_summary(
         "clone_ns",
         "clone3_ns",
         "runq_ns",
+        "wake_to_run_ns",
+        "preempted_to_run_ns",
         "oncpu_slice_ns",
         "futex_wait_ns",
     ]

@@ -4,11 +4,14 @@
 //! Memory does not move between runs; time does, and this is where a reader sees by how much and
 //! why.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::regression::{spread, Spread};
 use crate::analyse::summary::{ExitPath, Summary};
 use crate::analyse::times_from::{timed, TimesFrom};
+use crate::analyse::untraced_causes::{self, HandedBack, Untraced};
 use crate::units::count;
 
 /// A run further than this factor from its experiment's median, either way (exactly this factor
@@ -156,11 +159,19 @@ pub struct Run {
     pub summary: Summary,
     /// The eBPF collector was attached: its times carry the probes' cost.
     pub traced: bool,
+    /// Its machine's id: memory handed back between runs is counted on one machine.
+    pub machine: String,
 }
 
 /// Groups completed runs by experiment, each over the runs whose times count
 /// (analyse::times_from); experiments timed once are left out (nothing to spread).
 pub fn repeated(runs: &[Run]) -> Vec<Repeated> {
+    // Over every run of the set, in time: what the machine handed back before each.
+    let by_dir: Vec<(&str, &str, &Summary)> = runs
+        .iter()
+        .map(|r| (r.dir.as_str(), r.machine.as_str(), &r.summary))
+        .collect();
+    let handed_back = untraced_causes::handed_back_before(&by_dir);
     let mut labels: Vec<&str> = Vec::new();
     for r in runs.iter().filter(|r| r.summary.ok) {
         if !labels.contains(&r.summary.label.as_str()) {
@@ -175,7 +186,8 @@ pub fn repeated(runs: &[Run]) -> Vec<Repeated> {
                 .filter(|r| r.summary.ok && r.summary.label == label)
                 .collect();
             let (timed_group, from) = timed(&group, |r| r.traced);
-            (timed_group.len() >= 2).then(|| one_experiment(label, &timed_group, from))
+            (timed_group.len() >= 2)
+                .then(|| one_experiment(label, &timed_group, from, &handed_back))
         })
         .collect()
 }
@@ -197,7 +209,12 @@ fn usual_exit_path(group: &[&Run]) -> Option<ExitPath> {
     .find(|p| 2 * paths.iter().filter(|q| *q == p).count() > paths.len())
 }
 
-fn one_experiment(label: &str, group: &[&Run], times_from: Option<TimesFrom>) -> Repeated {
+fn one_experiment(
+    label: &str,
+    group: &[&Run],
+    times_from: Option<TimesFrom>,
+    handed_back: &HashMap<String, HandedBack>,
+) -> Repeated {
     let trustworthy = |s: &Summary| s.verdict.as_ref().is_some_and(|v| v.trustworthy);
     let usual = usual_exit_path(group);
     // A run on another exit path than most: (its path, madvise calls, threads).
@@ -239,13 +256,9 @@ fn one_experiment(label: &str, group: &[&Run], times_from: Option<TimesFrom>) ->
             let factor = value / all_spread.median;
             if all_spread.median > 0.0 && !(1.0 / OUTLIER_FACTOR..=OUTLIER_FACTOR).contains(&factor)
             {
-                let others: Vec<&Summary> = group
-                    .iter()
-                    .filter(|r| r.dir != *dir)
-                    .map(|r| &r.summary)
-                    .collect();
+                let others: Vec<&Run> = group.iter().copied().filter(|r| r.dir != *dir).collect();
                 let s = &run.summary;
-                let why = cause(s, run.traced, &others);
+                let why = cause(run, &others, handed_back);
                 outliers.push(Outlier {
                     run: dir.to_string(),
                     figure: f.label.into(),
@@ -288,16 +301,31 @@ fn one_experiment(label: &str, group: &[&Run], times_from: Option<TimesFrom>) ->
     }
 }
 
-fn cause(s: &Summary, traced: bool, others: &[&Summary]) -> String {
+fn cause(run: &Run, others: &[&Run], handed_back: &HashMap<String, HandedBack>) -> String {
+    let s = &run.summary;
     match &s.verdict {
         None => "no verdict (recorded without noise sentinels)".into(),
-        // An untraced run has no kernel counts to set beside its repeats'.
-        Some(v) if v.trustworthy && !traced => {
-            "no sentinel explains it (untraced: no kernel counts to compare)".into()
+        // An untraced run has no kernel counts to set beside its repeats', but what costs it
+        // nothing: its rusage, the machine's counters, what was handed back before it.
+        Some(v) if v.trustworthy && !run.traced => {
+            fn untraced<'a>(r: &'a Run, handed_back: &HashMap<String, HandedBack>) -> Untraced<'a> {
+                Untraced {
+                    summary: &r.summary,
+                    handed_back: handed_back.get(&r.dir).copied(),
+                }
+            }
+            let theirs: Vec<Untraced> = others.iter().map(|r| untraced(r, handed_back)).collect();
+            let named = untraced_causes::causes(&untraced(run, handed_back), &theirs);
+            if named.is_empty() {
+                "no sentinel explains it (untraced: no kernel counts to compare; nothing handed back to the host before it, no stall, reclaim or slower faults)".into()
+            } else {
+                format!("untraced, the machine says: {}", named.join("; "))
+            }
         }
         Some(v) if v.trustworthy => {
+            let others: Vec<&Summary> = others.iter().map(|r| &r.summary).collect();
             let mut said = "no sentinel explains it".to_string();
-            let unusual = unusual_in_the_kernel(s, others);
+            let unusual = unusual_in_the_kernel(s, &others);
             if !unusual.is_empty() {
                 said.push_str("; unusual in the kernel: ");
                 said.push_str(&unusual.join(", "));
@@ -443,6 +471,7 @@ mod tests {
                 dir: dir.clone(),
                 summary: summary.clone(),
                 traced: true,
+                machine: "M1".into(),
             })
             .collect()
     }
@@ -569,6 +598,7 @@ mod tests {
             dir: dir.into(),
             summary: run(spawn_us, 90.0, clean()),
             traced: false,
+            machine: "M1".into(),
         };
         // The traced run 13 % slower than the slowest, and one 1.5× (an outlier, were it timed).
         let mut runs = vec![
@@ -578,6 +608,7 @@ mod tests {
                 dir: "t".into(),
                 summary: run(38.0 * 1.13, 90.0 * 1.13, clean()),
                 traced: true,
+                machine: "M1".into(),
             },
             untraced("c", 35.0),
         ];
@@ -601,13 +632,89 @@ mod tests {
         runs.push(untraced("d", 80.0));
         let r = &repeated(&runs)[0];
         assert_eq!(r.outliers.len(), 1);
-        assert_eq!(
-            r.outliers[0].cause,
-            "no sentinel explains it (untraced: no kernel counts to compare)"
+        assert!(
+            r.outliers[0]
+                .cause
+                .starts_with("no sentinel explains it (untraced: no kernel counts to compare;"),
+            "{}",
+            r.outliers[0].cause
         );
         // One untraced run and a traced one: one run timed, nothing to spread.
         let pair = vec![untraced("a", 36.0), runs[2].clone()];
         assert!(repeated(&pair).is_empty());
+    }
+
+    /// The lead of issue 40: three untraced runs back to back, then one after the machine idled
+    /// and handed 1,134 MiB back to its host — its system time 1.8× with the same faults.
+    #[test]
+    fn an_untraced_outlier_after_memory_was_handed_back_names_it() {
+        use crate::analyse::sentinels::{ReportedAt, SentinelFigures};
+        // Each run 10 s long; `gap_s` idle before it, `kib` reported over that gap.
+        let mut t_s = 0u64;
+        let mut reported_kib = 1_000_000u64;
+        let mut at = |gap_s: u64, kib: u64| {
+            t_s += gap_s;
+            reported_kib += kib;
+            let r = ReportedAt {
+                first_t_ns: t_s * 1_000_000_000,
+                first_kib: reported_kib,
+                last_t_ns: (t_s + 10) * 1_000_000_000,
+                last_kib: reported_kib,
+            };
+            t_s += 10;
+            r
+        };
+        let untraced = |dir: &str, sys_s: f64, reported: ReportedAt| {
+            let mut s = run(1.7, sys_s * 1e6 / 1e6, clean());
+            s.label = "goroutines hold --n 1000000".into();
+            s.tasks = Some(1_000_000);
+            s.sys_s = sys_s;
+            s.minor_faults = 681_000;
+            s.time_per_task.as_mut().unwrap().sys_us = sys_s;
+            s.sentinels = Some(SentinelFigures {
+                reported_at: Some(reported),
+                ..Default::default()
+            });
+            Run {
+                dir: dir.into(),
+                summary: s,
+                traced: false,
+                machine: "M1".into(),
+            }
+        };
+        let runs = vec![
+            untraced("a", 1.64, at(0, 0)),
+            untraced("b", 1.48, at(2, 0)),
+            untraced("c", 1.55, at(2, 4 * 1024)),
+            untraced("d", 2.77, at(150, 1_134 * 1024)),
+        ];
+        let r = &repeated(&runs)[0];
+        let outlier = r
+            .outliers
+            .iter()
+            .find(|o| o.run == "d")
+            .expect("d is an outlier");
+        assert!(
+            outlier.cause.starts_with("untraced, the machine says: 1.1 GiB of free memory handed back to the host (free page reporting) in the 150 s before it, against a median of 2.0 MiB before its repeats: a first touch"),
+            "{}",
+            outlier.cause
+        );
+        assert!(
+            outlier.cause.contains("system time per page fault 1.79× its repeats' median with as many faults (681,000 against 681,000)"),
+            "{}",
+            outlier.cause
+        );
+        // The same run on another machine's set sees nothing handed back before it.
+        let mut other_machine = runs.clone();
+        other_machine[3].machine = "M2".into();
+        let outlier = repeated(&other_machine)[0]
+            .outliers
+            .iter()
+            .find(|o| o.run == "d")
+            .unwrap()
+            .cause
+            .clone();
+        assert!(!outlier.contains("handed back"), "{outlier}");
     }
 
     #[test]

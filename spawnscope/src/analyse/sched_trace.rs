@@ -830,8 +830,31 @@ pub struct WaitRow {
     pub unmatched_ends: u64,
 }
 
-/// The full mode's one histogram "wakeup or preemption → switch-in" (collector.json's
-/// `runq_ns`, per-thread probes, log2 buckets) beside the trace's two.
+/// One kind of run-queue wait as the full mode's probes and the trace each count it.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunqKindBeside {
+    /// "wake-to-run" or "preempted-to-run".
+    pub kind: String,
+    pub probes_count: u64,
+    pub trace_count: u64,
+    /// Upper bounds of the probes' log2 buckets holding p50 and p99.
+    pub probes_p50_at_most_ns: Option<u64>,
+    pub probes_p99_at_most_ns: Option<u64>,
+    pub trace_p50_ns: Option<u64>,
+    pub trace_p99_ns: Option<u64>,
+}
+
+/// The full mode's histograms of the run-queue wait (collector.json's `runq_ns`, per-thread
+/// probes, log2 buckets; split by what began the wait into `wake_to_run_ns` and
+/// `preempted_to_run_ns` where the collector did) beside the trace's two.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProbesRunq<'a> {
+    pub all: Option<&'a spawnscope_collector::Histogram>,
+    pub wake: Option<&'a spawnscope_collector::Histogram>,
+    pub preempted: Option<&'a spawnscope_collector::Histogram>,
+}
+
+/// The full mode's histogram "wakeup or preemption → switch-in" beside the trace's two.
 #[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RunqBeside {
     /// The probes' samples.
@@ -844,6 +867,9 @@ pub struct RunqBeside {
     /// The trace's p50 and p99 over both kinds together.
     pub trace_p50_ns: Option<u64>,
     pub trace_p99_ns: Option<u64>,
+    /// Each kind apart, where the probes split it (collectors before the split: empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_kind: Vec<RunqKindBeside>,
     /// How they compare, in words.
     pub agreement: String,
 }
@@ -893,12 +919,12 @@ fn whole(rows: &[LatencyRow]) -> Option<&LatencyRow> {
         .or_else(|| (rows.len() == 1).then(|| &rows[0]))
 }
 
-/// The figures of a derived trace; `runq` is collector.json's `runq_ns` histogram where the
-/// per-thread probes filled it.
+/// The figures of a derived trace; `runq`: collector.json's run-queue histograms where the
+/// per-thread probes filled them.
 pub fn figures(
     trace: &SchedTrace,
     capture: Option<&TraceCapture>,
-    runq: Option<&spawnscope_collector::Histogram>,
+    runq: ProbesRunq<'_>,
 ) -> SchedFigures {
     let mut notes = Vec::new();
     if trace.phases.names.len() == 1 && trace.phases.names[0] == WHOLE_RUN {
@@ -922,7 +948,31 @@ pub fn figures(
     let mut both = trace.wake_to_run.whole.hist.clone();
     both.add(&trace.preempted_to_run.whole.hist)
         .expect("histograms of the same precision add");
-    let probes_runq = runq.filter(|h| h.count > 0).map(|h| {
+    let kind = |name: &str,
+                probes: Option<&spawnscope_collector::Histogram>,
+                trace: &Histogram<u64>| {
+        probes.map(|h| RunqKindBeside {
+            kind: name.into(),
+            probes_count: h.count,
+            trace_count: trace.len(),
+            probes_p50_at_most_ns: h.quantile_upper(0.5),
+            probes_p99_at_most_ns: h.quantile_upper(0.99),
+            trace_p50_ns: (!trace.is_empty()).then(|| trace.value_at_quantile(0.5)),
+            trace_p99_ns: (!trace.is_empty()).then(|| trace.value_at_quantile(0.99)),
+        })
+    };
+    let by_kind: Vec<RunqKindBeside> = [
+        kind("wake-to-run", runq.wake, &trace.wake_to_run.whole.hist),
+        kind(
+            "preempted-to-run",
+            runq.preempted,
+            &trace.preempted_to_run.whole.hist,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let probes_runq = runq.all.filter(|h| h.count > 0).map(|h| {
         let trace_count = both.len();
         let diff = trace_count as f64 - h.count as f64;
         let pct = 100.0 * diff / (h.count as f64);
@@ -933,6 +983,7 @@ pub fn figures(
             probes_p99_at_most_ns: h.quantile_upper(0.99),
             trace_p50_ns: (trace_count > 0).then(|| both.value_at_quantile(0.5)),
             trace_p99_ns: (trace_count > 0).then(|| both.value_at_quantile(0.99)),
+            by_kind,
             agreement: format!(
                 "{pct:+.1} % samples here; the probes follow the same rule (a wakeup or a switch out still runnable starts the wait, a blocking switch out clears it, the switch-in ends it) but tell a preemption by the thread's nivcsw where the trace reads prev_state (their disagreements: the probes' switch_rule_disagrees), and count from their attach to the reap, the trace from its first record to its last"
             ),

@@ -61,6 +61,14 @@ pub struct PhaseSentinels {
     pub runnable_outside_mean: Option<f64>,
     pub freq_khz_min: Option<u64>,
     pub freq_khz_max: Option<u64>,
+    /// Pressure stall time (PSI "some": at least one non-idle task stalled on the resource; the
+    /// machine's, the run's tasks included), ns. None without PSI or in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pressure_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_pressure_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_pressure_ns: Option<u64>,
 }
 
 /// A sentinel this host cannot give, and why.
@@ -77,6 +85,20 @@ pub struct SentinelFigures {
     pub run_cpu_source: Option<String>,
     pub per_phase: Vec<PhaseSentinels>,
     pub unavailable: Vec<Unavailable>,
+    /// The page_reporting counter at the run's first and last marks: what the machine handed
+    /// back to its host between two runs is the next one's first less this one's last
+    /// (analyse::repeats). None without the counter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_at: Option<ReportedAt>,
+}
+
+/// reported_kib at the run's first and last sentinel marks (CLOCK_MONOTONIC ns).
+#[derive(schemars::JsonSchema, Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReportedAt {
+    pub first_t_ns: u64,
+    pub first_kib: u64,
+    pub last_t_ns: u64,
+    pub last_kib: u64,
 }
 
 /// The name of the phase a mark opens: `start` opens `startup`, `end` opens `exit`.
@@ -86,6 +108,12 @@ fn phase_opened_by(mark: &str) -> &str {
     } else {
         shown_name(mark)
     }
+}
+
+/// A PSI total's growth between two marks, ns.
+fn pressure(m0: &SentinelMark, m1: &SentinelMark, key: &str) -> Option<u64> {
+    let (a, b) = (m0.pressure_us.as_ref()?, m1.pressure_us.as_ref()?);
+    Some(b.get(key)?.saturating_sub(*a.get(key)?) * 1000)
 }
 
 fn counter(m0: &SentinelMark, m1: &SentinelMark, key: &str) -> Option<u64> {
@@ -222,11 +250,31 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
                     .then(|| runnable.iter().sum::<f64>() / runnable.len() as f64),
                 freq_khz_min: freq_min.filter(|_| !gone(FREQUENCY)),
                 freq_khz_max: freq_max.filter(|_| !gone(FREQUENCY)),
+                cpu_pressure_ns: pressure(m0, m1, "cpu_some_us"),
+                memory_pressure_ns: pressure(m0, m1, "memory_some_us"),
+                io_pressure_ns: pressure(m0, m1, "io_some_us"),
             }
         })
         .collect();
+    let reported = |m: &SentinelMark| -> Option<u64> {
+        m.page_reporting.as_ref()?.get("reported_kib").copied()
+    };
+    let reported_at = record
+        .marks
+        .first()
+        .zip(record.marks.last())
+        .filter(|_| !gone(PAGE_REPORTING))
+        .and_then(|(first, last)| {
+            Some(ReportedAt {
+                first_t_ns: first.t_ns,
+                first_kib: reported(first)?,
+                last_t_ns: last.t_ns,
+                last_kib: reported(last)?,
+            })
+        });
     SentinelFigures {
         run_cpu_source: record.run_cpu_source.map(|s| s.describe().to_string()),
+        reported_at,
         per_phase,
         unavailable: record
             .unavailable
@@ -269,6 +317,14 @@ mod tests {
             page_reporting: Some([("reported_kib".to_string(), 4 * t_s)].into()),
             // A lazily initializing kernel: 128 MiB sections taken as the seconds pass.
             uninitialized_kb: Some(20_000_000 - t_s * 131_072),
+            // Memory stalls 10 ms a second, CPU 100 ms.
+            pressure_us: Some(
+                [
+                    ("memory_some_us".to_string(), 10_000 * t_s),
+                    ("cpu_some_us".to_string(), 100_000 * t_s),
+                ]
+                .into(),
+            ),
         }
     }
 
@@ -322,6 +378,19 @@ mod tests {
             "two sections"
         );
         assert_eq!(spawn.balloon_pages, Some(20));
+        assert_eq!(spawn.memory_pressure_ns, Some(20_000_000));
+        assert_eq!(spawn.cpu_pressure_ns, Some(200_000_000));
+        assert_eq!(spawn.io_pressure_ns, None, "io never read: absent");
+        // The counter at the run's first and last marks.
+        assert_eq!(
+            f.reported_at,
+            Some(ReportedAt {
+                first_t_ns: 0,
+                first_kib: 0,
+                last_t_ns: 4_000_000_000,
+                last_kib: 16,
+            })
+        );
         assert_eq!(spawn.direct_reclaim_stalls, Some(6), "both zones' stalls");
         assert_eq!(spawn.compaction_stalls, Some(0));
         assert_eq!(spawn.page_faults, Some(2000));

@@ -218,10 +218,12 @@ fn scheduler_trace(
         .with_context(|| format!("opening {}", record::TRACE_EVENTS))?;
     let trace = sched_trace::derive(reader.by_ref(), &context)
         .with_context(|| format!("reading {}", record::TRACE_EVENTS))?;
-    let runq = loaded
-        .collector
-        .as_ref()
-        .and_then(|c| c.histogram("runq_ns"));
+    let histogram = |name: &str| loaded.collector.as_ref().and_then(|c| c.histogram(name));
+    let runq = sched_trace::ProbesRunq {
+        all: histogram("runq_ns"),
+        wake: histogram("wake_to_run_ns"),
+        preempted: histogram("preempted_to_run_ns"),
+    };
     let mut figures = sched_trace::figures(&trace, capture.as_ref(), runq);
     if reader.unknown > 0 {
         figures.notes.push(format!(

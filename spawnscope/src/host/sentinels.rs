@@ -97,6 +97,29 @@ pub fn vmstat() -> BTreeMap<String, u64> {
     parse_vmstat(&fs::read_to_string("/proc/vmstat").unwrap_or_default())
 }
 
+/// Pressure stall information: the `total=` µs of each /proc/pressure file's lines, as
+/// `cpu_some_us`, `memory_full_us`… (time some or all non-idle tasks stalled on the resource).
+pub fn parse_pressure(resource: &str, text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let kind = words.next()?;
+            let total = words.find_map(|w| w.strip_prefix("total="))?;
+            Some((format!("{resource}_{kind}_us"), total.parse().ok()?))
+        })
+        .collect()
+}
+
+/// /proc/pressure/{cpu,memory,io}; None where the kernel has no PSI (or it is off: psi=0).
+pub fn pressure() -> Option<BTreeMap<String, u64>> {
+    let mut all = BTreeMap::new();
+    for resource in ["cpu", "memory", "io"] {
+        let text = fs::read_to_string(format!("/proc/pressure/{resource}")).ok()?;
+        all.extend(parse_pressure(resource, &text));
+    }
+    Some(all)
+}
+
 /// cgroup v2 `cpu.stat`: `usage_usec` (every v2 cgroup has it, cpu controller enabled or not),
 /// in ns.
 pub fn parse_cpu_stat_usage_ns(text: &str) -> Option<u64> {
@@ -295,6 +318,22 @@ procs_blocked 0
         let me = RunCpuReader::Process(std::process::id());
         assert_eq!(me.source(), RunCpuSource::ProcessStat);
         assert!(me.read_ns().is_some());
+    }
+
+    #[test]
+    fn pressure_totals_by_resource_and_kind() {
+        let text = "some avg10=99.65 avg60=99.29 avg300=98.55 total=7292640719\n\
+                    full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+        let p = parse_pressure("cpu", text);
+        assert_eq!(p["cpu_some_us"], 7_292_640_719);
+        assert_eq!(p["cpu_full_us"], 0);
+        assert_eq!(p.len(), 2);
+        // This kernel has PSI on (the machines' facts): every resource's some line.
+        if let Some(all) = pressure() {
+            for key in ["cpu_some_us", "memory_some_us", "memory_full_us", "io_some_us"] {
+                assert!(all.contains_key(key), "{key} in {all:?}");
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::host::clock::monotonic_ns;
 use crate::host::procfs;
 use crate::host::sentinels::{self as read, RunCpuReader};
 use crate::record::sentinels::{
-    BALLOON, FREQUENCY, OUTSIDE_CPU, PAGE_REPORTING, RUNNABLE, STEAL, VMSTAT,
+    BALLOON, FREQUENCY, OUTSIDE_CPU, PAGE_REPORTING, PRESSURE, RUNNABLE, STEAL, VMSTAT,
 };
 use crate::record::{SentinelMark, SentinelTick, SentinelsRecord};
 
@@ -60,6 +60,12 @@ fn unavailable_here() -> BTreeMap<String, String> {
         say(
             BALLOON,
             "no virtio balloon device (/sys/bus/virtio/drivers/virtio_balloon)".into(),
+        );
+    }
+    if read::pressure().is_none() {
+        say(
+            PRESSURE,
+            "no /proc/pressure: this kernel has no pressure stall information (or psi=0)".into(),
         );
     }
     if read::cpu_frequencies_khz().is_empty() {
@@ -125,6 +131,7 @@ fn read_mark(name: &str, run_cpu_ns: Option<u64>) -> SentinelMark {
         vmstat: read::vmstat(),
         page_reporting: read::page_reporting_parameters().map(|p| read::numeric(&p)),
         uninitialized_kb: procfs::uninitialized_kb(),
+        pressure_us: read::pressure(),
     }
 }
 

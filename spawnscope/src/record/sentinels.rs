@@ -74,6 +74,11 @@ pub struct SentinelMark {
     /// between two marks was used for the first time. None in records from before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uninitialized_kb: Option<u64>,
+    /// Pressure stall totals, µs (`cpu_some_us`, `memory_some_us`, `memory_full_us`,
+    /// `io_some_us`…, from /proc/pressure). None without PSI, or in records from before it was
+    /// read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure_us: Option<BTreeMap<String, u64>>,
 }
 
 /// One sampler tick.
@@ -112,3 +117,4 @@ pub const BALLOON: &str = "balloon";
 pub const VMSTAT: &str = "vmstat";
 pub const RUNNABLE: &str = "runnable_outside_run";
 pub const FREQUENCY: &str = "cpu_frequency";
+pub const PRESSURE: &str = "pressure";

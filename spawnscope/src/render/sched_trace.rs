@@ -84,8 +84,22 @@ fn waits_table(f: &SchedFigures) -> Table {
 pub fn probes_line(f: &SchedFigures) -> Option<String> {
     let r = f.probes_runq.as_ref()?;
     let bound = |v: Option<u64>| v.map_or("—".into(), ns);
+    let kinds: String = r
+        .by_kind
+        .iter()
+        .map(|k| {
+            format!(
+                " {}: {} samples there (p50 ≤ {}), {} here (p50 {}).",
+                k.kind,
+                count(k.probes_count),
+                bound(k.probes_p50_at_most_ns),
+                count(k.trace_count),
+                bound(k.trace_p50_ns),
+            )
+        })
+        .collect();
     Some(format!(
-        "Beside the probes' per-thread histogram \"wakeup or preemption → switch-in\": {} samples there (p50 ≤ {}, p99 ≤ {}, log2 buckets), {} here (p50 {}, p99 {}, both kinds together) — {}.",
+        "Beside the probes' per-thread histogram \"wakeup or preemption → switch-in\": {} samples there (p50 ≤ {}, p99 ≤ {}, log2 buckets), {} here (p50 {}, p99 {}, both kinds together) — {}.{kinds}",
         count(r.probes_count),
         bound(r.probes_p50_at_most_ns),
         bound(r.probes_p99_at_most_ns),

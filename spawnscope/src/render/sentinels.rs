@@ -155,6 +155,7 @@ mod tests {
     #[test]
     fn columns_for_what_was_measured_and_a_line_for_what_was_not() {
         let f = SentinelFigures {
+            reported_at: None,
             run_cpu_source: Some("cgroup v1 cpuacct.usage".into()),
             per_phase: vec![PhaseSentinels {
                 name: "spawn".into(),
