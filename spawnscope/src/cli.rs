@@ -55,9 +55,12 @@ pub enum Command {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
         /// Where compare.{json,csv,md}, charts/ and report.html go [default: the compare
-        /// directory given, else the directories' common parent].
+        /// directory given, else the directories' common parent]; with --perfetto, the cut
+        /// trace's file [default: in the run directory, named by the cut].
         #[arg(long)]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        cut: PerfettoCutArgs,
     },
     /// Flame graph of a run recorded with --perf, or two runs side by side on one CPU-time scale
     /// (e.g. threads and goroutines), or as a differential (--diff).
@@ -140,6 +143,50 @@ pub enum Command {
         #[command(subcommand)]
         action: DocsAction,
     },
+}
+
+/// `report DIR --perfetto`: a cut of a traced run's Perfetto trace, for one larger than the UI
+/// opens (the full trace.perfetto-trace is left as it is).
+#[derive(Args, Debug, Default)]
+pub struct PerfettoCutArgs {
+    /// Write a cut of the run's Perfetto trace from its raw records (one run directory recorded
+    /// with --perfetto): a time window and/or a sample of threads, as the options below say;
+    /// only the cut is written.
+    #[arg(long)]
+    pub perfetto: bool,
+    /// The window's start, in seconds from the trace's first record (CLOCK_BOOTTIME; where
+    /// swimlane.svg and the full trace's timeline begin) [default: 0].
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        requires = "perfetto",
+        allow_negative_numbers = true
+    )]
+    pub from: Option<f64>,
+    /// The window's end, in seconds from the trace's first record [default: the run's end].
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        requires = "perfetto",
+        allow_negative_numbers = true
+    )]
+    pub to: Option<f64>,
+    /// The window: one of the run's phases (e.g. spawn), from its start to the next's.
+    #[arg(long, value_name = "PHASE", requires = "perfetto", conflicts_with_all = ["from", "to"])]
+    pub window: Option<String>,
+    /// Keep K threads, chosen as the swimlane chooses them (the spawning thread always in) among
+    /// those alive in the window [default: every thread alive in the window].
+    #[arg(long, value_name = "K", requires = "perfetto")]
+    pub threads: Option<usize>,
+    /// Keep exactly these threads (comma-separated TIDs).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        requires = "perfetto",
+        conflicts_with = "threads"
+    )]
+    pub tids: Vec<u32>,
 }
 
 #[derive(Subcommand, Debug)]

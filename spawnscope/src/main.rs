@@ -49,7 +49,10 @@ fn main() -> ExitCode {
         Command::Sysctl { action } => commands::sysctl::command(action),
         Command::Compare(args) => commands::compare::command(*args),
         Command::WarmUp(args) => commands::warmup::command(&args),
-        Command::Report { dirs, out } => commands::report::command(&dirs, out),
+        Command::Report { dirs, out, cut } if cut.perfetto => {
+            commands::perfetto_cut::command(&dirs, out, &cut)
+        }
+        Command::Report { dirs, out, .. } => commands::report::command(&dirs, out),
         Command::Flame { dirs, out, diff } => commands::flame::command(&dirs, &out, diff),
         Command::Pairs {
             csv,

@@ -487,6 +487,7 @@ mod tests {
             late_records: 0,
             probes_runq: None,
             notes: Vec::new(),
+            too_big_for_the_ui: None,
         });
         s
     }

@@ -29,6 +29,7 @@ pub mod syscall_cost;
 pub mod test_support;
 pub mod timeline;
 pub mod times_from;
+pub mod trace_cut;
 pub mod untraced_causes;
 pub mod verdict;
 pub mod waits;

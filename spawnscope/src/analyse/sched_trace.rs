@@ -315,6 +315,14 @@ impl WaitStacks {
             .collect()
     }
 
+    /// The waits open now, by thread, outermost first: (tid, wait, begun).
+    pub fn open_waits(&self) -> Vec<(u32, Wait, u64)> {
+        let tids: BTreeSet<u32> = self.open.keys().copied().collect();
+        tids.into_iter()
+            .flat_map(|tid| self.open[&tid].iter().map(move |&(w, ts)| (tid, w, ts)))
+            .collect()
+    }
+
     /// Every wait still open, closed at `ts` (the run's end): by thread, innermost first.
     pub fn close_all(&mut self, ts: u64) -> Vec<ClosedWait> {
         let tids: BTreeSet<u32> = self.open.keys().copied().collect();
@@ -888,6 +896,10 @@ pub struct SchedFigures {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes_runq: Option<RunqBeside>,
     pub notes: Vec<String>,
+    /// The trace is larger than Perfetto's UI may open: how to cut it, with the exact command
+    /// (`report --perfetto`; analyse::trace_cut, `UI_TRACE_BYTES`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub too_big_for_the_ui: Option<String>,
 }
 
 impl SchedFigures {
@@ -1003,6 +1015,7 @@ pub fn figures(
         late_records: trace.late_records,
         probes_runq,
         notes,
+        too_big_for_the_ui: None,
     }
 }
 

@@ -14,7 +14,9 @@ use std::io;
 use serde::{Deserialize, Serialize};
 use spawnscope_collector::trace_events::TraceEvent;
 
-use crate::analyse::sched_trace::{thread_states, SchedTrace, Span, State, StateSpan, WHOLE_RUN};
+use crate::analyse::sched_trace::{
+    thread_states, SchedTrace, Span, State, StateSpan, Thread, WHOLE_RUN,
+};
 
 /// Thread lanes at most, the spawning thread's included.
 pub const THREAD_LANES: usize = 32;
@@ -140,22 +142,41 @@ pub struct Swimlane {
 
 /// The threads that get a lane, with why, in creation order after the spawning thread.
 pub fn sample(trace: &SchedTrace, spawning: Option<u32>) -> Vec<(u32, Why)> {
+    sample_of(trace, spawning, THREAD_LANES, |_| true)
+}
+
+/// `threads` threads chosen by the swimlane's rule (`report --perfetto --threads K` shares it):
+/// the spawning thread, then of the others `among` admits a quarter first created
+/// ([`FIRST_CREATED`] of [`THREAD_LANES`]), a quarter with the longest waits, the rest spread
+/// evenly; every one admitted when they fit.
+pub fn sample_of(
+    trace: &SchedTrace,
+    spawning: Option<u32>,
+    threads: usize,
+    among: impl Fn(&Thread) -> bool,
+) -> Vec<(u32, Why)> {
     let spawning = spawning.filter(|tid| trace.threads.contains_key(tid));
-    let mut picked: Vec<(u32, Why)> = spawning.map(|t| (t, Why::Spawning)).into_iter().collect();
+    let mut picked: Vec<(u32, Why)> = spawning
+        .map(|t| (t, Why::Spawning))
+        .into_iter()
+        .take(threads)
+        .collect();
     let mut others: Vec<(u64, u32)> = trace
         .threads
         .iter()
-        .filter(|(tid, _)| Some(**tid) != spawning)
+        .filter(|(tid, t)| Some(**tid) != spawning && among(t))
         .map(|(tid, t)| (t.first_ts, *tid))
         .collect();
     others.sort_unstable();
-    let room = THREAD_LANES - picked.len();
+    let room = threads - picked.len();
     if others.len() <= room {
         picked.extend(others.iter().map(|&(_, tid)| (tid, Why::Every)));
         return picked;
     }
+    let first_created = threads * FIRST_CREATED / THREAD_LANES;
+    let longest_waits = threads * LONGEST_WAITS / THREAD_LANES;
     let mut chosen: BTreeMap<usize, Why> = BTreeMap::new();
-    for i in 0..FIRST_CREATED {
+    for i in 0..first_created {
         chosen.insert(i, Why::FirstCreated);
     }
     // The longest waits, ties to the first created; a thread that never waited is no such one.
@@ -167,7 +188,7 @@ pub fn sample(trace: &SchedTrace, spawning: Option<u32>) -> Vec<(u32, Why)> {
         .filter(|(w, _)| *w > 0)
         .collect();
     by_wait.sort_unstable_by_key(|&(w, i)| (std::cmp::Reverse(w), i));
-    for &(_, i) in by_wait.iter().take(LONGEST_WAITS) {
+    for &(_, i) in by_wait.iter().take(longest_waits) {
         chosen.insert(i, Why::LongestWait);
     }
     // The rest of the room spread evenly over the threads not chosen yet, the last included.

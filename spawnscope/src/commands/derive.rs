@@ -23,6 +23,7 @@ use crate::analyse::sched_trace::{self, SchedFigures};
 use crate::analyse::summary::{summarize, Summary};
 use crate::analyse::swimlane::{self, Swimlane};
 use crate::analyse::timeline;
+use crate::analyse::trace_cut;
 use crate::analyse::verdict::{self, KernelCounts};
 use crate::analyse::waits::{self, Waits};
 use crate::analyse::{sentinels, serving};
@@ -246,6 +247,10 @@ fn scheduler_trace(
             ));
         }
     }
+    if let Ok(meta) = fs::metadata(&path) {
+        figures.too_big_for_the_ui =
+            trace_cut::too_big_for_the_ui(meta.len(), &dir.display().to_string(), &trace);
+    }
     let lanes = swimlane_of(dir, loaded, &trace, writes);
     Ok((figures, lanes))
 }
@@ -269,6 +274,19 @@ fn swimlane_of(
     Ok(lanes)
 }
 
+/// The process whose track holds the trace's phases and counters (the launched one, else the
+/// first the records name), and its name.
+pub fn launched(loaded: &LoadedRun, trace: &sched_trace::SchedTrace) -> (u32, String) {
+    let launched = (loaded.run.pid)
+        .or_else(|| trace.processes.keys().next().copied())
+        .unwrap_or(0);
+    let name = trace
+        .processes
+        .get(&launched)
+        .map_or_else(|| loaded.run.target.label(), |p| p.name.clone());
+    (launched, name)
+}
+
 /// Writes trace.perfetto-trace under a temporary name, renamed once whole.
 fn write_perfetto(
     dir: &Path,
@@ -283,13 +301,7 @@ fn write_perfetto(
         loaded.series.as_ref(),
         capture,
     );
-    let launched = (loaded.run.pid)
-        .or_else(|| trace.processes.keys().next().copied())
-        .unwrap_or(0);
-    let name = trace
-        .processes
-        .get(&launched)
-        .map_or_else(|| loaded.run.target.label(), |p| p.name.clone());
+    let (launched, name) = launched(loaded, trace);
     let path = dir.join(record::PERFETTO_TRACE);
     let partial = dir.join(format!("{}.partial", record::PERFETTO_TRACE));
     let incomplete = dir.join(format!("{}.incomplete", record::PERFETTO_TRACE));

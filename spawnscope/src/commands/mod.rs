@@ -9,6 +9,7 @@ pub mod derive;
 pub mod docs;
 pub mod flame;
 pub mod pairs;
+pub mod perfetto_cut;
 pub mod published;
 pub mod report;
 pub mod run;

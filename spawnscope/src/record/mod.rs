@@ -70,6 +70,12 @@ pub const PERFETTO_TRACE: &str = "trace.perfetto-trace";
 /// `--perfetto`: the swimlane of a sample of the run's threads and its CPUs, derived from
 /// TRACE_EVENTS (report.html draws the same for each traced run of a set).
 pub const SWIMLANE: &str = "swimlane.svg";
+/// `report --perfetto` with a window or a sample: a cut of PERFETTO_TRACE, named by what it
+/// kept (`window`: "1.5s-3s" or a phase's name; `threads`: "32threads", "tids-101-102"…), never
+/// the full trace's name.
+pub fn perfetto_cut(window: &str, threads: &str) -> String {
+    format!("trace.cut-{window}-{threads}.perfetto-trace")
+}
 pub use perf::{PERF_FOLDED, PERF_RECORD};
 
 // A compare directory's files (beside its run directories), written by `compare` and `report`.

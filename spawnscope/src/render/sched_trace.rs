@@ -145,6 +145,9 @@ pub fn markdown(md: &mut String, f: &SchedFigures) {
     for note in &f.notes {
         let _ = writeln!(md, "- {note}");
     }
+    if let Some(cut) = &f.too_big_for_the_ui {
+        let _ = writeln!(md, "- {cut}");
+    }
 }
 
 /// The terminal's line: the whole run's two p50s and p99s.
@@ -245,6 +248,7 @@ mod tests {
             late_records: 0,
             probes_runq: None,
             notes: Vec::new(),
+            too_big_for_the_ui: None,
         };
         let md = latency_table(&f).markdown();
         assert!(

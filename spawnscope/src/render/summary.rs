@@ -940,6 +940,13 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
             "  Perfetto trace: {} (open it in https://ui.perfetto.dev)",
             dir.join(crate::record::PERFETTO_TRACE).display()
         );
+        if let Some(cut) = s
+            .scheduler_trace
+            .as_ref()
+            .and_then(|f| f.too_big_for_the_ui.as_ref())
+        {
+            let _ = writeln!(out, "  {cut}");
+        }
         if s.swimlane.is_some() {
             let _ = writeln!(
                 out,

@@ -362,6 +362,15 @@ pub struct TraceFacts {
     /// Track names (notes and counters included).
     pub track_names: Vec<String>,
     pub clock_snapshot: bool,
+    /// Every switch as Perfetto reads it, per CPU in time order: (ts, prev, next).
+    pub switch_sides: Vec<(u64, i32, i32)>,
+    /// Slices begun, by name: their timestamps.
+    pub slice_begins: BTreeMap<String, Vec<u64>>,
+    /// Slices ended: (track, ts).
+    pub slice_ends: Vec<(u64, u64)>,
+    /// The earliest and latest timestamp of any event.
+    pub first_ts: Option<u64>,
+    pub last_ts: Option<u64>,
     /// Every check that failed, in words: empty for a good trace.
     pub problems: Vec<String>,
 }
@@ -466,9 +475,14 @@ pub fn check_trace(path: &Path) -> TraceFacts {
             match e.type_() {
                 Type::TYPE_SLICE_BEGIN => {
                     *depth.entry(track).or_default() += 1;
+                    f.slice_begins
+                        .entry(name.clone())
+                        .or_default()
+                        .push(p.timestamp());
                     *f.slices.entry(name).or_default() += 1;
                 }
                 Type::TYPE_SLICE_END => {
+                    f.slice_ends.push((track, p.timestamp()));
                     let d = depth.entry(track).or_default();
                     *d -= 1;
                     if *d < 0 {
@@ -559,6 +573,8 @@ pub fn check_trace(path: &Path) -> TraceFacts {
         }
         // Within a sequence, this packet starts no earlier than the last one ended.
         if let (Some(&lo), Some(&hi)) = (times.iter().min(), times.iter().max()) {
+            f.first_ts = Some(f.first_ts.map_or(lo, |t| t.min(lo)));
+            f.last_ts = Some(f.last_ts.map_or(hi, |t| t.max(hi)));
             if lo < seq.last_ts {
                 f.problems.push(format!(
                     "sequence {seq_id}: a timestamp goes back ({lo} after {})",
@@ -586,8 +602,9 @@ pub fn check_trace(path: &Path) -> TraceFacts {
         // Full and compact switches of a bundle, merged in time (stable: as written).
         switches.sort_by_key(|s| s.0);
         let mut last_next: Option<i32> = None;
-        for &(_, prev, next) in switches.iter() {
+        for &(ts, prev, next) in switches.iter() {
             let prev = prev.or(last_next);
+            f.switch_sides.push((ts, prev.unwrap_or(-1), next));
             f.switches += 1;
             if prev.is_some_and(|p| run.contains(&p)) || run.contains(&next) {
                 f.run_switches += 1;
