@@ -131,6 +131,13 @@ fn goroutines_run_on_their_threads_in_the_trace_and_created_is_spawned() {
         .expect("a whole-run row");
     assert_eq!(whole["count"], reduced["counts"]["readied_to_running"]);
     assert_eq!(go["records"], reduced["records"]);
+    // Every runtime event on a CPU by the kernel's trace, its thread's.
+    let on_cpu = &go["on_cpu"];
+    assert_eq!(on_cpu["passed"], true, "{on_cpu}");
+    assert!(
+        on_cpu["checked"].as_u64().unwrap() * 10 >= go["records"].as_u64().unwrap() * 9,
+        "{on_cpu}"
+    );
     assert!(
         summary["left_out"]
             .as_array()

@@ -50,7 +50,112 @@ pub struct GoSchedFigures {
     pub threads: Vec<u32>,
     /// Running slices (on-thread spans) as the Perfetto trace draws them.
     pub running_slices: u64,
+    /// Every runtime event inside a kernel on-CPU span of the thread that emitted it (with the
+    /// kernel's trace; None without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu: Option<OnCpuCheck>,
     pub notes: Vec<String>,
+}
+
+/// The runtime's events against the kernel's: each change was emitted by its thread (`tid`), so
+/// that thread was on a CPU then, by the kernel's switches. A goroutine's slice may still be
+/// open while the kernel has switched its M out: that is a slice, not an event, and not checked.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct OnCpuCheck {
+    /// Records with a thread that the kernel's trace followed.
+    pub checked: u64,
+    /// Within a running span of that thread, give or take `tolerance_ns`.
+    pub inside: u64,
+    /// How far outside (ns) the farthest one lay.
+    pub farthest_outside_ns: u64,
+    /// The runtime tracer's clock resolution (64 ns ticks on linux/amd64) twice over (the event
+    /// and the Sync snapshot that puts it on CLOCK_MONOTONIC).
+    pub tolerance_ns: u64,
+    /// Passes at `PASS_FRACTION` of the records inside or more.
+    pub passed: bool,
+    pub says: String,
+}
+
+/// The share of the runtime's events that must lie on-CPU for the check to pass.
+pub const PASS_FRACTION: f64 = 0.999;
+/// The tracer's 64 ns tick, for the event and for its clock snapshot.
+pub const ON_CPU_TOLERANCE_NS: u64 = 2 * 64;
+
+/// Holds each change with a thread to that thread's running spans (the kernel's trace, BOOTTIME;
+/// `offset_ns` = BOOTTIME − MONOTONIC puts the changes there). Threads the kernel's trace does
+/// not follow are not checked (said in `says`).
+pub fn on_cpu_check(
+    changes: impl Iterator<Item = io::Result<GoChange>>,
+    running: &BTreeMap<u32, Vec<(u64, u64)>>,
+    offset_ns: i64,
+) -> io::Result<OnCpuCheck> {
+    let tol = ON_CPU_TOLERANCE_NS;
+    let (mut checked, mut inside, mut farthest, mut unfollowed) = (0u64, 0u64, 0u64, 0u64);
+    let mut before_first = 0u64;
+    for c in changes {
+        let c = c?;
+        let Some(tid) = c.tid else { continue };
+        let Some(spans) = running.get(&tid).filter(|s| !s.is_empty()) else {
+            unfollowed += 1;
+            continue;
+        };
+        checked += 1;
+        let ts = crate::analyse::sched_trace::boot(c.ts_ns, offset_ns);
+        // The last span beginning at or before ts (+ tolerance), and the distance to it.
+        let i = spans.partition_point(|&(begin, _)| begin <= ts + tol);
+        let distance = match i.checked_sub(1).map(|i| spans[i]) {
+            Some((_, end)) if ts <= end + tol => 0,
+            Some((_, end)) => {
+                let after = ts - end;
+                spans
+                    .get(i)
+                    .map_or(after, |&(begin, _)| after.min(begin - ts))
+            }
+            None => {
+                before_first += 1;
+                spans[0].0 - ts
+            }
+        };
+        if distance == 0 {
+            inside += 1;
+        } else {
+            farthest = farthest.max(distance);
+        }
+    }
+    let fraction = if checked == 0 {
+        0.0
+    } else {
+        inside as f64 / checked as f64
+    };
+    let passed = checked > 0 && fraction >= PASS_FRACTION;
+    let mut says = format!(
+        "{inside} of {checked} runtime events ({:.3} %) lie within a kernel on-CPU span of the thread that emitted them (±{tol} ns)",
+        100.0 * fraction
+    );
+    if !passed && checked > 0 {
+        says.push_str(&format!(
+            "; below {:.1} %: the farthest {farthest} ns outside{}",
+            100.0 * PASS_FRACTION,
+            if before_first * 2 > checked - inside {
+                " — most before their thread's first switch-in: the runtime's clock runs behind the kernel's (the Sync snapshot's MONOTONIC against the capture's BOOTTIME offset)"
+            } else {
+                " — the runtime's clock and the kernel's disagree, or the kernel's trace missed switches"
+            }
+        ));
+    }
+    if unfollowed > 0 {
+        says.push_str(&format!(
+            "; {unfollowed} events of threads the kernel's trace did not follow not checked"
+        ));
+    }
+    Ok(OnCpuCheck {
+        checked,
+        inside,
+        farthest_outside_ns: farthest,
+        tolerance_ns: tol,
+        passed,
+        says,
+    })
 }
 
 /// Created in the trace = the workload's `spawned` + the runtime's own goroutines, named.
@@ -272,6 +377,7 @@ pub fn derive(
         },
         threads: threads.into_iter().collect(),
         running_slices,
+        on_cpu: None,
         notes,
     })
 }
@@ -351,6 +457,39 @@ mod tests {
             ]
         );
         assert_eq!(edges.cut, 1);
+    }
+
+    #[test]
+    fn the_on_cpu_check_holds_each_event_to_its_threads_running_spans() {
+        // Thread 100 on a CPU over [1000, 2000] and [5000, 6000] on BOOTTIME; offset 500.
+        let running: BTreeMap<u32, Vec<(u64, u64)>> =
+            [(100, vec![(1_000, 2_000), (5_000, 6_000)])].into();
+        let at = |mono: u64, tid: u32| Ok(change(mono, 1, tid, Runnable, Running));
+        let check = |changes: Vec<io::Result<GoChange>>| {
+            on_cpu_check(changes.into_iter(), &running, 500).unwrap()
+        };
+        // Inside, at an edge within the tolerance, on an unfollowed thread.
+        let c = check(vec![
+            at(600, 100),
+            at(1_500, 100),
+            at(1_500 + ON_CPU_TOLERANCE_NS, 100),
+            at(9, 200),
+        ]);
+        assert_eq!((c.checked, c.inside, c.passed), (3, 3, true), "{}", c.says);
+        assert!(c
+            .says
+            .contains("1 events of threads the kernel's trace did not follow"));
+        // Between the spans: 1,000 ns after the first ends, 2,000 before the second begins.
+        let c = check(vec![at(2_500, 100), at(1_000, 100)]);
+        assert_eq!(
+            (c.checked, c.inside, c.farthest_outside_ns, c.passed),
+            (2, 1, 1_000, false)
+        );
+        assert!(c.says.contains("below 99.9 %"), "{}", c.says);
+        // Before the thread ever ran: the runtime's clock behind the kernel's, said so.
+        let c = check(vec![at(0, 100), at(100, 100)]);
+        assert_eq!(c.farthest_outside_ns, 500);
+        assert!(c.says.contains("runs behind"), "{}", c.says);
     }
 
     #[test]

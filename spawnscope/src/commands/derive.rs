@@ -203,6 +203,17 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
             )),
         }
     }
+    if let (Some(go), true) = (
+        summary.runtime_trace.as_mut(),
+        record::trace::has_events(dir),
+    ) {
+        match on_cpu(dir, &go.threads) {
+            Ok(check) => go.on_cpu = check,
+            Err(err) => go
+                .notes
+                .push(format!("the on-CPU check could not be made: {err:#}")),
+        }
+    }
     let json = dir.join(record::SUMMARY_JSON);
     if writes == Writes::Run || !json.exists() {
         record::write_json(&json, &summary)?;
@@ -284,6 +295,31 @@ fn runtime_trace(dir: &Path, loaded: &LoadedRun) -> Result<(GoSchedFigures, GoSc
         ));
     }
     Ok((figures, reduced))
+}
+
+/// The runtime's events against the kernel's on-CPU spans of their threads (a pass over
+/// trace-events.bin for those threads, one over go-sched.bin). None without the clocks' offset.
+fn on_cpu(dir: &Path, threads: &[u32]) -> Result<Option<go_sched::OnCpuCheck>> {
+    let Some(offset) = record::trace::read_capture(dir).and_then(|c| c.boottime_minus_monotonic_ns)
+    else {
+        return Ok(None);
+    };
+    let tids: BTreeSet<u32> = threads.iter().copied().collect();
+    let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
+    let states = sched_trace::thread_states(events, &tids, u64::MAX)?;
+    let running: BTreeMap<u32, Vec<(u64, u64)>> = states
+        .into_iter()
+        .map(|(tid, spans)| {
+            let on: Vec<(u64, u64)> = spans
+                .iter()
+                .filter(|s| s.state == sched_trace::State::Running)
+                .map(|s| (s.begin, s.end))
+                .collect();
+            (tid, on)
+        })
+        .collect();
+    let check = go_sched::on_cpu_check(record::go_sched::open_changes(dir)?, &running, offset)?;
+    Ok(Some(check))
 }
 
 /// The swimlane from a second pass over the raw records (only the sampled threads' spans are

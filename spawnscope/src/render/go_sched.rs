@@ -103,9 +103,27 @@ pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigure
         f.threads.len(),
         f.threads.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
     );
-    let _ = writeln!(md, "\n{}\n\nMethod: {}.", created_line(f), f.method);
+    let _ = writeln!(
+        md,
+        "\n{}\n\n{}\n\nMethod: {}.",
+        created_line(f),
+        on_cpu_line(f),
+        f.method
+    );
     for note in &f.notes {
         let _ = writeln!(md, "- {note}");
+    }
+}
+
+/// The on-CPU check in one sentence.
+pub fn on_cpu_line(f: &GoSchedFigures) -> String {
+    match &f.on_cpu {
+        Some(c) => format!(
+            "On-CPU check: {} — {}.",
+            if c.passed { "passed" } else { "FAILED" },
+            c.says
+        ),
+        None => "On-CPU check: not made (it needs the kernel's trace and its clock offset).".into(),
     }
 }
 
@@ -120,7 +138,8 @@ pub fn terminal_line(f: &GoSchedFigures) -> String {
         )
     });
     format!(
-        "Go runtime trace: goroutine readied → running {latency}; {}",
-        created_line(f)
+        "Go runtime trace: goroutine readied → running {latency}; {} {}",
+        created_line(f),
+        on_cpu_line(f)
     )
 }
