@@ -88,6 +88,7 @@ pub fn on_cpu_check(
     changes: impl Iterator<Item = io::Result<GoChange>>,
     running: &BTreeMap<u32, Vec<(u64, u64)>>,
     offset_ns: i64,
+    switches_unseen: Option<u64>,
 ) -> io::Result<OnCpuCheck> {
     let tol = ON_CPU_TOLERANCE_NS;
     let (mut checked, mut inside, mut farthest, mut unfollowed) = (0u64, 0u64, 0u64, 0u64);
@@ -137,9 +138,12 @@ pub fn on_cpu_check(
             "; below {:.1} %: the farthest {farthest} ns outside{}",
             100.0 * PASS_FRACTION,
             if before_first * 2 > checked - inside {
-                " — most before their thread's first switch-in: the runtime's clock runs behind the kernel's (the Sync snapshot's MONOTONIC against the capture's BOOTTIME offset)"
+                " — most before their thread's first switch-in: the runtime's clock runs behind the kernel's (the Sync snapshot's MONOTONIC against the capture's BOOTTIME offset)".to_string()
             } else {
-                " — the runtime's clock and the kernel's disagree, or the kernel's trace missed switches"
+                match switches_unseen {
+                    Some(n) if n > 0 => format!(" — the kernel's trace missed {n} switches of the run's tasks (collector.json's trace.switches_unseen): a stint of a thread on a CPU it did not record leaves the runtime's events of that stint outside"),
+                    _ => " — the runtime's clock and the kernel's disagree".to_string(),
+                }
             }
         ));
     }
@@ -466,7 +470,7 @@ mod tests {
             [(100, vec![(1_000, 2_000), (5_000, 6_000)])].into();
         let at = |mono: u64, tid: u32| Ok(change(mono, 1, tid, Runnable, Running));
         let check = |changes: Vec<io::Result<GoChange>>| {
-            on_cpu_check(changes.into_iter(), &running, 500).unwrap()
+            on_cpu_check(changes.into_iter(), &running, 500, Some(0)).unwrap()
         };
         // Inside, at an edge within the tolerance, on an unfollowed thread.
         let c = check(vec![
@@ -485,7 +489,14 @@ mod tests {
             (c.checked, c.inside, c.farthest_outside_ns, c.passed),
             (2, 1, 1_000, false)
         );
-        assert!(c.says.contains("below 99.9 %"), "{}", c.says);
+        assert!(
+            c.says.contains("below 99.9 %") && c.says.contains("clock"),
+            "{}",
+            c.says
+        );
+        let between = vec![at(2_500, 100)];
+        let c = on_cpu_check(between.into_iter(), &running, 500, Some(3)).unwrap();
+        assert!(c.says.contains("missed 3 switches"), "{}", c.says);
         // Before the thread ever ran: the runtime's clock behind the kernel's, said so.
         let c = check(vec![at(0, 100), at(100, 100)]);
         assert_eq!(c.farthest_outside_ns, 500);

@@ -300,8 +300,8 @@ fn runtime_trace(dir: &Path, loaded: &LoadedRun) -> Result<(GoSchedFigures, GoSc
 /// The runtime's events against the kernel's on-CPU spans of their threads (a pass over
 /// trace-events.bin for those threads, one over go-sched.bin). None without the clocks' offset.
 fn on_cpu(dir: &Path, threads: &[u32]) -> Result<Option<go_sched::OnCpuCheck>> {
-    let Some(offset) = record::trace::read_capture(dir).and_then(|c| c.boottime_minus_monotonic_ns)
-    else {
+    let capture = record::trace::read_capture(dir);
+    let Some(offset) = capture.as_ref().and_then(|c| c.boottime_minus_monotonic_ns) else {
         return Ok(None);
     };
     let tids: BTreeSet<u32> = threads.iter().copied().collect();
@@ -318,7 +318,13 @@ fn on_cpu(dir: &Path, threads: &[u32]) -> Result<Option<go_sched::OnCpuCheck>> {
             (tid, on)
         })
         .collect();
-    let check = go_sched::on_cpu_check(record::go_sched::open_changes(dir)?, &running, offset)?;
+    let unseen = capture.and_then(|c| c.switches_unseen);
+    let check = go_sched::on_cpu_check(
+        record::go_sched::open_changes(dir)?,
+        &running,
+        offset,
+        unseen,
+    )?;
     Ok(Some(check))
 }
 
