@@ -74,6 +74,8 @@ type config struct {
 	// waitToStart: the start gate. After `start`, wait for a line or EOF on stdin before the
 	// first phase, so that whoever measures reads its base with nothing of the run started.
 	waitToStart bool
+	// goTrace: --go-trace, a file for the runtime's execution trace (runtime/trace); "" = none.
+	goTrace string
 }
 
 // switches: the flags that take no value, and what each sets.
@@ -92,7 +94,7 @@ var flags = []struct {
 	{"--type", chainWorkload}, {"--size", chainWorkload}, {"--port", serveWorkload},
 	{"--addrs", serveWorkload}, {"--backlog", serveWorkload}, {"--work", serveWorkload},
 	{"--serve-for", serveWorkload}, {"--stack-size", ""}, {"--gomaxprocs", ""}, {"--workers", ""},
-	{"--reserve", ""},
+	{"--reserve", ""}, {"--go-trace", ""},
 }
 
 func usage() string {
@@ -133,6 +135,8 @@ flags:
   --stack-size BYTES  threads only: refused here (goroutine stacks start small and grow)
   --gomaxprocs N      GOMAXPROCS for the run, 1..%[3]d [the runtime's default]
   --workers N         tokio-tasks only: refused here (use --gomaxprocs)
+  --go-trace FILE     write the Go runtime's execution trace (runtime/trace) of the run to FILE:
+                      from the `+"`start`"+` event to after the `+"`result`"+`
   --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
                       falls below this; 0 = never [2%% of usable memory, 32..512 MiB]
   --dry-run           check the arguments, print the `+"`start`"+` event, spawn nothing
@@ -282,6 +286,11 @@ func (cfg *config) set(flag, value string) (err error) {
 		var procs uint64
 		procs, err = parseCount(value, 1, maxGomaxprocs)
 		cfg.gomaxprocs = &procs
+	case "--go-trace":
+		if value == "" {
+			err = errors.New("needs a file name")
+		}
+		cfg.goTrace = value
 	case "--reserve":
 		if value != "auto" {
 			var bytes uint64

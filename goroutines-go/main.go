@@ -36,10 +36,24 @@ func run(args []string) int {
 			return badUsage(err)
 		}
 	}
+	var tracer *goTrace
+	if cfg.goTrace != "" {
+		// Opened before `start`: a path that cannot be written is bad usage.
+		if tracer, err = openGoTrace(cfg.goTrace, cfg.dryRun); err != nil {
+			return badUsage(err)
+		}
+	}
 	h := newHarness(cfg)
 	h.start()
 	if cfg.dryRun {
 		return 0
+	}
+	if tracer != nil {
+		// Before the gate: the conductor's base reading holds the tracer's own start.
+		if err := tracer.start(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: --go-trace: %v\n", program, err)
+			return 1
+		}
 	}
 	if cfg.waitToStart {
 		waitAtStartGate()
@@ -59,7 +73,16 @@ func run(args []string) int {
 	case serveWorkload:
 		t = runServe(h, listeners)
 	}
-	return h.finish(t)
+	code := h.finish(t)
+	if tracer != nil {
+		if err := tracer.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: --go-trace: writing the trace: %v\n", program, err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
 }
 
 // badUsage prints the reason and the usage on stderr: exit code 2.

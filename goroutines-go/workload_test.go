@@ -305,3 +305,59 @@ func TestStartGateWaitsForItsLine(t *testing.T) {
 		t.Fatalf("last event: %v", result)
 	}
 }
+
+// --go-trace FILE: the runtime's execution trace of the whole run lands in FILE (its header
+// says the Go version's format), and the run's events are those of a run without it.
+func TestGoTraceWritesTheRunsTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "go.trace")
+	out := runBinary(t, "pingpong", "--n", "10", "--rounds", "10", "--go-trace", path)
+	if out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	evs := events(t, loadSchema(t), out.stdout)
+	if last := evs[len(evs)-1]; last["event"] != "result" || last["spawned"] != float64(20) {
+		t.Fatalf("last event: %v", last)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 1024 || !bytes.HasPrefix(data, []byte("go 1.")) || !bytes.Contains(data[:16], []byte(" trace\x00")) {
+		t.Fatalf("not a Go execution trace: %d bytes, starting %q", len(data), string(data[:16]))
+	}
+}
+
+// A dry run checks the trace's path and leaves nothing behind; a path that cannot be written is
+// bad usage before `start`.
+func TestGoTraceDryRunChecksThePath(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "go.trace")
+	if out := runBinary(t, "hold", "--go-trace", path, "--dry-run"); out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the dry run left %s behind (%v)", path, err)
+	}
+	for _, bad := range []string{filepath.Join(dir, "missing", "go.trace"), dir} {
+		out := runBinary(t, "hold", "--go-trace", bad, "--dry-run")
+		firstLine, _, _ := strings.Cut(out.stderr, "\n")
+		if out.code != 2 || out.stdout != "" || !strings.Contains(firstLine, bad) {
+			t.Fatalf("--go-trace %s: exit %d, stdout %q, stderr %q", bad, out.code, out.stdout, firstLine)
+		}
+	}
+}
+
+// A trace that could not be written whole fails the run (exit 1, said on stderr) after its
+// `result`: runtime/trace itself drops its writer's errors.
+func TestGoTraceWriteFailureIsSaid(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full: ", err)
+	}
+	out := runBinary(t, "churn", "--n", "100", "--go-trace", "/dev/full")
+	if out.code != 1 || !strings.Contains(out.stderr, "no space left on device") {
+		t.Fatalf("exit %d, stderr %q", out.code, out.stderr)
+	}
+	if !strings.Contains(out.stdout, `"event":"result"`) {
+		t.Fatalf("no result before the failure: %q", out.stdout)
+	}
+}

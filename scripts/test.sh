@@ -47,10 +47,11 @@ lint_shell() {
 }
 lint_gofmt() {
   local unformatted
-  unformatted=$(gofmt -l goroutines-go spawnscope/tests/programs examples/go)
+  unformatted=$(gofmt -l goroutines-go gotrace-reduce spawnscope/tests/programs examples/go)
   [ -z "$unformatted" ] || { echo "not gofmt-clean: $unformatted"; return 1; }
 }
 in_go_module() { (cd goroutines-go && "$@"); }
+in_reducer_module() { (cd gotrace-reduce && "$@"); }
 # The Go programs the conductor runs as commands (tests/programs/*, examples/go: one module each).
 vet_test_programs() {
   local module
@@ -67,6 +68,8 @@ step "gofmt" lint_gofmt
 step "go vet" in_go_module go vet ./...
 step "go vet (test programs, examples/go)" vet_test_programs
 step "go test (goroutines)" in_go_module go test -count=1 ./...
+step "go vet (gotrace-reduce)" in_reducer_module go vet ./...
+step "go test (gotrace-reduce)" in_reducer_module go test -count=1 ./...
 # --no-fail-fast: one failing suite must not hide the results of the others.
 step "cargo test (workloads, contract, collector, conductor)" cargo test --release --workspace --no-fail-fast
 # the_manual: the mdBook in docs/ builds, and no page links to a page or anchor that is not

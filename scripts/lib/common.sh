@@ -246,6 +246,9 @@ build_workloads() {
   (cd "$REPO_ROOT" && cargo build --release --quiet -p threads -p tokio-tasks -p processes --bins --example tokio-sleepers)
   (cd "$REPO_ROOT" && cargo build --release --quiet -p rust-sleepers --examples)
   "$REPO_ROOT/scripts/build-goroutines.sh" "$BIN_DIR/goroutines"
+  # The Go trace reducer (run --runtime-trace): without a go1.26 toolchain, those runs are refused.
+  "$REPO_ROOT/scripts/build-gotrace-reduce.sh" "$BIN_DIR/gotrace-reduce" ||
+    warn "gotrace-reduce not built: run --runtime-trace on goroutines will be refused"
   build_coroutines || true
 }
 

@@ -453,6 +453,14 @@ pub struct RunArgs {
     /// into trace-events.bin, raw, for a Perfetto trace of the run (root; the eBPF probes).
     #[arg(long, help_heading = "Measuring")]
     pub perfetto: bool,
+    /// Record the runtime's own scheduler too (goroutines: the Go execution trace, reduced by
+    /// gotrace-reduce): goroutines' running slices on their OS threads in the Perfetto trace, the
+    /// runtime's counts and readied→running in the summary. Implies --perfetto (root). The
+    /// tracer adds memory and time: such a run is runtime-traced, its memory and time figures
+    /// not the runtime's own. Not for threads and processes (the kernel's trace is theirs), nor
+    /// yet for tokio.
+    #[arg(long, conflicts_with = "no_probes", help_heading = "Measuring")]
+    pub runtime_trace: bool,
     /// perf's sampling rate, Hz [default: a fixed sample budget over the CPU time the
     /// calibration predicts, at most 999].
     #[arg(long, value_parser = parse_hz, help_heading = "Measuring")]

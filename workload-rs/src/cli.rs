@@ -184,7 +184,11 @@ const FLAGS: &[(&str, Option<Workload>)] = &[
     ("--gomaxprocs", None),
     ("--workers", None),
     ("--reserve", None),
+    ("--go-trace", None),
 ];
+
+/// Why the Rust workloads refuse --go-trace (goroutines' runtime/trace).
+const GO_TRACE_REFUSAL: &str = "it writes the Go runtime's execution trace (runtime/trace)";
 
 /// The usage lines of the flags that differ between runtimes, as `program` has them.
 fn runtime_flag_lines(program: &Program) -> String {
@@ -198,6 +202,7 @@ fn runtime_flag_lines(program: &Program) -> String {
         takes_or(program.stack_size, "--stack-size", "BYTES", "threads"),
         line("--gomaxprocs", "N", "goroutines only: refused here"),
         takes_or(program.workers, "--workers", "N", "tokio-tasks"),
+        line("--go-trace", "FILE", "goroutines only: refused here"),
     ]
     .concat()
 }
@@ -329,6 +334,7 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
         }
         let refused = match flag {
             "--gomaxprocs" => Some(program.gomaxprocs_refusal),
+            "--go-trace" => Some(GO_TRACE_REFUSAL),
             "--stack-size" => refusal(program.stack_size),
             "--workers" => refusal(program.workers),
             _ => None,
@@ -535,6 +541,9 @@ mod tests {
         assert!(run("hold --gomaxprocs 2")
             .unwrap_err()
             .contains("--gomaxprocs"));
+        assert!(run("hold --go-trace /tmp/go.trace")
+            .unwrap_err()
+            .contains("'--go-trace' is not supported"));
         assert!(run("sleep --batch 3")
             .unwrap_err()
             .contains("does not apply to sleep"));

@@ -376,14 +376,14 @@ impl Latency {
 }
 
 impl PhaseHistograms {
-    fn new(phases: usize) -> Self {
+    pub fn new(phases: usize) -> Self {
         PhaseHistograms {
             per_phase: vec![Latency::new(); phases],
             whole: Latency::new(),
         }
     }
 
-    fn record(&mut self, phase: usize, ns: u64) {
+    pub fn record(&mut self, phase: usize, ns: u64) {
         self.per_phase[phase].record(ns);
         self.whole.record(ns);
     }

@@ -252,6 +252,12 @@ pub struct Summary {
     /// (analyse::swimlane).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swimlane: Option<crate::analyse::swimlane::SwimlaneFigures>,
+    /// `--runtime-trace` (goroutines): the Go runtime's own scheduler from its execution trace —
+    /// its counts, readied→running per phase, goroutines created against the workload's count
+    /// (analyse::go_sched). Such a run is runtime-traced: its memory and time figures carry the
+    /// tracer's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_trace: Option<crate::analyse::go_sched::GoSchedFigures>,
 }
 
 /// Which way a threads run's threads ended, from the madvise calls after release: each thread

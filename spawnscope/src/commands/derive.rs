@@ -7,7 +7,7 @@
 //! write a run directory's derived file only where it is missing (a run stopped before its
 //! analysis), and write their own exports where they were asked to.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 
 use crate::analyse::attribution::{self, Attribution};
 use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
+use crate::analyse::go_sched::{self, GoSchedFigures};
 use crate::analyse::kernel_gaps::known_gaps;
 use crate::analyse::phases::perf_phases;
 use crate::analyse::phases::phase_names;
@@ -28,6 +29,7 @@ use crate::analyse::verdict::{self, KernelCounts};
 use crate::analyse::waits::{self, Waits};
 use crate::analyse::{sentinels, serving};
 use crate::measure;
+use crate::record::go_sched::GoSchedSummary;
 use crate::record::perf::{read_samples, write_folded, PerfRecord, Profile, Samples};
 use crate::record::{self, LoadedRun, Plan};
 use crate::render;
@@ -165,9 +167,24 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
             .left_out
             .push(format!("perf analysis failed: {err:#} (perf.data is kept)")),
     }
+    // --runtime-trace: the runtime's own scheduler, before the kernel's trace it joins.
+    let mut go = None;
+    if record::go_sched::has_records(dir) {
+        match runtime_trace(dir, &loaded) {
+            Ok((figures, reduced)) => {
+                summary.runtime_trace = Some(figures.clone());
+                go = Some((figures, reduced));
+            }
+            Err(err) => summary.left_out.push(format!(
+                "the runtime's trace could not be read: {err:#} ({} and {} are kept)",
+                record::GO_TRACE,
+                record::GO_SCHED
+            )),
+        }
+    }
     let mut swimlane = None;
     if record::trace::has_events(dir) {
-        match scheduler_trace(dir, &loaded, writes) {
+        match scheduler_trace(dir, &loaded, writes, go.as_ref()) {
             Ok((figures, lanes)) => {
                 summary.scheduler_trace = Some(figures);
                 match lanes {
@@ -185,6 +202,17 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
                 "the scheduler trace could not be read: {err:#} ({} is kept)",
                 record::TRACE_EVENTS
             )),
+        }
+    }
+    if let (Some(go), true) = (
+        summary.runtime_trace.as_mut(),
+        record::trace::has_events(dir),
+    ) {
+        match on_cpu(dir, &go.threads) {
+            Ok(check) => go.on_cpu = check,
+            Err(err) => go
+                .notes
+                .push(format!("the on-CPU check could not be made: {err:#}")),
         }
     }
     let json = dir.join(record::SUMMARY_JSON);
@@ -211,6 +239,7 @@ fn scheduler_trace(
     dir: &Path,
     loaded: &LoadedRun,
     writes: Writes,
+    go: Option<&(GoSchedFigures, GoSchedSummary)>,
 ) -> Result<(SchedFigures, Result<Swimlane>)> {
     let capture = record::trace::read_capture(dir);
     let context = sched_trace::Context::of_run(&loaded.run, &loaded.memory, capture.as_ref());
@@ -239,7 +268,7 @@ fn scheduler_trace(
     }
     let path = dir.join(record::PERFETTO_TRACE);
     if writes == Writes::Run || !path.exists() {
-        if let Err(err) = write_perfetto(dir, loaded, &trace, capture.as_ref()) {
+        if let Err(err) = write_perfetto(dir, loaded, &trace, capture.as_ref(), go) {
             figures.notes.push(format!(
                 "the Perfetto trace is incomplete: {err:#} (what was written is {}.incomplete; {} is kept, and `spawnscope report` writes the trace again)",
                 record::PERFETTO_TRACE,
@@ -253,6 +282,57 @@ fn scheduler_trace(
     }
     let lanes = swimlane_of(dir, loaded, &trace, writes);
     Ok((figures, lanes))
+}
+
+/// The runtime's figures from the reducer's records (go-sched.bin, go-sched.json); its phases on
+/// CLOCK_MONOTONIC, the records' clock.
+fn runtime_trace(dir: &Path, loaded: &LoadedRun) -> Result<(GoSchedFigures, GoSchedSummary)> {
+    let reduced = record::go_sched::read_summary(dir)?;
+    let phases = sched_trace::PhaseEdges::of_run(&loaded.run, &loaded.memory, Some(0));
+    let spawned = result_event(&loaded.events).and_then(|r| r["spawned"].as_u64());
+    let mut changes = record::go_sched::open_changes(dir)
+        .with_context(|| format!("opening {}", record::GO_SCHED))?;
+    let mut figures = go_sched::derive(changes.by_ref(), &reduced, &phases, spawned)
+        .with_context(|| format!("reading {}", record::GO_SCHED))?;
+    if changes.trailing_bytes > 0 {
+        figures.notes.push(format!(
+            "{} ends with {} bytes too few for a record (cut short while written)",
+            record::GO_SCHED,
+            changes.trailing_bytes
+        ));
+    }
+    Ok((figures, reduced))
+}
+
+/// The runtime's events against the kernel's on-CPU spans of their threads (a pass over
+/// trace-events.bin for those threads, one over go-sched.bin). None without the clocks' offset.
+fn on_cpu(dir: &Path, threads: &[u32]) -> Result<Option<go_sched::OnCpuCheck>> {
+    let capture = record::trace::read_capture(dir);
+    let Some(offset) = capture.as_ref().and_then(|c| c.boottime_minus_monotonic_ns) else {
+        return Ok(None);
+    };
+    let tids: BTreeSet<u32> = threads.iter().copied().collect();
+    let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
+    let states = sched_trace::thread_states(events, &tids, u64::MAX)?;
+    let running: BTreeMap<u32, Vec<(u64, u64)>> = states
+        .into_iter()
+        .map(|(tid, spans)| {
+            let on: Vec<(u64, u64)> = spans
+                .iter()
+                .filter(|s| s.state == sched_trace::State::Running)
+                .map(|s| (s.begin, s.end))
+                .collect();
+            (tid, on)
+        })
+        .collect();
+    let unseen = capture.and_then(|c| c.switches_unseen);
+    let check = go_sched::on_cpu_check(
+        record::go_sched::open_changes(dir)?,
+        &running,
+        offset,
+        unseen,
+    )?;
+    Ok(Some(check))
 }
 
 /// The swimlane from a second pass over the raw records (only the sampled threads' spans are
@@ -293,6 +373,7 @@ fn write_perfetto(
     loaded: &LoadedRun,
     trace: &sched_trace::SchedTrace,
     capture: Option<&record::trace::TraceCapture>,
+    go: Option<&(GoSchedFigures, GoSchedSummary)>,
 ) -> Result<()> {
     let tracks = sched_trace::run_tracks(
         &loaded.run,
@@ -309,6 +390,20 @@ fn write_perfetto(
         let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
         let mut out = io::BufWriter::new(fs::File::create(&partial)?);
         render::perfetto::write(&mut out, trace, &tracks, launched, &name, events)?;
+        if let Some((figures, reduced)) = go {
+            // The goroutines on their threads' tracks, after the kernel's packets.
+            let edges = go_sched::SliceEdges::new(record::go_sched::open_changes(dir)?);
+            let described: BTreeSet<u32> = trace.threads.keys().copied().collect();
+            render::perfetto_goroutines::write(
+                &mut out,
+                edges,
+                &figures.threads,
+                &described,
+                launched,
+                &reduced.functions,
+                tracks.offset_ns,
+            )?;
+        }
         out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         Ok(())
     })();

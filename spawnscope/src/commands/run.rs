@@ -19,6 +19,11 @@ pub fn command(args: RunArgs) -> ExitCode {
     if !args.perf && (args.perf_freq.is_some() || args.perf_call_graph.is_some()) {
         return usage_error("--perf-freq and --perf-call-graph go with --perf");
     }
+    if args.runtime_trace && args.no_probes {
+        return usage_error(
+            "--runtime-trace implies --perfetto, which streams the probes' scheduler events: it cannot go with --no-probes",
+        );
+    }
     if args.perfetto && args.no_probes {
         return usage_error(
             "--perfetto streams the probes' scheduler events: it cannot go with --no-probes",
@@ -105,7 +110,9 @@ pub fn command(args: RunArgs) -> ExitCode {
         cpus: args.cpus.clone(),
         keep_command_output: false,
         guess_task_kind: args.task_kind.is_none() && !args.command.is_empty(),
-        perfetto: args.perfetto,
+        // --runtime-trace puts the runtime's events on the kernel trace's threads.
+        perfetto: args.perfetto || args.runtime_trace,
+        runtime_trace: args.runtime_trace,
     };
     let json = args.json;
     let result = run::run(opts, &interrupts).and_then(|outcome| {

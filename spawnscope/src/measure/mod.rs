@@ -4,6 +4,7 @@
 
 pub mod examples;
 pub mod follow;
+pub mod go_trace;
 pub mod leash;
 pub mod loadgen;
 /// The one launcher (fork, join the cgroup, hold at a gate, exec, wait4), from the collector crate.

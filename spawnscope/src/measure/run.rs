@@ -25,7 +25,7 @@ use crate::measure::loadgen::{self, LoadOptions};
 use crate::measure::probes::{self, ProbeDetail, ProbeTimes};
 use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
 use crate::measure::sentinels::SentinelWatch;
-use crate::measure::{perf, preflight};
+use crate::measure::{go_trace, perf, preflight};
 use crate::record::process::signal_name;
 use crate::record::tree;
 use crate::record::{
@@ -65,6 +65,9 @@ pub struct RunOptions {
     pub guess_task_kind: bool,
     /// `--perfetto`: the collector streams the run's scheduler events to TRACE_EVENTS.
     pub perfetto: bool,
+    /// `--runtime-trace`: the workload records its runtime's scheduler (goroutines: GO_TRACE,
+    /// reduced after the run by measure/go_trace.rs); a runtime without one is refused.
+    pub runtime_trace: bool,
 }
 
 /// Why a run did not happen or did not finish, by exit code.
@@ -167,6 +170,25 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             let binary = binary::resolve_program(program)
                 .ok_or_else(|| RunError::Usage(format!("command not found: {program}")))?;
             (binary, argv[1..].to_vec(), None)
+        }
+    };
+    // --runtime-trace: the workload's flag for it and the reducer, or a refusal naming why.
+    let runtime_trace = match (&opts.target, opts.runtime_trace) {
+        (_, false) => None,
+        (Target::Workload(inv), true) => {
+            let d = inv.runtime.describe();
+            let flag = d
+                .runtime_trace
+                .map_err(|why| RunError::Usage(format!("--runtime-trace: {}: {why}", d.name)))?;
+            let reducer = go_trace::reducer().map_err(RunError::Usage)?;
+            // The workload checks the flag itself (a binary built before it refuses it).
+            go_trace::validate(inv, flag, &binary).map_err(RunError::Usage)?;
+            Some((flag, reducer))
+        }
+        (Target::Command { .. }, true) => {
+            return Err(RunError::Usage(
+                "--runtime-trace is for a workload (--runtime goroutines); a command's Go runtime trace is not yet asked for".into(),
+            ))
         }
     };
     let threads_needed = match &opts.target {
@@ -314,6 +336,11 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let started = chrono::Utc::now();
     let root_existed = opts.out_root.exists();
     let dir = ResultsDir::create(&opts.out_root, &opts.target, &started)?;
+    // The runtime's trace goes into the run directory, raw, as the workload writes it.
+    let mut args = args;
+    if let Some((flag, _)) = &runtime_trace {
+        args.extend(go_trace::workload_args(flag, &dir.path));
+    }
     let mut sysctl_record = SysctlRecord {
         before: read_managed(&store),
         changes: changes.clone(),
@@ -433,6 +460,18 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let oom_killed = cgroup_final.as_ref().is_some_and(|c| c.oom_kills > 0);
     let interrupted_by = interrupts.received();
     left_out.extend(measured.left_out);
+    if let Some((_, reducer)) = &runtime_trace {
+        eprintln!(
+            "spawnscope: reducing the Go execution trace ({})",
+            record::GO_TRACE
+        );
+        if let Err(why) = go_trace::reduce(reducer, &dir.path) {
+            left_out.push(format!(
+                "--runtime-trace: {why}; {} is kept",
+                record::GO_TRACE
+            ));
+        }
+    }
     // A command's tasks taken as a runtime's (command_moment): recorded as such, so that the
     // analysis divides by them and sets no "threads created" check against them.
     let mut target = opts.target.clone();

@@ -592,6 +592,7 @@ pub fn compare(
                 keep_command_output: matches!(job.target, Target::Command { .. }),
                 // compare says what a command's N counts (--task-kind, default task).
                 guess_task_kind: false,
+                runtime_trace: false,
                 perfetto: opts.perfetto,
             },
             interrupts,

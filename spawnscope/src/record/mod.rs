@@ -3,6 +3,7 @@
 //! a crash in analysis loses nothing and `spawnscope report` can redo the analysis from disk
 //! alone. Nothing here measures, computes a figure or formats one.
 
+pub mod go_sched;
 pub mod load;
 pub mod loadgen;
 pub mod machine;
@@ -76,6 +77,12 @@ pub const SWIMLANE: &str = "swimlane.svg";
 pub fn perfetto_cut(window: &str, threads: &str) -> String {
     format!("trace.cut-{window}-{threads}.perfetto-trace")
 }
+/// `--runtime-trace` (goroutines): the Go execution trace the workload wrote (`--go-trace`), raw.
+pub const GO_TRACE: &str = "go-execution.trace";
+/// `--runtime-trace`: gotrace-reduce's records of GO_TRACE, one goroutine state change each
+/// (record/go_sched.rs; layout: schema/go-sched-record.tsv), and its tables and counts.
+pub const GO_SCHED: &str = "go-sched.bin";
+pub const GO_SCHED_SUMMARY: &str = "go-sched.json";
 pub use perf::{PERF_FOLDED, PERF_RECORD};
 
 // A compare directory's files (beside its run directories), written by `compare` and `report`.

@@ -23,6 +23,9 @@ pub struct TraceCapture {
     pub boottime_minus_monotonic_ns: Option<i64>,
     /// Why the capture stopped writing (a full disk…), when it did: the records are a prefix.
     pub incomplete: Option<String>,
+    /// Switches of the run's tasks no program saw (the kernel's doing): a thread's stint on a CPU
+    /// may be missing from the records.
+    pub switches_unseen: Option<u64>,
 }
 
 /// collector.json's `trace` section; None when the file or the section is absent.
@@ -47,6 +50,7 @@ fn capture_of(trace: &Value) -> Option<TraceCapture> {
         boottime_minus_monotonic_ns: first(&["boottime_minus_monotonic_ns", "boot_offset_ns"])
             .and_then(|v| v.as_i64()),
         incomplete: first(&["incomplete", "error"]).and_then(|v| v.as_str().map(str::to_string)),
+        switches_unseen: trace.get("switches_unseen").and_then(Value::as_u64),
     };
     trace.is_object().then_some(capture)
 }
@@ -77,12 +81,13 @@ mod tests {
                 records_lost: Some(3),
                 boottime_minus_monotonic_ns: Some(1_500_000_000),
                 incomplete: None,
+                switches_unseen: None,
             })
         );
         // As the capture writes it (collector/src/model.rs, Trace).
         let v: Value = serde_json::json!({
             "records": 10, "lost": 2, "lost_writing": 1, "error": "No space left on device",
-            "boottime_minus_monotonic_ns": 7u64, "complete": false
+            "boottime_minus_monotonic_ns": 7u64, "complete": false, "switches_unseen": 15
         });
         assert_eq!(
             capture_of(&v),
@@ -90,6 +95,7 @@ mod tests {
                 records_lost: Some(3),
                 boottime_minus_monotonic_ns: Some(7),
                 incomplete: Some("No space left on device".into()),
+                switches_unseen: Some(15),
             })
         );
         assert_eq!(capture_of(&serde_json::json!(null)), None);

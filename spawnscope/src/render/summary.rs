@@ -460,6 +460,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
             t["unit"].as_str().unwrap_or("")
         );
     }
+    if s.runtime_trace.is_some() {
+        let _ = writeln!(md, "- Runtime-traced: {}", super::go_sched::RUNTIME_TRACED);
+    }
     if let Some(v) = &s.verdict {
         let _ = writeln!(md, "- Time figures: {}", v.line());
     }
@@ -550,6 +553,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     }
     if let Some(w) = &s.swimlane {
         md.push_str(&super::swimlane::markdown(w));
+    }
+    if let Some(f) = &s.runtime_trace {
+        super::go_sched::markdown(&mut md, f, s.scheduler_trace.as_ref());
     }
     if let Some(a) = &s.attribution {
         md.push_str(&attribution::markdown(a));
@@ -954,6 +960,10 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
                 dir.join(crate::record::SWIMLANE).display()
             );
         }
+    }
+    if let Some(f) = &s.runtime_trace {
+        let _ = writeln!(out, "  {}", super::go_sched::terminal_line(f));
+        let _ = writeln!(out, "  {}", super::go_sched::RUNTIME_TRACED);
     }
     if let Some(w) = &s.waits {
         waits::terminal(&mut out, w);

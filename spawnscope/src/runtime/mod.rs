@@ -117,6 +117,9 @@ pub struct Descriptor {
     pub perf_call_graph: &'static str,
     /// Chart colours of its system and user time (RGB).
     pub colors: [(u8, u8, u8); 2],
+    /// `run --runtime-trace`: the workload flag that records the runtime's own scheduler events
+    /// to a file it names (Ok), or why this runtime has none (Err, said when refused).
+    pub runtime_trace: Result<&'static str, &'static str>,
 }
 
 /// One row per runtime, in the order reports show them.
@@ -137,6 +140,9 @@ pub const DESCRIPTORS: [Descriptor; 4] = [
         threads_at_gate: Some(1),
         rough_task_bytes: 37.4 * 1024.0,
         perf_call_graph: "dwarf,4096",
+        runtime_trace: Err(
+            "its tasks are OS threads: the kernel's trace (--perfetto) is their scheduler",
+        ),
         colors: [(214, 39, 40), (255, 152, 150)],
     },
     Descriptor {
@@ -155,6 +161,7 @@ pub const DESCRIPTORS: [Descriptor; 4] = [
         threads_at_gate: None,
         rough_task_bytes: 2.7 * 1024.0,
         perf_call_graph: "fp",
+        runtime_trace: Ok("--go-trace"),
         colors: [(31, 119, 180), (120, 170, 220)],
     },
     Descriptor {
@@ -175,6 +182,9 @@ pub const DESCRIPTORS: [Descriptor; 4] = [
         threads_at_gate: None,
         rough_task_bytes: 0.44 * 1024.0,
         perf_call_graph: "dwarf,4096",
+        runtime_trace: Err(
+            "not yet: it needs the tokio workload's hooks build (tokio_unstable), not built yet",
+        ),
         colors: [(44, 160, 44), (152, 223, 138)],
     },
     Descriptor {
@@ -195,6 +205,9 @@ pub const DESCRIPTORS: [Descriptor; 4] = [
         threads_at_gate: Some(1),
         rough_task_bytes: ROUGH_PROCESS_BYTES,
         perf_call_graph: "dwarf,4096",
+        runtime_trace: Err(
+            "its tasks are processes: the kernel's trace (--perfetto) is their scheduler",
+        ),
         colors: [(148, 103, 189), (197, 176, 213)],
     },
 ];

@@ -1,0 +1,64 @@
+package main
+
+// The raw records this reducer writes: their layout is schema/go-sched-record.tsv (the
+// conductor's reader, spawnscope/src/record/go_sched.rs, follows the same table; both tests check
+// it row by row).
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+const (
+	recordMagic   = "SPGOSCH1"
+	formatVersion = 1
+	recordBytes   = 40
+	headerBytes   = 16
+	// noWait: wait_ns of a change that is not a readied goroutine starting to run.
+	noWait = math.MaxUint64
+	// noFunction: function of a change that is not a creation.
+	noFunction = math.MaxUint32
+)
+
+// record is one goroutine state change.
+type record struct {
+	tsNs     uint64
+	goid     uint64
+	waitNs   uint64
+	tid      int32
+	proc     int16
+	from, to uint8
+	reason   uint16
+	function uint32
+}
+
+func header() []byte {
+	b := make([]byte, headerBytes)
+	copy(b, recordMagic)
+	binary.LittleEndian.PutUint32(b[8:], formatVersion)
+	binary.LittleEndian.PutUint32(b[12:], recordBytes)
+	return b
+}
+
+func (r *record) encode(b []byte) {
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], r.tsNs)
+	le.PutUint64(b[8:], r.goid)
+	le.PutUint64(b[16:], r.waitNs)
+	le.PutUint32(b[24:], uint32(r.tid))
+	le.PutUint16(b[28:], uint16(r.proc))
+	b[30] = r.from
+	b[31] = r.to
+	le.PutUint16(b[32:], r.reason)
+	le.PutUint16(b[34:], 0)
+	le.PutUint32(b[36:], r.function)
+}
+
+func decode(b []byte) record {
+	le := binary.LittleEndian
+	return record{
+		tsNs: le.Uint64(b[0:]), goid: le.Uint64(b[8:]), waitNs: le.Uint64(b[16:]),
+		tid: int32(le.Uint32(b[24:])), proc: int16(le.Uint16(b[28:])), from: b[30], to: b[31],
+		reason: le.Uint16(b[32:]), function: le.Uint32(b[36:]),
+	}
+}

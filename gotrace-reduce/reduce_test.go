@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	rtrace "runtime/trace"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/exp/trace"
+)
+
+// The encoder writes each field where schema/go-sched-record.tsv says, at the size it says: the
+// table the conductor's reader is checked against too.
+func TestLayoutIsTheTables(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "schema", "go-sched-record.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record{tsNs: 0x0102030405060708, goid: 0x1112131415161718, waitNs: 0x2122232425262728,
+		tid: 0x31323334, proc: 0x4142, from: 0x51, to: 0x61, reason: 0x7172, function: 0x81828384}
+	var b [recordBytes]byte
+	rec.encode(b[:])
+	want := map[string]uint64{"ts_ns": rec.tsNs, "goid": rec.goid, "wait_ns": rec.waitNs,
+		"tid": uint64(rec.tid), "proc": uint64(rec.proc), "from": uint64(rec.from), "to": uint64(rec.to),
+		"reason": uint64(rec.reason), "pad": 0, "function": uint64(rec.function)}
+	sizes := map[string]int{"u64": 8, "u32": 4, "i32": 4, "u16": 2, "i16": 2, "u8": 1}
+	end := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cols := strings.Split(line, "\t")
+		if len(cols) != 4 {
+			t.Fatalf("malformed row %q", line)
+		}
+		offset, err := strconv.Atoi(cols[1])
+		size, known := sizes[cols[2]]
+		value, named := want[cols[0]]
+		if err != nil || !known || !named || offset != end {
+			t.Fatalf("row %q: offset %d expected, type known %v, field known %v", line, end, known, named)
+		}
+		var got uint64
+		for i := size - 1; i >= 0; i-- {
+			got = got<<8 | uint64(b[offset+i])
+		}
+		if got != value {
+			t.Errorf("%s at %d: %#x, want %#x", cols[0], offset, got, value)
+		}
+		delete(want, cols[0])
+		end = offset + size
+	}
+	if end != recordBytes || len(want) != 0 {
+		t.Fatalf("the table ends at %d (records are %d bytes); fields it lacks: %v", end, recordBytes, want)
+	}
+	if decode(b[:]) != rec {
+		t.Fatalf("decode(encode(r)) = %+v, want %+v", decode(b[:]), rec)
+	}
+}
+
+func monotonicNs() uint64 {
+	var ts syscall.Timespec
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		panic(errno)
+	}
+	return uint64(ts.Nano())
+}
+
+const spawned = 2000
+
+var gate = make(chan struct{})
+
+// knownTask is the test program's goroutine: it starts, blocks once on the gate, and ends.
+func knownTask(started *sync.WaitGroup, done *sync.WaitGroup) {
+	started.Done()
+	<-gate
+	done.Done()
+}
+
+// traceKnownProgram traces a small program with known counts: spawned goroutines created by
+// knownTask, and one goroutine locked to its OS thread that reports that thread's TID.
+func traceKnownProgram(t *testing.T) (data []byte, lockedTid int, before, after uint64) {
+	var buf bytes.Buffer
+	before = monotonicNs()
+	if err := rtrace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var started, done sync.WaitGroup
+	started.Add(spawned)
+	done.Add(spawned)
+	for range spawned {
+		go knownTask(&started, &done)
+	}
+	tids := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		tid := syscall.Gettid()
+		for range 3 {
+			tids <- tid
+		}
+	}()
+	for range 3 {
+		lockedTid = <-tids
+	}
+	started.Wait()
+	close(gate)
+	done.Wait()
+	rtrace.Stop()
+	after = monotonicNs()
+	return buf.Bytes(), lockedTid, before, after
+}
+
+// naive counts what x/exp/trace reports on its own: each goroutine change by "From->To", the
+// creations by start function, and how many starts follow a creation or an unblock directly.
+type naive struct {
+	transitions map[string]uint64
+	created     map[string]uint64
+	readied     uint64
+}
+
+func countNaively(t *testing.T, data []byte) naive {
+	reader, err := trace.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := naive{transitions: map[string]uint64{}, created: map[string]uint64{}}
+	last := map[trace.GoID]trace.GoState{} // the state each goroutine was in before Runnable
+	for {
+		ev, err := reader.ReadEvent()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind() != trace.EventStateTransition {
+			continue
+		}
+		st := ev.StateTransition()
+		if st.Resource.Kind != trace.ResourceGoroutine {
+			continue
+		}
+		from, to := st.Goroutine()
+		if from == to {
+			continue
+		}
+		n.transitions[from.String()+"->"+to.String()]++
+		id := st.Resource.Goroutine()
+		if from == trace.GoNotExist {
+			for f := range st.Stack.Frames() {
+				n.created[f.Func]++
+				break
+			}
+		}
+		if to == trace.GoRunnable {
+			last[id] = from
+		}
+		if from == trace.GoRunnable && to == trace.GoRunning &&
+			(last[id] == trace.GoNotExist || last[id] == trace.GoWaiting) {
+			n.readied++
+		}
+		if to != trace.GoRunnable {
+			delete(last, id)
+		}
+	}
+	return n
+}
+
+// The reducer's counts are x/exp/trace's, on a trace this test makes of a program whose counts
+// it knows; every record decodes, on the clock the test read around the trace, on the thread
+// that emitted it.
+func TestReducerCountsWhatTheParserCounts(t *testing.T) {
+	data, lockedTid, before, after := traceKnownProgram(t)
+	var out bytes.Buffer
+	sum, err := reduce(bytes.NewReader(data), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := countNaively(t, data)
+	c := sum.Counts
+	if len(c.Transitions) != len(want.transitions) {
+		t.Errorf("transitions %v, x/exp/trace counts %v", c.Transitions, want.transitions)
+	}
+	for key, n := range want.transitions {
+		if c.Transitions[key] != n {
+			t.Errorf("%s: %d, x/exp/trace counts %d", key, c.Transitions[key], n)
+		}
+	}
+	if c.ReadiedToRunning != want.readied {
+		t.Errorf("readied→running samples %d, x/exp/trace counts %d", c.ReadiedToRunning, want.readied)
+	}
+	const task = "spawnscope/gotrace-reduce.knownTask"
+	if c.CreatedByFunction[task] != spawned || want.created[task] != spawned {
+		t.Errorf("created by %s: %d (x/exp/trace: %d), want %d; all: %v", task,
+			c.CreatedByFunction[task], want.created[task], spawned, c.CreatedByFunction)
+	}
+	if c.BlockedByReason["chan receive"] == 0 || c.Destroyed < spawned {
+		t.Errorf("blocked on chan receive %d, destroyed %d", c.BlockedByReason["chan receive"], c.Destroyed)
+	}
+	if sum.Clock.Snapshots == 0 {
+		t.Errorf("no clock snapshot in a %s trace", runtime.Version())
+	}
+
+	records := out.Bytes()
+	if !bytes.Equal(records[:headerBytes], header()) || (len(records)-headerBytes)%recordBytes != 0 {
+		t.Fatalf("header %q, %d bytes", records[:headerBytes], len(records))
+	}
+	if got := uint64(len(records)-headerBytes) / recordBytes; got != sum.Records {
+		t.Fatalf("%d records written, the summary says %d", got, sum.Records)
+	}
+	var waits, lockedRecords uint64
+	lockedGoid := uint64(0)
+	for off := headerBytes; off < len(records); off += recordBytes {
+		r := decode(records[off : off+recordBytes])
+		if r.tsNs < before || r.tsNs > after {
+			t.Fatalf("record at %d ns, outside the trace's [%d, %d] on CLOCK_MONOTONIC", r.tsNs, before, after)
+		}
+		if r.waitNs != noWait {
+			waits++
+			if r.to != uint8(trace.GoRunning) || r.waitNs > after-before {
+				t.Fatalf("a wait on %+v", r)
+			}
+		}
+		if r.function != noFunction && r.from != uint8(trace.GoNotExist) {
+			t.Fatalf("a start function on %+v", r)
+		}
+		// The locked goroutine: the one that blocks on "chan send" three times over.
+		if int(r.reason) < len(sum.Reasons) && sum.Reasons[r.reason] == "chan send" && lockedGoid == 0 {
+			lockedGoid = r.goid
+		}
+		if r.goid == lockedGoid && r.to == uint8(trace.GoRunning) {
+			lockedRecords++
+			if int(r.tid) != lockedTid {
+				t.Errorf("the locked goroutine ran on thread %d, its gettid() said %d", r.tid, lockedTid)
+			}
+		}
+	}
+	if waits != c.ReadiedToRunning {
+		t.Errorf("%d records carry a wait, the summary counts %d", waits, c.ReadiedToRunning)
+	}
+	if lockedRecords == 0 {
+		t.Errorf("the locked goroutine (TID %d) never seen starting", lockedTid)
+	}
+	found := false
+	for _, th := range sum.Threads {
+		found = found || th.Tid == int64(lockedTid)
+	}
+	if !found {
+		t.Errorf("thread %d not among %v", lockedTid, sum.Threads)
+	}
+}
+
+// A file that is not a trace is refused with the reader's reason.
+func TestNotATraceIsRefused(t *testing.T) {
+	if _, err := reduce(strings.NewReader("hello"), io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "not a Go execution trace") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,562 @@
+//! A runtime-traced goroutines run (`run --runtime-trace`), from its raw records (record/go_sched.rs:
+//! gotrace-reduce's goroutine state changes): the runtime's counts, its readied→running
+//! distribution per phase (the reducer's rule: a creation or an unblock to the goroutine's next
+//! start), the goroutines created beside the workload's own count, and the running slices the
+//! Perfetto trace puts on their OS threads (`SliceEdges`: a goroutine is on its thread from
+//! Running or Syscall entered to either left; its thread is the one it started on).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyse::sched_trace::{LatencyRow, PhaseEdges, PhaseHistograms};
+use crate::record::go_sched::{GoChange, GoSchedSummary};
+
+/// The package a workload's own goroutines start in: the goroutines binary is package main.
+pub const WORKLOAD_PACKAGE: &str = "main.";
+
+const METHOD: &str = "the Go runtime's execution trace (runtime/trace, goroutines --go-trace) reduced by gotrace-reduce (golang.org/x/exp/trace) to one record per goroutine state change; readied→running: a goroutine made runnable by its creation or an unblock, to its next start on a thread (a preemption, a yield or a syscall's return does not ready it), per phase of the start; times on CLOCK_MONOTONIC by the trace's Sync clock snapshots";
+
+/// The runtime's view in a run's summary.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GoSchedFigures {
+    /// How the figures were derived.
+    pub method: String,
+    /// This run ran with the runtime's tracer: its memory, fault and time figures carry the
+    /// tracer's cost and are not the runtime's own (issue 39: said apart, kept out of comparisons).
+    pub runtime_traced: bool,
+    pub records: u64,
+    /// NotExist → Runnable (or Waiting, Syscall), all goroutines.
+    pub created: u64,
+    /// The created goroutines by start function.
+    pub created_by_function: BTreeMap<String, u64>,
+    /// Already there when the trace began.
+    pub at_start: u64,
+    pub started: u64,
+    pub blocked: u64,
+    /// By the runtime's reason: chan receive, chan send, select, sync, sleep, …
+    pub blocked_by_reason: BTreeMap<String, u64>,
+    pub unblocked: u64,
+    /// Running → Runnable: preempted or yielded, by reason.
+    pub stopped_by_reason: BTreeMap<String, u64>,
+    pub syscalls: u64,
+    pub destroyed: u64,
+    /// A goroutine readied (created or unblocked) → its next start, per phase then the whole run.
+    pub readied_to_running: Vec<LatencyRow>,
+    /// The goroutines the trace saw created against the workload's own count.
+    pub created_check: CreatedCheck,
+    /// The OS threads goroutines ran on (the Ms' TIDs).
+    pub threads: Vec<u32>,
+    /// Running slices (on-thread spans) as the Perfetto trace draws them.
+    pub running_slices: u64,
+    /// Every runtime event inside a kernel on-CPU span of the thread that emitted it (with the
+    /// kernel's trace; None without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu: Option<OnCpuCheck>,
+    pub notes: Vec<String>,
+}
+
+/// The runtime's events against the kernel's: each change was emitted by its thread (`tid`), so
+/// that thread was on a CPU then, by the kernel's switches. A goroutine's slice may still be
+/// open while the kernel has switched its M out: that is a slice, not an event, and not checked.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct OnCpuCheck {
+    /// Records with a thread that the kernel's trace followed.
+    pub checked: u64,
+    /// Within a running span of that thread, give or take `tolerance_ns`.
+    pub inside: u64,
+    /// How far outside (ns) the farthest one lay.
+    pub farthest_outside_ns: u64,
+    /// The runtime tracer's clock resolution (64 ns ticks on linux/amd64) twice over (the event
+    /// and the Sync snapshot that puts it on CLOCK_MONOTONIC).
+    pub tolerance_ns: u64,
+    /// Passes at `PASS_FRACTION` of the records inside or more.
+    pub passed: bool,
+    pub says: String,
+}
+
+/// The share of the runtime's events that must lie on-CPU for the check to pass.
+pub const PASS_FRACTION: f64 = 0.999;
+/// The tracer's 64 ns tick, for the event and for its clock snapshot.
+pub const ON_CPU_TOLERANCE_NS: u64 = 2 * 64;
+
+/// Holds each change with a thread to that thread's running spans (the kernel's trace, BOOTTIME;
+/// `offset_ns` = BOOTTIME − MONOTONIC puts the changes there). Threads the kernel's trace does
+/// not follow are not checked (said in `says`).
+pub fn on_cpu_check(
+    changes: impl Iterator<Item = io::Result<GoChange>>,
+    running: &BTreeMap<u32, Vec<(u64, u64)>>,
+    offset_ns: i64,
+    switches_unseen: Option<u64>,
+) -> io::Result<OnCpuCheck> {
+    let tol = ON_CPU_TOLERANCE_NS;
+    let (mut checked, mut inside, mut farthest, mut unfollowed) = (0u64, 0u64, 0u64, 0u64);
+    let mut before_first = 0u64;
+    for c in changes {
+        let c = c?;
+        let Some(tid) = c.tid else { continue };
+        let Some(spans) = running.get(&tid).filter(|s| !s.is_empty()) else {
+            unfollowed += 1;
+            continue;
+        };
+        checked += 1;
+        let ts = crate::analyse::sched_trace::boot(c.ts_ns, offset_ns);
+        // The last span beginning at or before ts (+ tolerance), and the distance to it.
+        let i = spans.partition_point(|&(begin, _)| begin <= ts + tol);
+        let distance = match i.checked_sub(1).map(|i| spans[i]) {
+            Some((_, end)) if ts <= end + tol => 0,
+            Some((_, end)) => {
+                let after = ts - end;
+                spans
+                    .get(i)
+                    .map_or(after, |&(begin, _)| after.min(begin - ts))
+            }
+            None => {
+                before_first += 1;
+                spans[0].0 - ts
+            }
+        };
+        if distance == 0 {
+            inside += 1;
+        } else {
+            farthest = farthest.max(distance);
+        }
+    }
+    let fraction = if checked == 0 {
+        0.0
+    } else {
+        inside as f64 / checked as f64
+    };
+    let passed = checked > 0 && fraction >= PASS_FRACTION;
+    let mut says = format!(
+        "{inside} of {checked} runtime events ({:.3} %) lie within a kernel on-CPU span of the thread that emitted them (±{tol} ns)",
+        100.0 * fraction
+    );
+    if !passed && checked > 0 {
+        says.push_str(&format!(
+            "; below {:.1} %: the farthest {farthest} ns outside{}",
+            100.0 * PASS_FRACTION,
+            if before_first * 2 > checked - inside {
+                " — most before their thread's first switch-in: the runtime's clock runs behind the kernel's (the Sync snapshot's MONOTONIC against the capture's BOOTTIME offset)".to_string()
+            } else {
+                match switches_unseen {
+                    Some(n) if n > 0 => format!(" — the kernel's trace missed {n} switches of the run's tasks (collector.json's trace.switches_unseen): a stint of a thread on a CPU it did not record leaves the runtime's events of that stint outside"),
+                    _ => " — the runtime's clock and the kernel's disagree".to_string(),
+                }
+            }
+        ));
+    }
+    if unfollowed > 0 {
+        says.push_str(&format!(
+            "; {unfollowed} events of threads the kernel's trace did not follow not checked"
+        ));
+    }
+    Ok(OnCpuCheck {
+        checked,
+        inside,
+        farthest_outside_ns: farthest,
+        tolerance_ns: tol,
+        passed,
+        says,
+    })
+}
+
+/// Created in the trace = the workload's `spawned` + the runtime's own goroutines, named.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct CreatedCheck {
+    /// Created with a start function in the workload's package (`main.`).
+    pub by_the_workload: u64,
+    /// The workload's result event's `spawned`.
+    pub workload_spawned: Option<u64>,
+    /// The rest: the runtime's and the standard library's own, by start function.
+    pub runtime_own: BTreeMap<String, u64>,
+    pub agrees: Option<bool>,
+}
+
+/// One edge of a goroutine's running slice on its thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceEdge {
+    Begin {
+        ts_ns: u64,
+        tid: u32,
+        goid: u64,
+        /// The start function's index in the reducer's `functions`, when its creation was seen.
+        function: Option<u32>,
+    },
+    End {
+        ts_ns: u64,
+        tid: u32,
+    },
+}
+
+/// The running slices of a stream of changes, in its order. A thread holds one goroutine at a
+/// time: a start on a thread whose last goroutine was not seen leaving it ends that one first
+/// (counted in `cut`).
+pub struct SliceEdges<I> {
+    inner: I,
+    open_by_goid: HashMap<u64, u32>,
+    open_by_tid: HashMap<u32, u64>,
+    functions: HashMap<u64, u32>,
+    pending: VecDeque<SliceEdge>,
+    last_ts: u64,
+    done: bool,
+    pub cut: u64,
+    /// Starts without a thread in the record (none expected).
+    pub threadless: u64,
+}
+
+impl<I: Iterator<Item = io::Result<GoChange>>> SliceEdges<I> {
+    pub fn new(inner: I) -> Self {
+        SliceEdges {
+            inner,
+            open_by_goid: HashMap::new(),
+            open_by_tid: HashMap::new(),
+            functions: HashMap::new(),
+            pending: VecDeque::new(),
+            last_ts: 0,
+            done: false,
+            cut: 0,
+            threadless: 0,
+        }
+    }
+
+    fn end(&mut self, goid: u64, ts_ns: u64) {
+        if let Some(tid) = self.open_by_goid.remove(&goid) {
+            if self.open_by_tid.get(&tid) == Some(&goid) {
+                self.open_by_tid.remove(&tid);
+            }
+            self.pending.push_back(SliceEdge::End { ts_ns, tid });
+        }
+    }
+
+    fn step(&mut self, c: &GoChange) {
+        self.last_ts = self.last_ts.max(c.ts_ns);
+        if let Some(f) = c.function {
+            self.functions.insert(c.goid, f);
+        }
+        let was_on = c.from.on_thread() && self.open_by_goid.contains_key(&c.goid);
+        if was_on && !c.to.on_thread() {
+            self.end(c.goid, c.ts_ns);
+        } else if !was_on && c.to.on_thread() {
+            let Some(tid) = c.tid else {
+                self.threadless += 1;
+                return;
+            };
+            if let Some(&other) = self.open_by_tid.get(&tid) {
+                self.cut += 1;
+                self.end(other, c.ts_ns);
+            }
+            self.open_by_goid.insert(c.goid, tid);
+            self.open_by_tid.insert(tid, c.goid);
+            self.pending.push_back(SliceEdge::Begin {
+                ts_ns: c.ts_ns,
+                tid,
+                goid: c.goid,
+                function: self.functions.get(&c.goid).copied(),
+            });
+        }
+        if c.to == crate::record::go_sched::GoState::NotExist {
+            self.functions.remove(&c.goid);
+        }
+    }
+}
+
+impl<I: Iterator<Item = io::Result<GoChange>>> Iterator for SliceEdges<I> {
+    type Item = io::Result<SliceEdge>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(edge) = self.pending.pop_front() {
+                return Some(Ok(edge));
+            }
+            if self.done {
+                return None;
+            }
+            match self.inner.next() {
+                Some(Ok(c)) => self.step(&c),
+                Some(Err(e)) => return Some(Err(e)),
+                None => {
+                    // Slices still open at the trace's end close at its last moment, in goroutine
+                    // order (deterministic bytes).
+                    self.done = true;
+                    let mut open: Vec<u64> = self.open_by_goid.keys().copied().collect();
+                    open.sort_unstable();
+                    let ts = self.last_ts;
+                    for goid in open {
+                        self.end(goid, ts);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The figures of a run's records. `phases`: the run's phases on CLOCK_MONOTONIC;
+/// `spawned`: the workload's result's count.
+pub fn derive(
+    changes: impl Iterator<Item = io::Result<GoChange>>,
+    summary: &GoSchedSummary,
+    phases: &PhaseEdges,
+    spawned: Option<u64>,
+) -> io::Result<GoSchedFigures> {
+    let mut readied = PhaseHistograms::new(phases.names.len());
+    let mut threads = BTreeSet::new();
+    let mut records = 0u64;
+    let mut running_slices = 0u64;
+    let mut seen_waits = 0u64;
+    let mut edges = SliceEdges::new(changes.inspect(|c| {
+        if let Ok(c) = c {
+            records += 1;
+            if let Some(w) = c.wait_ns {
+                seen_waits += 1;
+                readied.record(phases.index(c.ts_ns), w);
+            }
+        }
+    }));
+    for edge in edges.by_ref() {
+        if let SliceEdge::Begin { tid, .. } = edge? {
+            running_slices += 1;
+            threads.insert(tid);
+        }
+    }
+    let (cut, threadless) = (edges.cut, edges.threadless);
+    drop(edges);
+    let c = &summary.counts;
+    let (workload, runtime_own): (BTreeMap<String, u64>, BTreeMap<String, u64>) = c
+        .created_by_function
+        .iter()
+        .map(|(f, n)| (f.clone(), *n))
+        .partition(|(f, _)| f.starts_with(WORKLOAD_PACKAGE));
+    let by_the_workload = workload.values().sum();
+    let mut notes = Vec::new();
+    if records != summary.records {
+        notes.push(format!(
+            "{records} records read, the reducer wrote {}: the records are cut short",
+            summary.records
+        ));
+    }
+    if seen_waits != c.readied_to_running {
+        notes.push(format!(
+            "{seen_waits} readied→running samples read, the reducer counted {}",
+            c.readied_to_running
+        ));
+    }
+    if cut > 0 {
+        notes.push(format!("{cut} running slices ended where another goroutine started on the same thread without the first seen leaving it"));
+    }
+    if threadless > 0 {
+        notes.push(format!(
+            "{threadless} starts carried no thread and are not drawn"
+        ));
+    }
+    if summary.clock.snapshots == 0 {
+        notes.push("the trace has no clock snapshot (Go before 1.25): its clock is taken as CLOCK_MONOTONIC as it is".into());
+    } else if summary.clock.first_mono_minus_trace_ns != summary.clock.last_mono_minus_trace_ns {
+        notes.push(format!(
+            "the trace's clock moved against CLOCK_MONOTONIC by {} ns over the run",
+            summary.clock.last_mono_minus_trace_ns - summary.clock.first_mono_minus_trace_ns
+        ));
+    }
+    Ok(GoSchedFigures {
+        method: METHOD.into(),
+        runtime_traced: true,
+        records,
+        created: c.created,
+        created_by_function: c.created_by_function.clone(),
+        at_start: c.at_start,
+        started: c.started,
+        blocked: c.blocked,
+        blocked_by_reason: c.blocked_by_reason.clone(),
+        unblocked: c.unblocked,
+        stopped_by_reason: c.stopped_by_reason.clone(),
+        syscalls: c.syscalls,
+        destroyed: c.destroyed,
+        readied_to_running: readied.rows(phases),
+        created_check: CreatedCheck {
+            by_the_workload,
+            workload_spawned: spawned,
+            runtime_own,
+            agrees: spawned.map(|s| s == by_the_workload),
+        },
+        threads: threads.into_iter().collect(),
+        running_slices,
+        on_cpu: None,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::go_sched::GoState::{self, *};
+
+    fn change(ts_ns: u64, goid: u64, tid: u32, from: GoState, to: GoState) -> GoChange {
+        GoChange {
+            ts_ns,
+            goid,
+            wait_ns: None,
+            tid: Some(tid),
+            proc: Some(0),
+            from,
+            to,
+            reason: 0,
+            function: None,
+        }
+    }
+
+    #[test]
+    fn a_goroutine_is_on_its_thread_from_running_to_leaving_it_syscalls_included() {
+        let mut created = change(10, 7, 100, NotExist, Runnable);
+        created.function = Some(3);
+        let changes = vec![
+            created,
+            change(20, 7, 100, Runnable, Running),
+            change(30, 7, 100, Running, Syscall),
+            change(40, 7, 100, Syscall, Running),
+            change(50, 7, 100, Running, Waiting),
+            // The unblock is emitted on the readier's thread: no slice there.
+            change(60, 7, 200, Waiting, Runnable),
+            change(70, 7, 200, Runnable, Running),
+            // Goroutine 8 starts on 200 while 7 was not seen leaving it: 7's slice is cut.
+            change(80, 8, 200, Runnable, Running),
+            change(90, 8, 200, Running, NotExist),
+        ];
+        let mut edges = SliceEdges::new(changes.into_iter().map(Ok));
+        let got: Vec<SliceEdge> = edges.by_ref().map(Result::unwrap).collect();
+        use SliceEdge::*;
+        assert_eq!(
+            got,
+            vec![
+                Begin {
+                    ts_ns: 20,
+                    tid: 100,
+                    goid: 7,
+                    function: Some(3)
+                },
+                End {
+                    ts_ns: 50,
+                    tid: 100
+                },
+                Begin {
+                    ts_ns: 70,
+                    tid: 200,
+                    goid: 7,
+                    function: Some(3)
+                },
+                End {
+                    ts_ns: 80,
+                    tid: 200
+                },
+                Begin {
+                    ts_ns: 80,
+                    tid: 200,
+                    goid: 8,
+                    function: None
+                },
+                End {
+                    ts_ns: 90,
+                    tid: 200
+                },
+            ]
+        );
+        assert_eq!(edges.cut, 1);
+    }
+
+    #[test]
+    fn the_on_cpu_check_holds_each_event_to_its_threads_running_spans() {
+        // Thread 100 on a CPU over [1000, 2000] and [5000, 6000] on BOOTTIME; offset 500.
+        let running: BTreeMap<u32, Vec<(u64, u64)>> =
+            [(100, vec![(1_000, 2_000), (5_000, 6_000)])].into();
+        let at = |mono: u64, tid: u32| Ok(change(mono, 1, tid, Runnable, Running));
+        let check = |changes: Vec<io::Result<GoChange>>| {
+            on_cpu_check(changes.into_iter(), &running, 500, Some(0)).unwrap()
+        };
+        // Inside, at an edge within the tolerance, on an unfollowed thread.
+        let c = check(vec![
+            at(600, 100),
+            at(1_500, 100),
+            at(1_500 + ON_CPU_TOLERANCE_NS, 100),
+            at(9, 200),
+        ]);
+        assert_eq!((c.checked, c.inside, c.passed), (3, 3, true), "{}", c.says);
+        assert!(c
+            .says
+            .contains("1 events of threads the kernel's trace did not follow"));
+        // Between the spans: 1,000 ns after the first ends, 2,000 before the second begins.
+        let c = check(vec![at(2_500, 100), at(1_000, 100)]);
+        assert_eq!(
+            (c.checked, c.inside, c.farthest_outside_ns, c.passed),
+            (2, 1, 1_000, false)
+        );
+        assert!(
+            c.says.contains("below 99.9 %") && c.says.contains("clock"),
+            "{}",
+            c.says
+        );
+        let between = vec![at(2_500, 100)];
+        let c = on_cpu_check(between.into_iter(), &running, 500, Some(3)).unwrap();
+        assert!(c.says.contains("missed 3 switches"), "{}", c.says);
+        // Before the thread ever ran: the runtime's clock behind the kernel's, said so.
+        let c = check(vec![at(0, 100), at(100, 100)]);
+        assert_eq!(c.farthest_outside_ns, 500);
+        assert!(c.says.contains("runs behind"), "{}", c.says);
+    }
+
+    #[test]
+    fn slices_open_at_the_end_close_at_the_last_record_and_waits_fill_the_phases() {
+        let mut start = change(5_000, 1, 100, Runnable, Running);
+        start.wait_ns = Some(400);
+        let mut late = change(15_000, 2, 101, Runnable, Running);
+        late.wait_ns = Some(9_000);
+        let changes = vec![change(1_000, 1, 100, Undetermined, Runnable), start, late];
+        let summary = GoSchedSummary {
+            records: 3,
+            counts: crate::record::go_sched::GoCounts {
+                created_by_function: [
+                    ("main.holdTask".to_string(), 2),
+                    ("runtime.gcBgMarkWorker".to_string(), 1),
+                ]
+                .into(),
+                readied_to_running: 2,
+                ..Default::default()
+            },
+            clock: crate::record::go_sched::GoClock {
+                snapshots: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let phases = PhaseEdges {
+            names: vec!["spawn".into(), "steady".into()],
+            starts: vec![0, 10_000],
+        };
+        let f = derive(changes.into_iter().map(Ok), &summary, &phases, Some(2)).unwrap();
+        assert_eq!(f.records, 3);
+        assert_eq!(f.running_slices, 2);
+        assert_eq!(f.threads, vec![100, 101]);
+        let rows: Vec<(&str, u64, u64)> = f
+            .readied_to_running
+            .iter()
+            .map(|r| (r.phase.as_str(), r.count, r.max_ns))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("spawn", 1, 400),
+                ("steady", 1, 9_000),
+                ("whole run", 2, 9_000)
+            ]
+        );
+        assert_eq!(f.created_check.by_the_workload, 2);
+        assert_eq!(f.created_check.agrees, Some(true));
+        assert_eq!(
+            f.created_check.runtime_own.keys().collect::<Vec<_>>(),
+            ["runtime.gcBgMarkWorker"]
+        );
+        assert!(f.notes.is_empty(), "{:?}", f.notes);
+        let f = derive(Vec::new().into_iter(), &summary, &phases, Some(3)).unwrap();
+        assert_eq!(f.created_check.agrees, Some(false));
+        assert_eq!(f.notes.len(), 2, "{:?}", f.notes);
+    }
+}

@@ -1,0 +1,86 @@
+//! `run --runtime-trace` on goroutines: the workload writes the Go runtime's execution trace into
+//! the run directory (its `--go-trace`, record::GO_TRACE, raw) and, once it has exited,
+//! gotrace-reduce turns it into the raw records the figures are derived from (record::GO_SCHED,
+//! record::GO_SCHED_SUMMARY). The reducer is its own Go module (gotrace-reduce/), found as the
+//! workloads are: $SPAWNSCOPE_GOTRACE_REDUCE_BIN, else beside spawnscope.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::record;
+use crate::runtime::Invocation;
+
+pub const REDUCER_ENV: &str = "SPAWNSCOPE_GOTRACE_REDUCE_BIN";
+const REDUCER: &str = "gotrace-reduce";
+const BUILD_HINT: &str = "./scripts/build-gotrace-reduce.sh target/release/gotrace-reduce";
+
+/// The reducer's binary, or why there is none (said before anything runs).
+pub fn reducer() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(REDUCER_ENV) {
+        return Ok(PathBuf::from(path));
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join(REDUCER)))
+        .filter(|p| p.is_file())
+        .ok_or_else(|| {
+            format!("--runtime-trace needs {REDUCER} beside spawnscope or in ${REDUCER_ENV}: build it with `{BUILD_HINT}` (Go 1.26)")
+        })
+}
+
+/// The workload flag and the file it writes, for a run directory.
+pub fn workload_args(flag: &str, dir: &Path) -> [String; 2] {
+    [
+        flag.to_string(),
+        dir.join(record::GO_TRACE).to_string_lossy().into_owned(),
+    ]
+}
+
+/// The workload's own check of its trace flag (`--dry-run`, a file in the temporary directory it
+/// creates and removes): a binary older than the flag refuses it here, with a rebuild hint.
+pub fn validate(inv: &Invocation, flag: &str, binary: &Path) -> Result<(), String> {
+    let mut checked = inv.clone();
+    let path =
+        std::env::temp_dir().join(format!("spawnscope-go-trace-check-{}", std::process::id()));
+    checked
+        .flags
+        .push((flag.to_string(), path.to_string_lossy().into_owned()));
+    checked.validate(binary).map(|_| ()).map_err(|refusal| {
+        if refusal.contains(&format!("unknown flag '{flag}'")) {
+            format!(
+                "{refusal} — {} predates --runtime-trace: rebuild it ({})",
+                binary.display(),
+                inv.runtime.describe().build_hint
+            )
+        } else {
+            refusal
+        }
+    })
+}
+
+/// Reduces the run's trace into its records; Err says why not (the run goes on without them, its
+/// trace kept).
+pub fn reduce(reducer: &Path, dir: &Path) -> Result<(), String> {
+    let trace = dir.join(record::GO_TRACE);
+    if !trace.is_file() {
+        return Err(format!("the workload wrote no {}", record::GO_TRACE));
+    }
+    let out = Command::new(reducer)
+        .arg(&trace)
+        .arg(dir.join(record::GO_SCHED))
+        .arg(dir.join(record::GO_SCHED_SUMMARY))
+        .output()
+        .map_err(|e| format!("running {}: {e}", reducer.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    // Half-written records would pass for a whole reduction.
+    let _ = std::fs::remove_file(dir.join(record::GO_SCHED));
+    let _ = std::fs::remove_file(dir.join(record::GO_SCHED_SUMMARY));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(format!(
+        "{REDUCER} failed ({}): {}",
+        out.status,
+        stderr.lines().next().unwrap_or("")
+    ))
+}

@@ -1,0 +1,145 @@
+//! A runtime-traced run's figures as people read them (summary.md, the terminal): the runtime's
+//! readied→running beside the kernel's wake-to-run, its counts, and the created check.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::analyse::go_sched::GoSchedFigures;
+use crate::analyse::sched_trace::{LatencyRow, SchedFigures, WHOLE_RUN};
+use crate::render::table::Table;
+use crate::units::{count, in_unit};
+
+fn ns(v: u64) -> String {
+    in_unit(v as f64, "ns")
+}
+
+/// Why such a run's memory and time are not the runtime's own: said first wherever it is shown.
+pub const RUNTIME_TRACED: &str = "runtime-traced: the Go execution tracer ran through this run, so its memory, fault and time figures carry the tracer's cost and are not goroutines' own (take those from a run without --runtime-trace)";
+
+fn whole(rows: &[LatencyRow]) -> Option<&LatencyRow> {
+    rows.iter()
+        .find(|r| r.phase == WHOLE_RUN)
+        .or_else(|| (rows.len() == 1).then(|| &rows[0]))
+}
+
+fn by_name(map: &BTreeMap<String, u64>) -> String {
+    let mut items: Vec<(&String, &u64)> = map.iter().collect();
+    items.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    items
+        .iter()
+        .map(|(k, v)| format!("{k} {}", count(**v)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The created check in one sentence.
+pub fn created_line(f: &GoSchedFigures) -> String {
+    let c = &f.created_check;
+    let spawned = c
+        .workload_spawned
+        .map_or("the workload said no count".into(), |s| {
+            format!("the workload spawned {}", count(s))
+        });
+    let verdict = match c.agrees {
+        Some(true) => "agree",
+        Some(false) => "DISAGREE",
+        None => "not checked",
+    };
+    let own = if c.runtime_own.is_empty() {
+        "none".into()
+    } else {
+        by_name(&c.runtime_own)
+    };
+    format!(
+        "Goroutines created in the trace: {} with a start function in package main, {spawned} — {verdict}; the runtime's own: {own}.",
+        count(c.by_the_workload)
+    )
+}
+
+/// summary.md's section.
+pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigures>) {
+    let _ = writeln!(
+        md,
+        "\n## The Go runtime's scheduler (execution trace, `{}`)\n",
+        crate::record::GO_TRACE
+    );
+    let mut t = Table::new(["", "phase", "samples", "p50", "p90", "p99", "max"])
+        .right_aligned([2, 3, 4, 5, 6]);
+    let mut rows: Vec<(&str, &LatencyRow)> = f
+        .readied_to_running
+        .iter()
+        .map(|r| ("goroutine readied → running", r))
+        .collect();
+    if let Some(k) = kernel.and_then(SchedFigures::wake_whole) {
+        rows.push(("OS thread wake-to-run (kernel)", k));
+    }
+    for (what, r) in rows {
+        t.row([
+            what.to_string(),
+            r.phase.clone(),
+            count(r.count),
+            ns(r.p50_ns),
+            ns(r.p90_ns),
+            ns(r.p99_ns),
+            ns(r.max_ns),
+        ]);
+    }
+    md.push_str(&t.markdown());
+    let _ = writeln!(
+        md,
+        "\nFrom {} goroutine state changes: {} created ({}), {} already there, {} started, {} blocked ({}), {} unblocked, {} destroyed, {} syscalls; preempted or yielded: {}. {} running slices on {} OS threads (TIDs {}) in the Perfetto trace, each named by its start function with its `goid`.",
+        count(f.records),
+        count(f.created),
+        by_name(&f.created_by_function),
+        count(f.at_start),
+        count(f.started),
+        count(f.blocked),
+        by_name(&f.blocked_by_reason),
+        count(f.unblocked),
+        count(f.destroyed),
+        count(f.syscalls),
+        if f.stopped_by_reason.is_empty() { "none".into() } else { by_name(&f.stopped_by_reason) },
+        count(f.running_slices),
+        f.threads.len(),
+        f.threads.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+    );
+    let _ = writeln!(
+        md,
+        "\n{}\n\n{}\n\nMethod: {}.",
+        created_line(f),
+        on_cpu_line(f),
+        f.method
+    );
+    for note in &f.notes {
+        let _ = writeln!(md, "- {note}");
+    }
+}
+
+/// The on-CPU check in one sentence.
+pub fn on_cpu_line(f: &GoSchedFigures) -> String {
+    match &f.on_cpu {
+        Some(c) => format!(
+            "On-CPU check: {} — {}.",
+            if c.passed { "passed" } else { "FAILED" },
+            c.says
+        ),
+        None => "On-CPU check: not made (it needs the kernel's trace and its clock offset).".into(),
+    }
+}
+
+/// The terminal's line.
+pub fn terminal_line(f: &GoSchedFigures) -> String {
+    let latency = whole(&f.readied_to_running).map_or("no samples".into(), |r| {
+        format!(
+            "p50 {} p99 {} ({} samples)",
+            ns(r.p50_ns),
+            ns(r.p99_ns),
+            count(r.count)
+        )
+    });
+    format!(
+        "Go runtime trace: goroutine readied → running {latency}; {} {}",
+        created_line(f),
+        on_cpu_line(f)
+    )
+}
