@@ -24,7 +24,7 @@ pub mod sentinels;
 pub mod serving;
 pub mod summary;
 pub mod swimlane;
-pub mod syscall_cost;
+pub mod probe_cost;
 #[cfg(test)]
 pub mod test_support;
 pub mod timeline;

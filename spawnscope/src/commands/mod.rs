@@ -13,6 +13,6 @@ pub mod published;
 pub mod report;
 pub mod run;
 pub mod schema;
-pub mod syscall_cost;
+pub mod probe_cost;
 pub mod sysctl;
 pub mod warmup;

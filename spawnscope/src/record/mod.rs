@@ -12,7 +12,7 @@ pub mod plan;
 pub mod process;
 pub mod run;
 pub mod sentinels;
-pub mod syscall_cost;
+pub mod probe_cost;
 pub mod sysctl;
 pub mod trace;
 pub mod tree;

@@ -18,7 +18,7 @@ pub mod serving;
 pub mod serving_charts;
 pub mod summary;
 pub mod swimlane;
-pub mod syscall_cost;
+pub mod probe_cost;
 pub mod table;
 pub mod values;
 pub mod verdict;
