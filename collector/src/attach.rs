@@ -549,6 +549,7 @@ fn config_words(cfg: &Config, sizing: &Sizing, kernel: &Kernel) -> Vec<u64> {
     words[cfg_idx::PER_THREAD] = cfg.per_thread as u64;
     words[cfg_idx::TASK_STORAGE] = kernel.task_storage as u64;
     words[cfg_idx::SELF_TGID] = std::process::id() as u64;
+    words[cfg_idx::NS_PER_JIFFY] = crate::clock::ns_per_jiffy().unwrap_or(0);
     words[cfg_idx::TLB_FUNC] = kernel.tlb_func;
     words[cfg_idx::CPU_WORDS] = kernel.cpu_words;
     words[cfg_idx::WAIT_SLOTS] = if kernel.task_storage {

@@ -39,6 +39,32 @@ pub fn boottime_offset(tries: usize) -> (u64, u64) {
         .unwrap()
 }
 
+/// The kernel's tick (1e9 / HZ ns), for the probes' series clock (jiffies: `tick_ns` in
+/// probes/collector/common.bpf.h). /proc/timer_list (root) gives jiffies and CLOCK_MONOTONIC at
+/// one moment; jiffies start 300 s short of 2^32 ticks at boot (INITIAL_JIFFIES), so
+/// (jiffies − 2^32) / (now − 300 s) is HZ, taken as the nearest of the kernel's choices. None
+/// when it cannot be read or fits none (the probes then read the clocksource).
+pub fn ns_per_jiffy() -> Option<u64> {
+    hz_of_timer_list(&std::fs::read_to_string("/proc/timer_list").ok()?).map(|hz| 1_000_000_000 / hz)
+}
+
+fn hz_of_timer_list(text: &str) -> Option<u64> {
+    let now_ns: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("now at ")?.split_whitespace().next()?.parse().ok())?;
+    let jiffies: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("jiffies:")?.trim().parse().ok())?;
+    let seconds = now_ns / 1e9 - 300.0;
+    if seconds <= 1.0 {
+        return None;
+    }
+    let hz = (jiffies - 4_294_967_296.0) / seconds;
+    [100u64, 250, 300, 1000]
+        .into_iter()
+        .find(|c| (hz - *c as f64).abs() < 0.02 * *c as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +92,17 @@ mod tests {
             boot <= after + offset + uncertainty,
             "{boot} {after} {offset}"
         );
+    }
+
+    #[test]
+    fn the_tick_is_read_from_jiffies_against_the_clock_since_boot() {
+        // This machine's: 6.4 h up at HZ 250.
+        let text = "Timer List Version: v0.10\nnow at 23176562851018 nsecs\n  .last_jiffies   : 4300555299\njiffies: 4300686617\n";
+        assert_eq!(hz_of_timer_list(text), Some(250));
+        let at_1000 = "now at 1000000000000 nsecs\njiffies: 4295667296\n";
+        assert_eq!(hz_of_timer_list(at_1000), Some(1000));
+        assert_eq!(hz_of_timer_list("now at 5000000000000 nsecs\njiffies: 4294967296\n"), None, "no HZ fits");
+        assert_eq!(hz_of_timer_list("jiffies: 4300686617\n"), None, "no clock");
+        assert_eq!(hz_of_timer_list("now at 200000000000 nsecs\njiffies: 1\n"), None, "before 300 s");
     }
 }

@@ -33,8 +33,8 @@ pub const HOOKS: &[(&str, Loop, bool)] = &[
     ("raw_syscalls:sys_exit", Loop::Getppid, false),
     ("sched:sched_switch", Loop::PingPong, true),
     ("sched:sched_wakeup", Loop::PingPong, true),
-    ("lock:contention_begin", Loop::MmapLock, false),
-    ("lock:contention_end", Loop::MmapLock, false),
+    ("lock:contention_begin", Loop::FilePosLock, false),
+    ("lock:contention_end", Loop::FilePosLock, false),
     ("exceptions:page_fault_user", Loop::Faults, false),
     ("task:task_newtask", Loop::Spawn, true),
     ("sched:sched_wakeup_new", Loop::Spawn, true),
@@ -262,7 +262,7 @@ fn attach(
     } else {
         ProbeDetail::Lean
     };
-    // Room in the per-thread map for the loops' threads, alive at once (four at most).
+    // Room in the per-thread map for the loops' threads, alive at once (one a CPU at most).
     let mut config = probes::config(run.pid(), 64, detail);
     config.program_stats = ProgramStats::Off;
     config.only_tracepoints = Some(vec![hook.to_string()]);

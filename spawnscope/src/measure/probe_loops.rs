@@ -22,10 +22,14 @@ pub enum Loop {
     /// hand-over blocks one and wakes the other, one switch and one wakeup (sched_switch,
     /// sched_wakeup). On two CPUs the time would hang on where the scheduler put them.
     PingPong,
-    /// Four threads each mapping, touching and unmapping a page in a loop: every mmap and munmap
-    /// takes the process's mmap_lock for writing, so they contend on it (lock:contention_begin
-    /// and contention_end, the kernel's rwsem).
-    MmapLock,
+    /// Four threads a CPU reading the same file through one shared descriptor: each read() holds
+    /// the file's position lock (f_pos_lock, a mutex: the descriptor is shared by threads, so
+    /// the kernel serialises their reads) while it copies, so the others contend on it
+    /// (lock:contention_begin and contention_end, the mutex's spinning and sleeping waits).
+    /// More threads than CPUs: a reader preempted while it holds the lock makes the others wait
+    /// even when other work keeps the CPUs busy (with one thread a CPU, a loaded machine made
+    /// them meet a few times in 40,000 reads; so did threads mapping pages, on mmap_lock).
+    FilePosLock,
     /// A fresh anonymous mapping touched a page at a time (huge pages refused), then unmapped:
     /// one user page fault a page.
     Faults,
@@ -39,7 +43,7 @@ impl Loop {
         match self {
             Loop::Getppid => "getppid",
             Loop::PingPong => "pingpong",
-            Loop::MmapLock => "mmap-lock",
+            Loop::FilePosLock => "f_pos_lock",
             Loop::Faults => "faults",
             Loop::Spawn => "spawn",
         }
@@ -49,7 +53,7 @@ impl Loop {
         [
             Loop::Getppid,
             Loop::PingPong,
-            Loop::MmapLock,
+            Loop::FilePosLock,
             Loop::Faults,
             Loop::Spawn,
         ]
@@ -64,8 +68,8 @@ impl Loop {
             Loop::PingPong => {
                 "one round trip of a byte between two threads on one CPU through two pipes"
             }
-            Loop::MmapLock => {
-                "four threads each mapping, touching and unmapping one page (mmap_lock contended)"
+            Loop::FilePosLock => {
+                "a 64 KiB read() by each of four threads a CPU, one shared descriptor of a file in memory (its f_pos_lock contended)"
             }
             Loop::Faults => "one fresh page touched (64 pages a mapping, huge pages refused)",
             Loop::Spawn => "one thread started and joined",
@@ -82,7 +86,7 @@ impl Loop {
                 }
             }
             Loop::PingPong => ping_pong(iterations)?,
-            Loop::MmapLock => mmap_lock(iterations)?,
+            Loop::FilePosLock => file_pos_lock(iterations)?,
             Loop::Faults => faults(iterations)?,
             Loop::Spawn => {
                 for _ in 0..iterations {
@@ -198,28 +202,49 @@ fn unmap(p: *mut u8, len: usize) {
     unsafe { libc::munmap(p.cast(), len) };
 }
 
-const THREADS: usize = 4;
+const READ_BYTES: usize = 64 << 10;
+const FILE_BYTES: usize = 1 << 20;
 
-fn mmap_lock(iterations: u64) -> Result<()> {
-    let start = Arc::new(Barrier::new(THREADS));
-    let workers: Vec<_> = (0..THREADS)
+fn file_pos_lock(iterations: u64) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    // A file opened by path (a memfd's has no position lock: only regular files opened through
+    // a path get FMODE_ATOMIC_POS), in memory where there is a tmpfs, unlinked at once.
+    let dir = ["/dev/shm", "/run"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let path = dir.join(format!("spawnscope-probe-cost-{}", std::process::id()));
+    let file = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    let _ = std::fs::remove_file(&path);
+    let file = Arc::new(file);
+    file.set_len(FILE_BYTES as u64)?;
+    let threads = 4 * std::thread::available_parallelism().map_or(2, |n| n.get());
+    let start = Arc::new(Barrier::new(threads));
+    let readers: Vec<_> = (0..threads)
         .map(|_| {
-            let start = Arc::clone(&start);
+            let (start, file) = (Arc::clone(&start), Arc::clone(&file));
             std::thread::spawn(move || -> Result<()> {
+                let mut buf = vec![0u8; READ_BYTES];
                 start.wait();
                 for _ in 0..iterations {
-                    let p = map(PAGE)?;
-                    // SAFETY: p is a fresh writable mapping of one page.
-                    unsafe { p.write_volatile(1) };
-                    unmap(p, PAGE);
+                    if (&*file).read(&mut buf)? == 0 {
+                        (&*file).seek(SeekFrom::Start(0))?;
+                    }
                 }
                 Ok(())
             })
         })
         .collect();
-    for w in workers {
-        w.join()
-            .map_err(|_| anyhow::anyhow!("a mapping thread panicked"))??;
+    for r in readers {
+        r.join()
+            .map_err(|_| anyhow::anyhow!("a reading thread panicked"))??;
     }
     Ok(())
 }
