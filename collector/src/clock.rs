@@ -45,13 +45,18 @@ pub fn boottime_offset(tries: usize) -> (u64, u64) {
 /// (jiffies − 2^32) / (now − 300 s) is HZ, taken as the nearest of the kernel's choices. None
 /// when it cannot be read or fits none (the probes then read the clocksource).
 pub fn ns_per_jiffy() -> Option<u64> {
-    hz_of_timer_list(&std::fs::read_to_string("/proc/timer_list").ok()?).map(|hz| 1_000_000_000 / hz)
+    hz_of_timer_list(&std::fs::read_to_string("/proc/timer_list").ok()?)
+        .map(|hz| 1_000_000_000 / hz)
 }
 
 fn hz_of_timer_list(text: &str) -> Option<u64> {
-    let now_ns: f64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("now at ")?.split_whitespace().next()?.parse().ok())?;
+    let now_ns: f64 = text.lines().find_map(|l| {
+        l.strip_prefix("now at ")?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })?;
     let jiffies: f64 = text
         .lines()
         .find_map(|l| l.strip_prefix("jiffies:")?.trim().parse().ok())?;
@@ -101,8 +106,16 @@ mod tests {
         assert_eq!(hz_of_timer_list(text), Some(250));
         let at_1000 = "now at 1000000000000 nsecs\njiffies: 4295667296\n";
         assert_eq!(hz_of_timer_list(at_1000), Some(1000));
-        assert_eq!(hz_of_timer_list("now at 5000000000000 nsecs\njiffies: 4294967296\n"), None, "no HZ fits");
+        assert_eq!(
+            hz_of_timer_list("now at 5000000000000 nsecs\njiffies: 4294967296\n"),
+            None,
+            "no HZ fits"
+        );
         assert_eq!(hz_of_timer_list("jiffies: 4300686617\n"), None, "no clock");
-        assert_eq!(hz_of_timer_list("now at 200000000000 nsecs\njiffies: 1\n"), None, "before 300 s");
+        assert_eq!(
+            hz_of_timer_list("now at 200000000000 nsecs\njiffies: 1\n"),
+            None,
+            "before 300 s"
+        );
     }
 }

@@ -42,7 +42,7 @@ pub enum ProgramStats {
 }
 
 /// The statistics' descriptor: counting while it is open (the kernel's BPF_ENABLE_STATS; for a
-/// caller that times a stretch of its own, as `spawnscope syscall-cost` does).
+/// caller that times a stretch of its own, as `spawnscope probe-cost` does).
 pub fn enable_stats() -> Result<OwnedFd, String> {
     // SAFETY: bpf_enable_stats takes a plain enum and returns a new descriptor or -errno.
     let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
@@ -197,8 +197,9 @@ pub(crate) fn prog_info(
     let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
     // SAFETY: info is a zeroed bpf_prog_info of `len` bytes, which the kernel fills; every
     // pointer field in it is zero, so the kernel writes nothing else.
-    let ret =
-        unsafe { libbpf_sys::bpf_prog_get_info_by_fd(prog.as_fd().as_raw_fd(), &mut info, &mut len) };
+    let ret = unsafe {
+        libbpf_sys::bpf_prog_get_info_by_fd(prog.as_fd().as_raw_fd(), &mut info, &mut len)
+    };
     if ret != 0 {
         return Err(std::io::Error::from_raw_os_error(-ret));
     }

@@ -74,7 +74,8 @@ impl Floor {
         let slot = FLOOR_HOOKS
             .iter()
             .position(|h| *h == hook)
-            .ok_or_else(|| format!("the floor has no program on {hook}"))? as u32;
+            .ok_or_else(|| format!("the floor has no program on {hook}"))?
+            as u32;
         let map = self
             .obj
             .maps()
@@ -86,7 +87,10 @@ impl Floor {
             .unwrap_or_default();
         Ok(per_cpu
             .iter()
-            .filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap())))
+            .filter_map(|v| {
+                v.get(..8)
+                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+            })
             .sum())
     }
 }

@@ -69,8 +69,8 @@ pub use attach::{Error, PER_THREAD_ONLY};
 pub use clock::{boottime_ns, monotonic_ns};
 pub use config::{Config, TraceConfig};
 pub use cost::{enable_stats, ProgramStats, ProgramTotals};
-pub use floor::{Floor, FLOOR_HOOKS};
 pub use cross_checks::{CrossCheck, Verdict};
+pub use floor::{Floor, FLOOR_HOOKS};
 pub use launch::Rusage;
 pub use model::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, FutexAddress, FutexBucket,

@@ -330,7 +330,9 @@ fn probe_cost_fires_every_hook_for_the_floor_and_for_ours_alike() {
             .filter(|r| r["hook"] == hook && r["cycle"] == 0)
             .map(|r| (r["state"].as_str().unwrap(), r["statistics"] == true))
             .collect();
-        let traced = !hook.starts_with("raw_syscalls") && !hook.starts_with("lock") && !hook.starts_with("exceptions");
+        let traced = !hook.starts_with("raw_syscalls")
+            && !hook.starts_with("lock")
+            && !hook.starts_with("exceptions");
         let mut expected = vec![("untraced", false)];
         for state in ["floor", "filtered", "lean", "full", "trace"] {
             if state != "trace" || traced {
@@ -358,7 +360,10 @@ fn probe_cost_fires_every_hook_for_the_floor_and_for_ours_alike() {
             let ours = events_per_iteration(&v, hook, state);
             assert_eq!(ours.len(), 2, "{hook} {state}");
             for (o, f) in ours.iter().zip(&floor) {
-                assert!(*o > 0.0 && *f > 0.0, "{hook} {state}: the loop fired the hook: ours {o}, floor {f}");
+                assert!(
+                    *o > 0.0 && *f > 0.0,
+                    "{hook} {state}: the loop fired the hook: ours {o}, floor {f}"
+                );
                 if !hook.starts_with("lock:") {
                     assert!(
                         (o / f - 1.0).abs() < 0.15,
@@ -391,7 +396,10 @@ fn probe_cost_fires_every_hook_for_the_floor_and_for_ours_alike() {
         ("sched:sched_process_exit", 1.0),
     ] {
         for e in events_per_iteration(&v, hook, "lean") {
-            assert!(e >= least * 0.99, "{hook}: {e} events an iteration, at least {least}");
+            assert!(
+                e >= least * 0.99,
+                "{hook}: {e} events an iteration, at least {least}"
+            );
         }
     }
     assert_eq!(stats_switch(), before, "kernel.bpf_stats_enabled as before");

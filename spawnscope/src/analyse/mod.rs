@@ -10,6 +10,7 @@ pub mod headline;
 pub mod kernel_gaps;
 pub mod paired;
 pub mod phases;
+pub mod probe_cost;
 pub mod probe_model;
 pub mod probes;
 pub mod processes;
@@ -24,7 +25,6 @@ pub mod sentinels;
 pub mod serving;
 pub mod summary;
 pub mod swimlane;
-pub mod probe_cost;
 #[cfg(test)]
 pub mod test_support;
 pub mod timeline;

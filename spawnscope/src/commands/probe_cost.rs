@@ -48,8 +48,20 @@ fn probe_cost(rounds: u32, seconds: f64, hooks: Vec<String>, json: bool) -> Resu
         return Err(RunError::Failed(anyhow::anyhow!("no hook was timed")));
     }
     if json {
-        let all = serde_json::json!({ "measured": measured, "figures": figures });
-        println!("{all}");
+        // A struct, not json!'s map, which would sort `figures` before `measured`.
+        #[derive(serde::Serialize)]
+        struct Written<'a> {
+            measured: &'a crate::record::probe_cost::Measured,
+            figures: &'a crate::analyse::probe_cost::Figures,
+        }
+        let all = Written {
+            measured: &measured,
+            figures: &figures,
+        };
+        println!(
+            "{}",
+            serde_json::to_string(&all).map_err(anyhow::Error::from)?
+        );
     } else {
         print!("{}", text(&measured, &figures));
     }

@@ -175,7 +175,11 @@ impl Timing<'_> {
         statistics: bool,
         attached: Option<&Attached>,
     ) -> Result<Round> {
-        let on = if statistics { Some(statistics_on()?) } else { None };
+        let on = if statistics {
+            Some(statistics_on()?)
+        } else {
+            None
+        };
         let before = attached.map(|a| a.totals(self.hook)).transpose()?;
         let ns = subject.run(self.l, self.iterations)?;
         let after = attached.map(|a| a.totals(self.hook)).transpose()?;

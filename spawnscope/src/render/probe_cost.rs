@@ -83,16 +83,16 @@ pub fn text(m: &Measured, f: &Figures) -> String {
     let _ = writeln!(out, "|---|---:|---:|---:|---:|");
     for h in &f.hooks {
         let cell = |state: State| {
-            h.states
-                .iter()
-                .find(|s| s.state == state)
-                .map_or("–".to_string(), |s: &StateFigures| {
+            h.states.iter().find(|s| s.state == state).map_or(
+                "–".to_string(),
+                |s: &StateFigures| {
                     format!(
                         "{} ({})",
                         ns(s.loop_ns_per_event),
                         ns(s.statistics_ns_per_run)
                     )
-                })
+                },
+            )
         };
         let added = h
             .states
@@ -110,7 +110,13 @@ pub fn text(m: &Measured, f: &Figures) -> String {
     }
     let _ = writeln!(out, "\nloops (iterations a round):");
     for l in &m.loops {
-        let _ = writeln!(out, "  {}: {} × {}", l.hook, count(l.iterations), l.loop_does);
+        let _ = writeln!(
+            out,
+            "  {}: {} × {}",
+            l.hook,
+            count(l.iterations),
+            l.loop_does
+        );
     }
     for why in &m.left_out {
         let _ = writeln!(out, "not timed: {why}");
