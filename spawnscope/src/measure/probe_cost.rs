@@ -220,7 +220,7 @@ fn statistics_on() -> Result<OwnedFd> {
 /// What is attached to the hook in a state.
 enum Attached {
     Floor(Floor),
-    Collector(Collector),
+    Collector(Box<Collector>),
 }
 
 impl Attached {
@@ -293,7 +293,7 @@ fn attach(
         bail!("the collector's program could not be attached: {why}");
     }
     run.exec()?;
-    Ok(Attached::Collector(collector))
+    Ok(Attached::Collector(Box::new(collector)))
 }
 
 /// A `spawnscope probe-loop` process: runs a loop when told, execs itself again when told.
