@@ -43,10 +43,26 @@ pub fn boottime_offset(tries: usize) -> (u64, u64) {
 /// probes/collector/common.bpf.h). /proc/timer_list (root) gives jiffies and CLOCK_MONOTONIC at
 /// one moment; jiffies start 300 s short of 2^32 ticks at boot (INITIAL_JIFFIES), so
 /// (jiffies − 2^32) / (now − 300 s) is HZ, taken as the nearest of the kernel's choices. None
-/// when it cannot be read or fits none (the probes then read the clocksource).
+/// when it cannot be read or fits none, or the kernel is older than bpf_jiffies64 (5.5), whose
+/// verifier would refuse every program calling it (the probes then read the clocksource: with the
+/// value 0 the call is in a branch the verifier drops).
 pub fn ns_per_jiffy() -> Option<u64> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    if !has_jiffies64(&release) {
+        return None;
+    }
     hz_of_timer_list(&std::fs::read_to_string("/proc/timer_list").ok()?)
         .map(|hz| 1_000_000_000 / hz)
+}
+
+/// A kernel release of 5.5 or later (bpf_jiffies64).
+fn has_jiffies64(release: &str) -> bool {
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (5, 5)
 }
 
 fn hz_of_timer_list(text: &str) -> Option<u64> {
@@ -97,6 +113,15 @@ mod tests {
             boot <= after + offset + uncertainty,
             "{boot} {after} {offset}"
         );
+    }
+
+    #[test]
+    fn jiffies_are_read_by_the_probes_from_5_5_on() {
+        assert!(has_jiffies64("6.18.44-fc-v657\n"));
+        assert!(has_jiffies64("5.5.0"));
+        assert!(!has_jiffies64("5.4.280"));
+        assert!(!has_jiffies64("4.19.0-27-amd64"));
+        assert!(!has_jiffies64("garbage"));
     }
 
     #[test]
