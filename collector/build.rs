@@ -1,5 +1,5 @@
 //! Compiles ../probes/collector.bpf.c (which includes its parts, ../probes/collector/*) into a BPF object (embedded into the crate with
-//! `include_bytes!`) and turns the enums of ../probes/collector.h into Rust constants, so the two
+//! `include_bytes!`), and ../probes/floor.bpf.c, the floor under each hook (src/floor.rs), and turns the enums of ../probes/collector.h into Rust constants, so the two
 //! sides agree on every map layout by construction.
 
 use std::env;
@@ -13,7 +13,13 @@ fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     let probes = manifest.join("../probes");
-    for file in ["collector.bpf.c", "collector.h", "vmlinux.h", "collector"] {
+    for file in [
+        "collector.bpf.c",
+        "collector.h",
+        "vmlinux.h",
+        "collector",
+        "floor.bpf.c",
+    ] {
         // A directory: cargo reruns when any file under it changes.
         println!("cargo:rerun-if-changed={}", probes.join(file).display());
     }
@@ -27,6 +33,13 @@ fn main() {
         .clang_args(["-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror"])
         .build()
         .unwrap_or_else(|err| panic!("building the BPF object failed: {err:#}"));
+    // The floor under each hook (`spawnscope probe-cost`): its own small object, src/floor.rs.
+    SkeletonBuilder::new()
+        .source(probes.join("floor.bpf.c"))
+        .obj(out.join("floor.bpf.o"))
+        .clang_args(["-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror"])
+        .build()
+        .unwrap_or_else(|err| panic!("building the floor's BPF object failed: {err:#}"));
 
     let header = fs::read_to_string(probes.join("collector.h")).expect("reading collector.h");
     fs::write(out.join("layout.rs"), layout(&header)).expect("writing layout.rs");

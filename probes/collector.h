@@ -269,6 +269,7 @@ enum sc_state {
 	SC_ST_WAITS_LOST,        /* waits not timed: their tid's slot held another task's wait */
 	SC_ST_RUN_FULL,          /* processes of the run run_tgids had no room for: not followed */
 	SC_ST_RUN_PROCESSES,     /* processes the run_tgids map followed (the target not counted) */
+	SC_ST_T0_JIFFIES,        /* jiffies at the exec (tick_ns) */
 	SC_NR_STATE
 };
 
@@ -288,6 +289,7 @@ enum sc_cfg {
 	SC_CFG_WAIT_SLOTS,       /* slots of waits_by_tid, a power of two: slot = tid & (slots - 1) */
 	SC_CFG_CGROUP_ID,        /* the run's v2 cgroup id: the run is its tasks; 0: the target's tree */
 	SC_CFG_TRACE,            /* the trace's ring (trace_events) bytes: its records are emitted; 0: off */
+	SC_CFG_NS_PER_JIFFY,     /* 1e9 / HZ: the series' clock is jiffies (tick_ns); 0 unknown: the clocksource */
 	SC_NR_CFG
 };
 

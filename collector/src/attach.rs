@@ -84,6 +84,11 @@ impl Loaded {
         MapHandle::try_from(&map).map_err(|err| format!("the ring buffer's descriptor: {err}"))
     }
 
+    /// Each loaded program's counts so far (the kernel's run-time statistics).
+    pub fn program_totals(&self) -> Result<Vec<cost::ProgramTotals>, String> {
+        cost::program_totals(&self.obj)
+    }
+
     /// Detaches every program, then reads the maps and what each program cost (at `rates` where
     /// the kernel timed none of its runs).
     pub fn detach_and_read(
@@ -169,7 +174,11 @@ fn load_with_fallbacks(cfg: &Config) -> Result<Loaded, Error> {
     let mut plans: Vec<Plan> = PROBES
         .iter()
         .map(|p| {
-            if p.net_only && !cfg.net_syscalls {
+            let left_out = cfg
+                .only_tracepoints
+                .as_ref()
+                .is_some_and(|only| p.id() != ARMING_PROBE && !only.iter().any(|t| t == p.id()));
+            if left_out || (p.net_only && !cfg.net_syscalls) {
                 return Plan {
                     using: Use::NotAsked,
                     notes: Vec::new(),
@@ -540,6 +549,7 @@ fn config_words(cfg: &Config, sizing: &Sizing, kernel: &Kernel) -> Vec<u64> {
     words[cfg_idx::PER_THREAD] = cfg.per_thread as u64;
     words[cfg_idx::TASK_STORAGE] = kernel.task_storage as u64;
     words[cfg_idx::SELF_TGID] = std::process::id() as u64;
+    words[cfg_idx::NS_PER_JIFFY] = crate::clock::ns_per_jiffy().unwrap_or(0);
     words[cfg_idx::TLB_FUNC] = kernel.tlb_func;
     words[cfg_idx::CPU_WORDS] = kernel.cpu_words;
     words[cfg_idx::WAIT_SLOTS] = if kernel.task_storage {

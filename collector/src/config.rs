@@ -63,6 +63,10 @@ pub struct Config {
     /// Stream the run's scheduler events into a raw file (`run --perfetto`); None: no trace,
     /// and the programs cost what they did without it (their emission is dropped at load).
     pub trace: Option<TraceConfig>,
+    /// Load only the probes of these tracepoints (`category:name`) beside the arming one
+    /// (sched_process_exec): `spawnscope probe-cost` times one hook's program at a time. None:
+    /// every probe the rest of the configuration asks for.
+    pub only_tracepoints: Option<Vec<String>>,
     /// Test seam: mark this tracepoint's tp_btf program sleepable, which the kernel refuses at
     /// load time, so the per-probe fallback runs for real.
     #[doc(hidden)]
@@ -105,6 +109,7 @@ impl Config {
             program_stats: ProgramStats::default(),
             program_rates: None,
             trace: None,
+            only_tracepoints: None,
             refuse_btf_for: None,
             hide_tracepoint: None,
             hide_ring_buffers: false,

@@ -42,7 +42,7 @@ pub enum ProgramStats {
 }
 
 /// The statistics' descriptor: counting while it is open (the kernel's BPF_ENABLE_STATS; for a
-/// caller that times a stretch of its own, as `spawnscope syscall-cost` does).
+/// caller that times a stretch of its own, as `spawnscope probe-cost` does).
 pub fn enable_stats() -> Result<OwnedFd, String> {
     // SAFETY: bpf_enable_stats takes a plain enum and returns a new descriptor or -errno.
     let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
@@ -131,8 +131,8 @@ fn sample(stop: &AtomicBool, on: Duration, every: Duration) -> Duration {
     was_on
 }
 
-/// The tracepoint a program of the object serves (`btf_<name>` / `tp_<name>`).
-fn tracepoint_of(program: &str) -> String {
+/// The tracepoint a program serves (`btf_<name>` / `tp_<name>`, the floor's `floor_<name>`).
+pub(crate) fn tracepoint_of(program: &str) -> String {
     let name = probe_name(program);
     PROBES
         .iter()
@@ -144,6 +144,7 @@ fn probe_name(program: &str) -> &str {
     program
         .strip_prefix("btf_")
         .or_else(|| program.strip_prefix("tp_"))
+        .or_else(|| program.strip_prefix("floor_"))
         .unwrap_or(program)
 }
 
@@ -187,6 +188,59 @@ impl Report {
     }
 }
 
+/// The kernel's record of a loaded program: its runs and their time while the statistics were
+/// on (`run_cnt`, `run_time_ns`), and the runs it skipped (`recursion_misses`).
+pub(crate) fn prog_info(
+    prog: &libbpf_rs::Program<'_>,
+) -> Result<libbpf_sys::bpf_prog_info, std::io::Error> {
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: info is a zeroed bpf_prog_info of `len` bytes, which the kernel fills; every
+    // pointer field in it is zero, so the kernel writes nothing else.
+    let ret = unsafe {
+        libbpf_sys::bpf_prog_get_info_by_fd(prog.as_fd().as_raw_fd(), &mut info, &mut len)
+    };
+    if ret != 0 {
+        return Err(std::io::Error::from_raw_os_error(-ret));
+    }
+    Ok(info)
+}
+
+/// Each loaded program's runs and their time as the statistics have counted them so far (both
+/// grow only while the statistics are on): read live, for a caller that times stretches of its
+/// own (`spawnscope probe-cost`).
+pub(crate) fn program_totals(obj: &Object) -> Result<Vec<ProgramTotals>, String> {
+    let mut totals = Vec::new();
+    for prog in obj.progs() {
+        if !prog.autoload() {
+            continue;
+        }
+        let program = prog.name().to_string_lossy().into_owned();
+        let info = prog_info(&prog).map_err(|err| format!("bpf_prog_info of {program}: {err}"))?;
+        totals.push(ProgramTotals {
+            tracepoint: tracepoint_of(&program),
+            program,
+            run_cnt: info.run_cnt,
+            run_time_ns: info.run_time_ns,
+            recursion_misses: info.recursion_misses,
+        });
+    }
+    Ok(totals)
+}
+
+/// One program's counts so far, as the kernel's run-time statistics keep them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgramTotals {
+    pub program: String,
+    /// `category:name` of its tracepoint.
+    pub tracepoint: String,
+    /// Runs while the statistics were on, and their nanoseconds.
+    pub run_cnt: u64,
+    pub run_time_ns: u64,
+    /// Runs the kernel skipped: the program was already running on that CPU.
+    pub recursion_misses: u64,
+}
+
 /// Every loaded program's runs (its own count, `prog_runs`) and time, most expensive first. Read
 /// while the object still holds the programs (after detaching, so every run is in). A program
 /// the kernel timed no run of takes its ns per run from `rates`, when given.
@@ -202,20 +256,13 @@ pub(crate) fn read_programs(
             continue;
         }
         let name = prog.name().to_string_lossy().into_owned();
-        let mut info = libbpf_sys::bpf_prog_info::default();
-        let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-        // SAFETY: info is a zeroed bpf_prog_info of `len` bytes, which the kernel fills; every
-        // pointer field in it is zero, so the kernel writes nothing else.
-        let ret = unsafe {
-            libbpf_sys::bpf_prog_get_info_by_fd(prog.as_fd().as_raw_fd(), &mut info, &mut len)
+        let info = match prog_info(&prog) {
+            Ok(info) => info,
+            Err(err) => {
+                errors.push(format!("bpf_prog_info of {name}: {err}"));
+                continue;
+            }
         };
-        if ret != 0 {
-            errors.push(format!(
-                "bpf_prog_info of {name}: {}",
-                std::io::Error::from_raw_os_error(-ret)
-            ));
-            continue;
-        }
         let runs = prog::NAMES
             .iter()
             .position(|n| *n == probe_name(&name))

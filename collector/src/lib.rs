@@ -32,7 +32,7 @@
 //!
 //! Modules, bottom to top (each uses only those before it): `layout` (generated from
 //! probes/collector.h), [`clock`], [`launch`], [`jhash`], `model` (collector.json),
-//! [`trace_events`], `probes`, `net`, `cost`, `config`, `sizing`, `held`, `maps`, `waits`,
+//! [`trace_events`], `probes`, `net`, `cost`, `floor`, `config`, `sizing`, `held`, `maps`, `waits`,
 //! `assemble`, `summary`, `cross_checks`, `attach`, `capture`, and this facade.
 //!
 //! With [`Config::trace`] (`run --perfetto`) one thing does reach user space while the workload
@@ -47,6 +47,7 @@ pub mod clock;
 mod config;
 mod cost;
 mod cross_checks;
+mod floor;
 mod held;
 pub mod jhash;
 pub mod launch;
@@ -67,8 +68,9 @@ use std::sync::Mutex;
 pub use attach::{Error, PER_THREAD_ONLY};
 pub use clock::{boottime_ns, monotonic_ns};
 pub use config::{Config, TraceConfig};
-pub use cost::{enable_stats, ProgramStats};
+pub use cost::{enable_stats, ProgramStats, ProgramTotals};
 pub use cross_checks::{CrossCheck, Verdict};
+pub use floor::{Floor, FLOOR_HOOKS};
 pub use launch::Rusage;
 pub use model::{
     Attach, CutCounts, CutWindow, Diagnostics, ErrnoCount, FaultKinds, FutexAddress, FutexBucket,
@@ -173,6 +175,12 @@ impl Collector {
             seen_ns: None,
             lag_ns: set_ns.saturating_sub(t_ns),
         });
+    }
+
+    /// Each loaded program's runs and time so far, as the kernel's run-time statistics count
+    /// them (they grow only while the statistics are on: [`enable_stats`]).
+    pub fn program_totals(&self) -> Result<Vec<ProgramTotals>, String> {
+        self.loaded.program_totals()
     }
 
     /// Detaches every probe and reads every map into the report.

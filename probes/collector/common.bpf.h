@@ -289,6 +289,21 @@ static __always_inline __u32 bucket_of(__u64 now)
 	return bucket;
 }
 
+/* The time a series bucket is chosen by, where nothing else needs a finer clock: the exec's time
+ * plus the ticks since (jiffies, one load), where bpf_ktime_get_ns reads the clocksource (about
+ * 50 ns here in a VM: most of what a switch, fault, thread start or exit program cost beyond its
+ * hook's floor, `spawnscope probe-cost`; bpf_ktime_get_coarse_ns is refused to tracing programs).
+ * A bucket is 100 ms, a tick 1 to 10 ms: an event near a bucket's edge may land in the one before.
+ * User space finds the tick's length (collector/src/clock.rs); not known, the clocksource. */
+static __always_inline __u64 tick_ns(void)
+{
+	__u64 per = cfg[SC_CFG_NS_PER_JIFFY];
+
+	if (!per)
+		return bpf_ktime_get_ns();
+	return state[SC_ST_T0_NS] + (bpf_jiffies64() - state[SC_ST_T0_JIFFIES]) * per;
+}
+
 static __always_inline struct vec_series *series_vec(__u64 now)
 {
 	__u32 bucket = bucket_of(now);

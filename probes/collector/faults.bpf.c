@@ -79,7 +79,7 @@ static __always_inline __u32 fault_kind(__u64 addr, __u64 sp)
 
 static __always_inline void fault(bool user_mode, __u32 kind)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = tick_ns(); /* for the series alone */
 	struct vec_counters *c = phase_vec();
 	struct vec_series *s = series_vec(now);
 	struct vec_cut *k = cut_vec();

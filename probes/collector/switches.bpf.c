@@ -147,9 +147,16 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 
 	if (!armed())
 		return 0;
-	now = bpf_ktime_get_ns();
 	prev_in_run = task_in_run(prev);
 	next_in_run = task_in_run(next);
+	/* The clocksource is read only for what needs it: a slice of a task outside the run ends or
+	 * begins here (outside_switch), or per-thread times are kept. A switch between two of the
+	 * run's tasks in the lean probes times nothing: the series' bucket takes the tick's time, and
+	 * cpu_since's value from it is never read (the next switch on this CPU has prev in the run). */
+	if (cfg[SC_CFG_PER_THREAD] || !prev_in_run || !next_in_run)
+		now = bpf_ktime_get_ns();
+	else
+		now = tick_ns();
 	outside_switch(prev_in_run, prev->pid, prev->tgid, prev->flags, now);
 	if (TRACE_ON)
 		trace_switch_seen(prev->pid, prev_in_run, next->pid, next_in_run);

@@ -11,6 +11,7 @@ static __always_inline void arm(__u64 now)
 {
 	if (!state[SC_ST_ARMED]) {
 		state[SC_ST_T0_NS] = now;
+		state[SC_ST_T0_JIFFIES] = bpf_jiffies64();
 		state[SC_ST_ARMED] = 1; /* last: every other program checks it first */
 	}
 	state[SC_ST_EXECS] += 1;
@@ -81,7 +82,7 @@ int tp_sched_process_exec(struct tp_sched_process_exec *ctx)
 static __always_inline void new_task(__u32 tid, __u64 clone_flags, __u64 nvcsw, bool nv_known,
 				     __u64 start)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = tick_ns(); /* for the series alone */
 	struct vec_counters *c = phase_vec();
 	struct vec_series *s;
 	struct vec_cut *k;
@@ -162,7 +163,7 @@ int tp_task_newtask(struct tp_task_newtask *ctx)
 static __always_inline void thread_exit(void)
 {
 	struct vec_counters *c = phase_vec();
-	struct vec_series *s = series_vec(bpf_ktime_get_ns());
+	struct vec_series *s = series_vec(tick_ns());
 
 	if (c)
 		c->v[SC_THREAD_EXITS] += 1;

@@ -99,23 +99,32 @@ pub enum Command {
         #[arg(long)]
         programs: Option<PathBuf>,
     },
-    /// What the probes' syscall pair costs every syscall on this machine, and what the kernel's
-    /// BPF run-time statistics add to each program run: a getppid() loop timed untraced, with the
-    /// lean probes attached and the statistics off, and on (root; scripts/bench-syscall-cost.sh).
-    /// The floor under every traced run's syscalls, which no program's time shows.
-    SyscallCost {
-        /// Cycles: each times a round untraced, then attaches the probes and times one traced,
-        /// one with the statistics on and one traced again; one more untraced round ends the
-        /// last. Each state's figure is its rounds' median.
-        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        cycles: u32,
-        /// getppid() calls a round.
-        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1000..=100_000_000))]
-        calls: u64,
+    /// What each probe program costs an event of its hook, against the floor of that hook (a
+    /// program doing one per-CPU array increment): for each hook the lean probes use, a loop that
+    /// fires it, timed untraced and with each program attached, the kernel's BPF run-time
+    /// statistics off and on, in interleaved cycles (root; scripts/bench-probe-cost.sh). Also
+    /// listed: the program filtering out another run's events, the full probes' and the trace's.
+    #[command(alias = "syscall-cost")]
+    ProbeCost {
+        /// Cycles: each times every hook's loop untraced, then with each program attached (the
+        /// statistics off, then on). Each state's figure is its rounds' median.
+        #[arg(long, alias = "cycles", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        rounds: u32,
+        /// About how long the rounds take in all, in seconds (loading the programs comes on top:
+        /// about a second a cycle and hook).
+        #[arg(long, default_value_t = 60.0, value_parser = parse_seconds)]
+        seconds: f64,
+        /// Only these hooks (category:name, comma-separated; `probe-cost --hooks help` lists
+        /// them).
+        #[arg(long, value_delimiter = ',')]
+        hooks: Vec<String>,
         /// The raw rounds and the figures as one JSON object on stdout.
         #[arg(long)]
         json: bool,
     },
+    /// The loops of probe-cost, run on its orders (stdin): not for people.
+    #[command(hide = true)]
+    ProbeLoop,
     /// Shell completions on stdout, e.g. `spawnscope completions bash >
     /// /usr/share/bash-completion/completions/spawnscope`.
     Completions {
@@ -296,6 +305,13 @@ pub fn exit_code(result: Result<(Option<i32>, Ended), RunError>) -> ExitCode {
             eprintln!("spawnscope: {err:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if (0.1..=3600.0).contains(&s) => Ok(s),
+        _ => Err(format!("seconds from 0.1 to 3600, not {text:?}")),
     }
 }
 

@@ -61,11 +61,13 @@ fn main() -> ExitCode {
             margin,
             programs,
         } => commands::pairs::command(&csv, &workload, &exclude, margin, programs.as_deref()),
-        Command::SyscallCost {
-            cycles,
-            calls,
+        Command::ProbeCost {
+            rounds,
+            seconds,
+            hooks,
             json,
-        } => commands::syscall_cost::command(cycles, calls, json),
+        } => commands::probe_cost::command(rounds, seconds, hooks, json),
+        Command::ProbeLoop => commands::probe_cost::probe_loop(),
         Command::Completions { shell } => commands::docs::completions(shell),
         Command::Man => commands::docs::man(),
         Command::Docs { action } => commands::docs::command(action),

@@ -11,6 +11,7 @@ pub mod headline;
 pub mod kernel_gaps;
 pub mod paired;
 pub mod phases;
+pub mod probe_cost;
 pub mod probe_model;
 pub mod probes;
 pub mod processes;
@@ -25,7 +26,6 @@ pub mod sentinels;
 pub mod serving;
 pub mod summary;
 pub mod swimlane;
-pub mod syscall_cost;
 #[cfg(test)]
 pub mod test_support;
 pub mod timeline;

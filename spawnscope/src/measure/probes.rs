@@ -45,7 +45,7 @@ impl ProbeDetail {
 }
 
 /// The collector's configuration for `detail` on `pid`, sized for `threads` OS threads: what a
-/// run loads (`start`), and what `syscall-cost` loads with the statistics left to itself.
+/// run loads (`start`), and what `probe-cost` loads (one hook at a time) with the statistics left to itself.
 pub fn config(pid: u32, threads: u64, detail: ProbeDetail) -> CollectorConfig {
     let full = detail == ProbeDetail::Full;
     let mut config = CollectorConfig::new(pid, threads.max(1));
