@@ -1025,9 +1025,9 @@ impl CpusHeld {
             if let Some(g) = st["gomaxprocs"].as_u64() {
                 Some(format!("GOMAXPROCS {g}"))
             } else {
-                st["workers"].as_u64().map(|w| {
-                    format!("{w} tokio worker{}", if w == 1 { "" } else { "s" })
-                })
+                st["workers"]
+                    .as_u64()
+                    .map(|w| format!("{w} tokio worker{}", if w == 1 { "" } else { "s" }))
             }
         });
         CpusHeld {

@@ -271,7 +271,10 @@ procs_blocked 0
         assert_eq!((one.cpu.user, one.cpu.system, one.cpu.steal), (20, 4, 6));
         let both = parse_proc_stat_over(text, Some(&[0, 1])).unwrap();
         assert_eq!(both.cpu, parse_proc_stat(text).unwrap().cpu);
-        assert!(parse_proc_stat_over(text, Some(&[5])).is_none(), "a CPU not listed");
+        assert!(
+            parse_proc_stat_over(text, Some(&[5])).is_none(),
+            "a CPU not listed"
+        );
         assert!(proc_stat().is_some(), "this machine's /proc/stat");
     }
 
