@@ -394,6 +394,7 @@ mod tests {
             runtime: Some(label.into()),
             workload: Some("command".into()),
             n: Some(n),
+            cpu_count: None,
             ok: true,
             measured: true,
             outcome: "completed".into(),
