@@ -245,3 +245,53 @@ fn each_runtime_is_held_to_k_cpus_and_sizes_itself_by_them() {
         cpuset_run_cgroups()
     );
 }
+
+/// The committed set at 1 and 2 CPUs, reported again without root: K is a cell dimension
+/// (cells and series per K), the sweep's section, headline and chart are there, and its
+/// machine is one machine.
+#[test]
+fn the_committed_cpu_sweep_reports_per_k_tables_chart_and_headline() {
+    let set = repo_root().join("docs/cpu-sweep-2cpu");
+    let out = tempfile::tempdir().unwrap();
+    report_ok(&[&set, Path::new("--out"), out.path()]);
+    let c = read_json(out.path().join("compare.json"));
+    assert_eq!(
+        c["machines"].as_array().unwrap().len(),
+        1,
+        "K is not the machine's"
+    );
+    let cells = c["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 24, "3 runtimes × 2 workloads × 2 N × 2 K");
+    assert!(cells
+        .iter()
+        .all(|cell| cell["cpu_count"] == 1 || cell["cpu_count"] == 2));
+    let sweep = &c["cpu_sweep"];
+    let series = sweep["series"].as_array().unwrap();
+    assert_eq!(series.len(), 12);
+    for s in series {
+        let ks: Vec<u64> = s["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["cpu_count"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ks, [1, 2], "{}", s["runtime"]);
+    }
+    let headlines = sweep["headlines"].as_array().unwrap();
+    assert_eq!(headlines.len(), 2, "one per workload at its largest N");
+    assert!(headlines
+        .iter()
+        .all(|h| h.as_str().unwrap().contains(" 10,000: ")));
+    let md = fs::read_to_string(out.path().join("compare.md")).unwrap();
+    assert!(md.contains("## Per task against CPUs"));
+    assert!(
+        md.contains("| threads on 1 CPU | hold | 1,000 |"),
+        "runs table by K"
+    );
+    assert!(out
+        .path()
+        .join("charts/per-task-against-cpus-hold-10000.svg")
+        .is_file());
+    let html = fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(html.contains("id=\"cpus\""));
+}
