@@ -232,6 +232,32 @@ bpftrace_check() {
   fi
 }
 
+# cpu_count_check NAME: `run --cpu-count 1` (goroutines hold 20,000) passes as run_check says and
+# was held to its one CPU through the run's cgroup cpuset (v2 in the VM; the affinity fallback
+# fails here: the check is of the cpuset): run.json's CPUs read back from the workload are the one
+# chosen, the summary says held, the Go runtime took GOMAXPROCS 1, the sentinels read that CPU
+# alone, and no cpuset of the run is left behind.
+cpu_count_check() {
+  local name=$1 dir found verdict=pass
+  wanted "$name" || return 0
+  run_check "$name" --runtime goroutines --workload hold --n 20000 --cpu-count 1
+  dir=$last_run
+  if [ -z "$dir" ] || [ ! -f "$dir/run.json" ]; then
+    record "$name-held" fail "no run to read (see $name.log)"
+    return 0
+  fi
+  found=$(jq -r '.cpu_count // {} | "K \(.count // "?") on CPU \(.cpus // "?") by \(.how // "?"), read back \(.seen // "nothing")"' "$dir/run.json")
+  local gomaxprocs sentinels held left
+  gomaxprocs=$(jq -r 'select(.event == "result") | .runtime_stats.gomaxprocs' "$dir/workload.jsonl" 2>/dev/null | tail -1)
+  sentinels=$(jq -r '.cpus // "all"' "$dir/sentinels.json" 2>/dev/null)
+  held=$(jq -r '.cpu_count.held // false' "$dir/summary.json" 2>/dev/null)
+  left=$(find /sys/fs/cgroup/spawnscope /sys/fs/cgroup/cpuset/spawnscope -mindepth 1 -maxdepth 1 -name 'run-*' 2>/dev/null | wc -l)
+  jq -e '.cpu_count | .count == 1 and (.how | startswith("cpuset v")) and .seen == .cpus' "$dir/run.json" >/dev/null 2>&1 \
+    && [ "$held" = true ] && [ "$gomaxprocs" = 1 ] \
+    && [ "$sentinels" = "$(jq -r '.cpu_count.cpus' "$dir/run.json")" ] && [ "$left" -eq 0 ] || verdict=fail
+  record "$name-held" "$verdict" "$found; summary held: $held; GOMAXPROCS ${gomaxprocs:-?}; sentinels over CPU $sentinels; $left run cgroups left"
+}
+
 # leash_check NAME KIND MARKER ARGS...: `spawnscope run --no-probes ARGS` on a command the leash
 # must end: passes when it exits 4 (stopped), run.json's stopped_by is KIND, no process whose
 # command line holds MARKER is left running and no run cgroup is left behind.
@@ -271,6 +297,8 @@ fi
 run_check goroutines-hold-100000 --runtime goroutines --workload hold --n 100000
 run_check tokio-hold-100000 --runtime tokio --workload hold --n 100000
 tree_check command-shell-wrapped-2000
+# One run held to one CPU by its cgroup's cpuset (issue 41): in both suites.
+cpu_count_check goroutines-hold-20000-cpu-count-1
 if [ "$suite" = full ]; then
   run_check goroutines-sleep-100000 --runtime goroutines --workload sleep --n 100000 --sleep 10s
   run_check tokio-sleep-100000 --runtime tokio --workload sleep --n 100000 --sleep 10s

@@ -493,6 +493,13 @@ pub struct RunArgs {
     /// inherit the mask [default: every CPU].
     #[arg(long, value_name = "LIST", help_heading = "Limits")]
     pub cpus: Option<String>,
+    /// Hold the run to K CPUs: one CPU per physical core first, SMT siblings after, the first K
+    /// of those this process may use; through the run's cgroup cpuset (v1 or v2, root), else the
+    /// workload's affinity. run.json records K, the CPUs, how, and the CPUs the workload was
+    /// given. GOMAXPROCS and tokio's workers follow what the runtime sees (K) unless
+    /// --gomaxprocs/--workers say otherwise. Not with --cpus (refused, exit 2: give one).
+    #[arg(long, value_name = "K", conflicts_with = "cpus", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Limits")]
+    pub cpu_count: Option<u32>,
     /// Print the run's summary as JSON on stdout (summary.json, with `results_dir`) instead of the
     /// terminal view.
     #[arg(long, help_heading = "Output")]
@@ -715,6 +722,11 @@ pub struct CompareArgs {
     /// Pin every run's workload to these CPUs (as taskset takes them: 0-1).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// Sweep the number of CPUs too: every cell run at each K as `run --cpu-count K` holds it
+    /// (comma-separated: 1,2,4). K is a cell dimension like N; compare.md, report.html and
+    /// compare.json then give the figures per task against K. Not with --cpus (refused).
+    #[arg(long, value_name = "K,…", value_delimiter = ',', conflicts_with = "cpus", value_parser = clap::value_parser!(u32).range(1..))]
+    pub cpu_counts: Vec<u32>,
     /// Every run streams its scheduler events into its trace-events.bin, raw, for a Perfetto
     /// trace of it (root; as `run --perfetto`).
     #[arg(long)]

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::counts_verdict;
+use crate::analyse::cpu_sweep::{cpu_sweep, CpuSweep};
 use crate::analyse::headline::{headlines, Headline, Measured};
 use crate::analyse::regression::{self, LineFit, Spread};
 use crate::analyse::repeats::{self, repeated, Repeated};
@@ -51,6 +52,9 @@ pub struct Cell {
     pub runtime: String,
     pub workload: String,
     pub n: u64,
+    /// `--cpu-counts`: the K CPUs the cell's runs were held to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_count: Option<u32>,
     pub runs: usize,
     /// Completed.
     pub ok_runs: usize,
@@ -234,6 +238,9 @@ pub struct Fit {
     pub machine: String,
     pub runtime: String,
     pub workload: String,
+    /// `--cpu-counts`: the K the line is fitted at (over N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_count: Option<u32>,
     pub metric: String,
     pub label: String,
     pub unit: String,
@@ -266,6 +273,10 @@ pub struct Comparison {
     /// The result in a line per workload: the dearest runtime against the cheapest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headlines: Vec<Headline>,
+    /// `--cpu-counts`: the figures per task against K, where each runtime stops scaling and the
+    /// waits that grew (analyse/cpu_sweep.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_sweep: Option<CpuSweep>,
 }
 
 /// One run as the comparison takes it: its summary, its machine, and what its directory holds.
@@ -388,6 +399,7 @@ pub fn compare_runs(
             runtime: s.runtime.clone(),
             workload: s.workload.clone(),
             n: s.n,
+            cpu_count: s.cpu_count.as_ref().map(|c| c.count),
             ok: s.ok,
             measured: s.ok
                 || (s.outcome.starts_with("spawning stopped at")
@@ -488,6 +500,13 @@ pub fn compare_runs(
         })
         .collect();
     let headlines = headlines(&measured, machines.len() > 1);
+    let cpu_sweep = cpu_sweep(
+        &summarized
+            .iter()
+            .map(|l| &l.summary)
+            .zip(&runs)
+            .collect::<Vec<_>>(),
+    );
     Comparison {
         schema: 1,
         rendered_utc,
@@ -502,6 +521,7 @@ pub fn compare_runs(
         stopped_at_limit,
         repeats: repeated(&by_experiment),
         headlines,
+        cpu_sweep,
     }
 }
 
@@ -518,10 +538,16 @@ pub fn ordered_runtimes<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a
     out
 }
 
-type Group<'a> = BTreeMap<(String, String, String, u64), Vec<&'a RunPoint>>;
+type Group<'a> = BTreeMap<(String, String, String, u64, Option<u32>), Vec<&'a RunPoint>>;
 
-/// A run's experiment: machine, runtime, workload, N (its cell, when it has all four).
-type CellKey = (String, Option<String>, Option<String>, Option<u64>);
+/// A run's experiment: machine, runtime, workload, N, K (its cell, when it has the first four).
+type CellKey = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<u64>,
+    Option<u32>,
+);
 
 fn cell_key(r: &RunPoint) -> CellKey {
     (
@@ -529,6 +555,7 @@ fn cell_key(r: &RunPoint) -> CellKey {
         r.runtime.clone(),
         r.workload.clone(),
         r.n,
+        r.cpu_count,
     )
 }
 
@@ -544,13 +571,13 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
             continue;
         };
         groups
-            .entry((r.machine.clone(), rt.clone(), wl.clone(), n))
+            .entry((r.machine.clone(), rt.clone(), wl.clone(), n, r.cpu_count))
             .or_default()
             .push(r);
     }
     let mut out: Vec<Cell> = groups
         .into_iter()
-        .map(|((machine, runtime, workload, n), rs)| {
+        .map(|((machine, runtime, workload, n, cpu_count), rs)| {
             let ok: Vec<&RunPoint> = rs.iter().copied().filter(|r| r.measured).collect();
             // Times from the untraced runs where there are any (analyse::times_from).
             let (timed_ok, times_from) = timed(&ok, |r| r.has_collector);
@@ -572,6 +599,7 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 runtime,
                 workload,
                 n,
+                cpu_count,
                 runs: rs.len(),
                 ok_runs: rs.iter().filter(|r| r.ok).count(),
                 measured_runs: ok.len(),
@@ -613,6 +641,7 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
             a.n,
             &a.runtime,
             &a.workload,
+            a.cpu_count,
         )
             .cmp(&(
                 &b.machine,
@@ -620,6 +649,7 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                 b.n,
                 &b.runtime,
                 &b.workload,
+                b.cpu_count,
             ))
     });
     out
@@ -644,17 +674,21 @@ pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
             .get(&cell_key(r))
             .is_some_and(|f| f.counts(r.has_collector))
     };
-    let mut series: BTreeMap<(String, String, String), Vec<&RunPoint>> = BTreeMap::new();
+    // A line over N at each K (a CPU sweep's runs at different K are different experiments).
+    let mut series: BTreeMap<(String, String, String, Option<u32>), Vec<&RunPoint>> =
+        BTreeMap::new();
     for r in runs.iter().filter(|r| r.measured) {
         if let (Some(rt), Some(wl)) = (&r.runtime, &r.workload) {
             series
-                .entry((r.machine.clone(), rt.clone(), wl.clone()))
+                .entry((r.machine.clone(), rt.clone(), wl.clone(), r.cpu_count))
                 .or_default()
                 .push(r);
         }
     }
     let mut keys: Vec<_> = series.keys().cloned().collect();
-    keys.sort_by(|a, b| (&a.0, order(&a.1, &a.2), &a.1).cmp(&(&b.0, order(&b.1, &b.2), &b.1)));
+    keys.sort_by(|a, b| {
+        (&a.0, order(&a.1, &a.2), &a.1, a.3).cmp(&(&b.0, order(&b.1, &b.2), &b.1, b.3))
+    });
     let mut out = Vec::new();
     for key in keys {
         let rs = &series[&key];
@@ -679,6 +713,7 @@ pub fn fits(runs: &[RunPoint]) -> Vec<Fit> {
                     machine: key.0.clone(),
                     runtime: key.1.clone(),
                     workload: key.2.clone(),
+                    cpu_count: key.3,
                     metric: m.key.into(),
                     label: m.label.into(),
                     unit: m.unit.into(),

@@ -16,6 +16,9 @@ pub struct RunPoint {
     pub runtime: Option<String>,
     pub workload: Option<String>,
     pub n: Option<u64>,
+    /// `--cpu-count K`: the CPUs the run was held to (a cell dimension, like N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_count: Option<u32>,
     pub ok: bool,
     /// Completed, or stopped at a limit (memory, pid_max…) with what it had spawned alive and
     /// measured at the peak: a point at N = tasks alive, kept in cells and fits.

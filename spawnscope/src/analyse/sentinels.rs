@@ -346,6 +346,7 @@ mod tests {
             ticks_per_second: 100,
             run_cpu_source: Some(RunCpuSource::CgroupV1Cpuacct),
             unavailable: [(FREQUENCY.to_string(), "no cpufreq".to_string())].into(),
+            cpus: None,
             marks: vec![
                 mark("start", 0, 0, 0, 0),
                 mark("spawn", 1, 50, 1, 0),

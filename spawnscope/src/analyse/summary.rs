@@ -203,6 +203,10 @@ pub struct Summary {
     pub sysctls_changed: Vec<String>,
     pub sysctls_restored: bool,
     pub cgroup: Option<String>,
+    /// A run held to K CPUs (`--cpu-count`): which, how, whether the workload was held to them,
+    /// and the parallelism its runtime took. Absent for a run not confined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_count: Option<CpusHeld>,
     pub left_out: Vec<String>,
     /// Where the CPU time went, from perf samples (runs recorded with --perf).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -998,6 +1002,80 @@ fn base_held_tasks(run: &RunRecord, memory: &MemoryRecord) -> Option<String> {
     })
 }
 
+/// A run held to K CPUs, as its summary says it.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CpusHeld {
+    /// K.
+    pub count: u32,
+    /// The CPUs, as taskset writes them.
+    pub cpus: String,
+    /// "cpuset v1", "cpuset v2" or "affinity" (run.json's `cpu_count.how`).
+    pub how: String,
+    /// The workload's CPUs read back just after its exec (None: not read).
+    pub seen: Option<String>,
+    /// Whether what was read back is exactly the K CPUs.
+    pub held: bool,
+    /// What the runtime took from them, from its result event: "GOMAXPROCS 2", "2 tokio
+    /// workers" (None: a runtime with no such setting, e.g. OS threads).
+    pub runtime_parallelism: Option<String>,
+}
+
+impl CpusHeld {
+    fn of(c: &crate::record::CpuConfinement, result: Option<&Value>) -> Self {
+        let same = |a: &str, b: &str| {
+            let parse = |t: &str| crate::host::limits::parse_cpu_list(t).ok();
+            parse(a).is_some() && parse(a) == parse(b)
+        };
+        let stats = result.map(|r| &r["runtime_stats"]);
+        let runtime_parallelism = stats.and_then(|st| {
+            if let Some(g) = st["gomaxprocs"].as_u64() {
+                Some(format!("GOMAXPROCS {g}"))
+            } else {
+                st["workers"]
+                    .as_u64()
+                    .map(|w| format!("{w} tokio worker{}", if w == 1 { "" } else { "s" }))
+            }
+        });
+        CpusHeld {
+            count: c.count,
+            cpus: c.cpus.clone(),
+            how: c.how.clone(),
+            seen: c.seen.clone(),
+            held: c.seen.as_deref().is_some_and(|seen| same(seen, &c.cpus)),
+            runtime_parallelism,
+        }
+    }
+
+    /// "held to 1 CPU (0, cpuset v1; GOMAXPROCS 1)", or what went wrong.
+    pub fn line(&self) -> String {
+        let plural = if self.count == 1 { "" } else { "s" };
+        let runtime = self
+            .runtime_parallelism
+            .as_ref()
+            .map(|p| format!("; {p}"))
+            .unwrap_or_default();
+        if self.held {
+            format!(
+                "held to {} CPU{plural} ({}, {}{runtime})",
+                self.count, self.cpus, self.how
+            )
+        } else {
+            format!(
+                "NOT held to its {} CPU{plural} ({}, {}): the workload was given {}{runtime}",
+                self.count,
+                self.cpus,
+                self.how,
+                self.seen.as_deref().unwrap_or("CPUs not read back")
+            )
+        }
+    }
+}
+
+/// " on 2 CPUs": a run held to K CPUs is its own experiment (labels group repeats).
+pub fn cpus_suffix(count: u32) -> String {
+    format!(" on {count} CPU{}", if count == 1 { "" } else { "s" })
+}
+
 pub fn summarize(
     run: &RunRecord,
     memory: &MemoryRecord,
@@ -1029,6 +1107,10 @@ pub fn summarize(
             s.n = *tasks;
         }
         Target::Command { .. } => {}
+    }
+    if let Some(c) = &run.cpu_count {
+        s.label.push_str(&cpus_suffix(c.count));
+        s.cpu_count = Some(CpusHeld::of(c, result));
     }
     s.spawned = result.and_then(|r| r["spawned"].as_u64());
     s.alive_at_peak = match (&memory.peak_moment, &run.target) {

@@ -66,6 +66,7 @@ pub fn run_record() -> RunRecord {
         pids_limit: None,
         stopped_by: None,
         cpus: None,
+        cpu_count: None,
         open_files_limit: None,
         left_out: vec![],
         stages: vec![],

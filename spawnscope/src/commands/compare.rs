@@ -106,11 +106,22 @@ pub fn command(args: CompareArgs) -> ExitCode {
             skipped: Vec::new(),
             load: args.load.options(),
             cpus: args.cpus.clone(),
+            cpu_counts: Vec::new(),
             perfetto: false,
         },
     };
     // Every run of the sweep is traced (lean probes): with --perfetto each streams its trace.
     opts.perfetto = args.perfetto;
+    let mut cpu_counts = args.cpu_counts.clone();
+    cpu_counts.sort_unstable();
+    cpu_counts.dedup();
+    // A K past the CPUs this process may use is bad input before the sweep starts.
+    if let Some(&most) = cpu_counts.last() {
+        if let Err(err) = crate::host::cpu_order::cpus_for_count(most as usize) {
+            return usage_error(format!("--cpu-counts {most}: {err:#}"));
+        }
+    }
+    opts.cpu_counts = cpu_counts;
     let json = args.json;
     let interrupts = match Interrupts::install() {
         Ok(i) => i,

@@ -154,7 +154,14 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
             .as_ref()
             .map(|c| KernelCounts::from_report(c, &phase_names(&loaded.memory)))
             .unwrap_or_default();
-        let mut evidence = verdict::evidence(figures, &kernel, loaded.machine.cores as u32);
+        // A run held to K CPUs is judged over those K (its sentinels read them alone).
+        let cpus = loaded
+            .sentinels
+            .as_ref()
+            .and_then(|s| s.cpus.as_deref())
+            .and_then(|list| crate::host::limits::parse_cpu_list(list).ok())
+            .map_or(loaded.machine.cores as u32, |c| c.len() as u32);
+        let mut evidence = verdict::evidence(figures, &kernel, cpus);
         evidence.emulator = loaded.machine.emulator().map(str::to_string);
         if let Some(load) = &loaded.load {
             serving::discount_load_generator(&mut evidence, load);

@@ -108,6 +108,7 @@ pub fn command(args: RunArgs) -> ExitCode {
         pids_limit: args.pids_limit,
         load: args.load.options(),
         cpus: args.cpus.clone(),
+        cpu_count: args.cpu_count,
         keep_command_output: false,
         guess_task_kind: args.task_kind.is_none() && !args.command.is_empty(),
         // --runtime-trace puts the runtime's events on the kernel trace's threads.

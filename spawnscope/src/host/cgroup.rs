@@ -186,6 +186,9 @@ pub struct RunCgroup {
     /// On hybrid hosts (memory and pids on v1): the run's directory in the v2 hierarchy, no
     /// controller in it, so that the run has a v2 cgroup id (see [`RunCgroup::v2_id`]).
     unified: Option<(Hierarchy, PathBuf)>,
+    /// Only for `run --cpu-count`: the v1 cpuset directory holding the run to its CPUs (on v2
+    /// cpuset.cpus is written in the run's v2 directory, and this stays None).
+    cpuset: Option<(Hierarchy, PathBuf)>,
     memory_limit: Option<u64>,
     /// Whether the kernel charges the run's socket buffers to it (v2 always; v1 once a TCP limit
     /// is written, see [`RunCgroup::count_sockets`]).
@@ -209,6 +212,7 @@ impl RunCgroup {
             perf_event: None,
             freezer: None,
             unified: None,
+            cpuset: None,
             memory_limit,
             sockets_counted: memory_h.as_ref().is_some_and(|h| h.version == Version::V2),
         };
@@ -293,6 +297,58 @@ impl RunCgroup {
             .find(|(h, _)| h.version == Version::V2)
             .and_then(|(_, dir)| fs::metadata(dir).ok())
             .map(|m| m.ino())
+    }
+
+    /// Holds the run to `cpus` through a cpuset: on v2, cpuset.cpus in the run's v2 directory
+    /// (the controller enabled in the subtree_control of the hierarchy's root and of spawnscope/
+    /// as needed); on v1, a directory of its own in the cpuset hierarchy (cpuset.mems copied from
+    /// its parent: a v1 cpuset takes no task before both are set). Returns which one; an error
+    /// where the host has neither (the caller pins the workload's affinity instead). The tasks
+    /// join it with the others, through [`RunCgroup::procs_files`].
+    pub fn confine_cpus(&mut self, cpus: &[usize]) -> Result<Version> {
+        let list = crate::host::limits::cpu_list(cpus);
+        let h = find("cpuset").context("no cpuset cgroup controller on this host")?;
+        match h.version {
+            Version::V2 => {
+                let dir = [&self.memory, &self.pids, &self.unified]
+                    .into_iter()
+                    .flatten()
+                    .find(|(h, _)| h.version == Version::V2)
+                    .map(|(_, d)| d.clone())
+                    .context("the run has no v2 cgroup to hold a cpuset")?;
+                for parent in [h.mount.clone(), h.mount.join(PARENT)] {
+                    write(&parent.join("cgroup.subtree_control"), "+cpuset")?;
+                }
+                write(&dir.join("cpuset.cpus"), &list)?;
+            }
+            Version::V1 => {
+                let parent = prepare_parent(&h, &["cpuset"])?;
+                // A fresh v1 cpuset is empty: spawnscope/ takes the root's CPUs and memory nodes.
+                for file in ["cpuset.cpus", "cpuset.mems"] {
+                    let here = fs::read_to_string(parent.join(file)).unwrap_or_default();
+                    if here.trim().is_empty() {
+                        let root = fs::read_to_string(h.mount.join(file))
+                            .with_context(|| format!("reading {}", h.mount.join(file).display()))?;
+                        write(&parent.join(file), root.trim())?;
+                    }
+                }
+                let name = self
+                    .dirs()
+                    .first()
+                    .and_then(|d| d.file_name().map(|n| n.to_owned()))
+                    .context("the run has no cgroup")?;
+                let dir = parent.join(name);
+                if !dir.exists() {
+                    fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+                }
+                let mems = fs::read_to_string(parent.join("cpuset.mems"))
+                    .with_context(|| format!("reading {}/cpuset.mems", parent.display()))?;
+                write(&dir.join("cpuset.cpus"), &list)?;
+                write(&dir.join("cpuset.mems"), mems.trim())?;
+                self.cpuset = Some((h.clone(), dir));
+            }
+        }
+        Ok(h.version)
     }
 
     /// Has the kernel count the run's TCP socket buffers. v2 counts them always (memory.stat
@@ -407,6 +463,7 @@ impl RunCgroup {
             .chain(self.freezer.iter())
             .chain(self.perf_event.iter())
             .chain(self.unified.iter())
+            .chain(self.cpuset.iter())
             .map(|(_, d)| d)
             .collect();
         dirs.dedup();
@@ -495,6 +552,7 @@ impl RunCgroup {
             .chain(self.freezer.iter())
             .chain(self.perf_event.iter())
             .chain(self.unified.iter())
+            .chain(self.cpuset.iter())
             .map(|(_, d)| d.clone())
             .collect();
         dirs.dedup();
@@ -566,7 +624,7 @@ fn remove_dirs(dirs: &[PathBuf]) -> Result<()> {
 /// processes are workloads a spawnscope run started. Returns the cgroups removed.
 pub fn remove_stale() -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    let hierarchies = ["memory", "pids", "cpuacct", "freezer"]
+    let hierarchies = ["memory", "pids", "cpuacct", "freezer", "cpuset"]
         .iter()
         .map(|c| find(c))
         .chain([perf_event_hierarchy(), unified_hierarchy()]);

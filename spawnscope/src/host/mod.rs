@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod cgroup;
 pub mod clock;
+pub mod cpu_order;
 pub mod jdk;
 pub mod limits;
 pub mod machine;

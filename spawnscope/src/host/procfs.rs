@@ -199,6 +199,15 @@ pub fn process_cpu(pid: u32) -> Option<CpuTime> {
 
 /// The process's start time in clock ticks since boot (field 22 of /proc/PID/stat): with the PID
 /// it names a process unambiguously, even after the PID is reused.
+/// The CPUs a task may run on, as the kernel lists them in /proc/PID/status (Cpus_allowed_list:
+/// its affinity, within its cpuset).
+pub fn cpus_allowed(pid: u32) -> Option<String> {
+    let text = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+}
+
 pub fn start_time(pid: u32) -> Option<u64> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_comm = &text[text.rfind(')')? + 1..];

@@ -19,26 +19,40 @@ pub struct ProcStat {
 
 /// Parses /proc/stat. Columns the kernel does not print (old kernels stop before steal) read 0.
 pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
+    parse_proc_stat_over(text, None)
+}
+
+/// Parses /proc/stat, its CPU times summed over `cpus` (their `cpuN` lines: a run held to K
+/// CPUs is judged over those), else the `cpu` line of all of them.
+pub fn parse_proc_stat_over(text: &str, cpus: Option<&[usize]>) -> Option<ProcStat> {
     let mut stat = ProcStat::default();
     let mut found_cpu = false;
     for line in text.lines() {
         let mut words = line.split_whitespace();
-        match words.next() {
-            Some("cpu") => {
+        let first = words.next();
+        let wanted = match (first, cpus) {
+            (Some("cpu"), None) => true,
+            (Some(name), Some(cpus)) => name
+                .strip_prefix("cpu")
+                .and_then(|n| n.parse::<usize>().ok())
+                .is_some_and(|n| cpus.contains(&n)),
+            _ => false,
+        };
+        match first {
+            Some(_) if wanted => {
                 let v: Vec<u64> = words.map(|w| w.parse().unwrap_or(0)).collect();
                 let at = |i: usize| v.get(i).copied().unwrap_or(0);
-                stat.cpu = MachineCpu {
-                    user: at(0),
-                    nice: at(1),
-                    system: at(2),
-                    idle: at(3),
-                    iowait: at(4),
-                    irq: at(5),
-                    softirq: at(6),
-                    steal: at(7),
-                    guest: at(8),
-                    guest_nice: at(9),
-                };
+                let c = &mut stat.cpu;
+                c.user += at(0);
+                c.nice += at(1);
+                c.system += at(2);
+                c.idle += at(3);
+                c.iowait += at(4);
+                c.irq += at(5);
+                c.softirq += at(6);
+                c.steal += at(7);
+                c.guest += at(8);
+                c.guest_nice += at(9);
                 found_cpu = true;
             }
             Some("procs_running") => stat.procs_running = words.next().and_then(|w| w.parse().ok()),
@@ -50,6 +64,11 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
 
 pub fn proc_stat() -> Option<ProcStat> {
     parse_proc_stat(&fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// /proc/stat with the CPU times of `cpus` alone (all of them: None).
+pub fn proc_stat_over(cpus: Option<&[usize]>) -> Option<ProcStat> {
+    parse_proc_stat_over(&fs::read_to_string("/proc/stat").ok()?, cpus)
 }
 
 /// /proc/loadavg: the 1-minute load and the running-tasks field ("2/86": 2 runnable).
@@ -269,6 +288,16 @@ procs_blocked 0
         let old = parse_proc_stat("cpu  1 2 3 4\nprocs_running 1\n").unwrap();
         assert_eq!((old.cpu.system, old.cpu.steal), (3, 0));
         assert!(parse_proc_stat("not /proc/stat").is_none());
+        // Over some CPUs: their lines summed, the machine's line left out.
+        let text = "cpu  30 0 6 90 0 0 0 9\ncpu0 10 0 2 30 0 0 0 3\ncpu1 20 0 4 60 0 0 0 6\nprocs_running 2\n";
+        let one = parse_proc_stat_over(text, Some(&[1])).unwrap();
+        assert_eq!((one.cpu.user, one.cpu.system, one.cpu.steal), (20, 4, 6));
+        let both = parse_proc_stat_over(text, Some(&[0, 1])).unwrap();
+        assert_eq!(both.cpu, parse_proc_stat(text).unwrap().cpu);
+        assert!(
+            parse_proc_stat_over(text, Some(&[5])).is_none(),
+            "a CPU not listed"
+        );
         assert!(proc_stat().is_some(), "this machine's /proc/stat");
     }
 

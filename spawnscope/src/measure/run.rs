@@ -15,7 +15,7 @@ use crate::host::limits::can_raise_hard_limits;
 use crate::host::privileges::is_root;
 use crate::host::signals::Interrupts;
 use crate::host::sysctl::{self, RaisedGuard, SysctlStore};
-use crate::host::{binary, limits, machine, procfs};
+use crate::host::{binary, cpu_order, limits, machine, procfs};
 use crate::measure::follow::{
     follow_events, progress_bar, tee_stderr, watch_command_stdout, Followed, ServeLoad,
 };
@@ -56,6 +56,9 @@ pub struct RunOptions {
     pub load: LoadOptions,
     /// `--cpus`: the CPU list the workload is pinned to (as taskset takes it).
     pub cpus: Option<String>,
+    /// `--cpu-count K`: the run held to K CPUs (host/cpu_order.rs's policy) through its cgroup's
+    /// cpuset, else the workload's affinity. Refused beside `cpus`.
+    pub cpu_count: Option<u32>,
     /// A command in compare's sweep: it gets no terminal (stdin /dev/null; its stdout kept in
     /// command.stdout, its stderr in workload.stderr, both shown on our stderr), so that what
     /// compare prints on stdout stays its own.
@@ -148,6 +151,20 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
                 opts.cpus.as_deref().unwrap_or("")
             ))
         })?;
+    // --cpu-count K: its K CPUs chosen now, so that a K past what is usable is bad input before
+    // anything is written.
+    let counted_cpus = match (opts.cpu_count, &cpus) {
+        (Some(_), Some(_)) => {
+            return Err(RunError::Usage(
+                "--cpus and --cpu-count: give one (--cpu-count picks its CPUs itself)".into(),
+            ))
+        }
+        (Some(k), None) => Some(
+            cpu_order::cpus_for_count(k as usize)
+                .map_err(|e| RunError::Usage(format!("--cpu-count {k}: {e:#}")))?,
+        ),
+        (None, _) => None,
+    };
     let serving = serve_connections(&opts.target);
     if serving.is_some() {
         loadgen::wrk().map_err(RunError::Usage)?;
@@ -335,7 +352,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     // From here on the machine changes: every path below puts it back.
     let started = chrono::Utc::now();
     let root_existed = opts.out_root.exists();
-    let dir = ResultsDir::create(&opts.out_root, &opts.target, &started)?;
+    let dir = ResultsDir::create(&opts.out_root, &opts.target, opts.cpu_count, &started)?;
     // The runtime's trace goes into the run directory, raw, as the workload writes it.
     let mut args = args;
     if let Some((flag, _)) = &runtime_trace {
@@ -381,6 +398,33 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     if !root {
         left_out.push("eBPF probes and perf need root".into());
     }
+    // --cpu-count: the run's cpuset, else the workload's affinity (pinned in `measure`).
+    let mut confinement = counted_cpus.as_ref().map(|chosen| {
+        let how = match cgroup.as_mut().map(|cg| cg.confine_cpus(chosen)) {
+            Some(Ok(version)) => match version {
+                record::CgroupVersion::V1 => "cpuset v1",
+                record::CgroupVersion::V2 => "cpuset v2",
+            },
+            Some(Err(err)) => {
+                left_out.push(format!(
+                    "no cpuset ({err:#}): the run is held to its CPUs by the workload's affinity, which a process it starts may widen"
+                ));
+                "affinity"
+            }
+            None => "affinity",
+        };
+        record::CpuConfinement {
+            count: chosen.len() as u32,
+            cpus: limits::cpu_list(chosen),
+            policy: cpu_order::POLICY.into(),
+            how: how.into(),
+            seen: None,
+        }
+    });
+    let pin: Option<Vec<usize>> = match &confinement {
+        Some(c) if c.how == "affinity" => counted_cpus.clone(),
+        _ => cpus.clone(),
+    };
     // A server's socket buffers, counted from before its first connection.
     if let (Some(cg), Some(_)) = (cgroup.as_mut(), serving) {
         if let Err(err) = cg.count_sockets() {
@@ -430,7 +474,8 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         root,
         perf,
         pids_limit.as_ref().map(|l| l.max),
-        cpus.as_deref(),
+        pin.as_deref(),
+        counted_cpus.as_deref().or(cpus.as_deref()),
         estimate
             .as_ref()
             .and_then(|e| e.calibration.probes.as_ref())
@@ -456,6 +501,9 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
 
     let mut measured = result?;
     clock.end("restore");
+    if let Some(c) = confinement.as_mut() {
+        c.seen = measured.cpus_seen.take();
+    }
     measured.memory.cgroup_final = cgroup_final.clone();
     let oom_killed = cgroup_final.as_ref().is_some_and(|c| c.oom_kills > 0);
     let interrupted_by = interrupts.received();
@@ -506,6 +554,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         pids_limit,
         stopped_by: measured.stopped_by,
         cpus: opts.cpus.clone(),
+        cpu_count: confinement,
         open_files_limit: measured.open_files_limit,
         left_out,
         stages: clock.stages,
@@ -736,6 +785,8 @@ struct Measured {
     violations: Vec<String>,
     stopped_by: Option<StoppedBy>,
     open_files_limit: Option<u64>,
+    /// The workload's Cpus_allowed_list just after its exec (read back for --cpu-count).
+    cpus_seen: Option<String>,
     left_out: Vec<String>,
 }
 
@@ -743,6 +794,8 @@ struct Measured {
 /// `perf`: how to record samples, and the cgroup perf filters on (None: the workload's PID).
 /// `pids_limit`: the cgroup's pids.max, which stops a command that reaches it (measure/leash.rs).
 /// `probe_calibration`: each probe program's ns per run, measured before the run.
+/// `cpus`: the CPUs to pin the workload to; `held_to`: the CPUs the run is held to however
+/// (pinned, or its cpuset), over which the sentinels read CPU outside the run and steal.
 #[allow(clippy::too_many_arguments)]
 fn measure(
     opts: &RunOptions,
@@ -755,6 +808,7 @@ fn measure(
     perf: Option<(&record::perf::PerfPlan, Option<String>)>,
     pids_limit: Option<u64>,
     cpus: Option<&[usize]>,
+    held_to: Option<&[usize]>,
     probe_calibration: Option<&record::ProbeCalibration>,
     clock: &mut StageClock,
 ) -> Result<Measured> {
@@ -914,7 +968,7 @@ fn measure(
     let bar = progress_bar(target_tasks);
     bar.set_prefix("start");
     // The sentinels' first mark: just before the release, with the workload held at its gate.
-    let mut sentinels = SentinelWatch::new(cgroup, pid);
+    let mut sentinels = SentinelWatch::new(cgroup, pid, held_to.map(<[usize]>::to_vec));
     sentinels.mark("start");
     if workload.is_none() {
         memory.before = command_base(cgroup, pid);
@@ -926,6 +980,9 @@ fn measure(
         interrupts.unwatch(pid);
         return Err(err);
     }
+    // What the kernel holds the workload to, read once it has exec'd (it joined its cgroup and
+    // was pinned before): the CPUs every thread and child it starts inherits.
+    let cpus_seen = procfs::cpus_allowed(pid);
     let watcher = leash::watch(
         pid,
         cgroup.cloned(),
@@ -1085,6 +1142,7 @@ fn measure(
         violations: followed.violations,
         stopped_by,
         open_files_limit,
+        cpus_seen,
         left_out,
     })
 }

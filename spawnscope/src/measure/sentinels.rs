@@ -16,6 +16,8 @@ use crate::record::{SentinelMark, SentinelTick, SentinelsRecord};
 /// The sentinels of one run, being taken.
 pub struct SentinelWatch {
     reader: RunCpuReader,
+    /// A run held to K CPUs: CPU time outside the run and steal are read over these alone.
+    cpus: Option<Vec<usize>>,
     record: SentinelsRecord,
 }
 
@@ -80,7 +82,8 @@ fn unavailable_here() -> BTreeMap<String, String> {
 impl SentinelWatch {
     /// Before the release: decides where the run's CPU time is read (its cgroup, else the
     /// process) and what this host cannot give.
-    pub fn new(cgroup: Option<&RunCgroup>, pid: u32) -> Self {
+    /// `cpus`: the K CPUs a run is held to (None: the whole machine).
+    pub fn new(cgroup: Option<&RunCgroup>, pid: u32, cpus: Option<Vec<usize>>) -> Self {
         let reader = cgroup
             .and_then(RunCgroup::cpu_reader)
             .unwrap_or(RunCpuReader::Process(pid));
@@ -89,9 +92,14 @@ impl SentinelWatch {
             ticks_per_second: procfs::clock_ticks_per_second(),
             run_cpu_source: Some(reader.source()),
             unavailable: unavailable_here(),
+            cpus: cpus.as_deref().map(crate::host::limits::cpu_list),
             ..Default::default()
         };
-        SentinelWatch { reader, record }
+        SentinelWatch {
+            reader,
+            cpus,
+            record,
+        }
     }
 
     /// What the sampler reads the run's CPU time with at each tick.
@@ -102,7 +110,9 @@ impl SentinelWatch {
     /// Readings at an edge between phases (`start`, a phase mark's name).
     pub fn mark(&mut self, name: &str) {
         let run_cpu_ns = self.reader.read_ns();
-        self.record.marks.push(read_mark(name, run_cpu_ns));
+        self.record
+            .marks
+            .push(read_mark(name, run_cpu_ns, self.cpus.as_deref()));
     }
 
     /// The last mark, after the reap, and the record. `reaped_cpu_ns`: the run's CPU time from
@@ -116,17 +126,19 @@ impl SentinelWatch {
             RunCpuReader::Process(_) => reaped_cpu_ns,
             _ => self.reader.read_ns(),
         };
-        self.record.marks.push(read_mark("reaped", run_cpu_ns));
+        self.record
+            .marks
+            .push(read_mark("reaped", run_cpu_ns, self.cpus.as_deref()));
         self.record.ticks = ticks;
         self.record
     }
 }
 
-fn read_mark(name: &str, run_cpu_ns: Option<u64>) -> SentinelMark {
+fn read_mark(name: &str, run_cpu_ns: Option<u64>, cpus: Option<&[usize]>) -> SentinelMark {
     SentinelMark {
         name: name.to_string(),
         t_ns: monotonic_ns(),
-        machine_cpu: read::proc_stat().map(|s| s.cpu),
+        machine_cpu: read::proc_stat_over(cpus).map(|s| s.cpu),
         run_cpu_ns,
         vmstat: read::vmstat(),
         page_reporting: read::page_reporting_parameters().map(|p| read::numeric(&p)),
@@ -155,7 +167,7 @@ mod tests {
     #[test]
     fn a_watch_on_this_process_marks_and_ticks() {
         let me = std::process::id();
-        let mut watch = SentinelWatch::new(None, me);
+        let mut watch = SentinelWatch::new(None, me, None);
         watch.mark("start");
         let t = tick(&watch.reader());
         watch.mark("spawn");

@@ -57,6 +57,8 @@ pub struct CompareOptions {
     pub load: LoadOptions,
     /// `--cpus`: the CPUs every run's workload is pinned to.
     pub cpus: Option<String>,
+    /// `--cpu-counts`: every cell run at each K CPUs (`run --cpu-count K`); empty: not swept.
+    pub cpu_counts: Vec<u32>,
     /// `--perfetto`: every run streams its scheduler events to its raw trace file.
     pub perfetto: bool,
 }
@@ -86,6 +88,7 @@ pub fn flags_for(
 }
 
 /// One run of the matrix.
+#[derive(Clone)]
 struct Job {
     target: Target,
     /// The cell's runtime (a command's label), workload and N, as the plan names them.
@@ -98,6 +101,8 @@ struct Job {
     calibration: Calibration,
     /// The cell's own memory limit (forced: see CompareOptions::cells).
     memory_limit: Option<u64>,
+    /// The K CPUs it is held to (`--cpu-counts`).
+    cpu_count: Option<u32>,
 }
 
 /// What the preflight says for one requested N of `what` ("threads hold"): the N to run, or
@@ -442,10 +447,24 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                         predicted_s: r.predicted_s,
                         calibration: calibrations[&r.runtime].clone(),
                         memory_limit: r.memory_limit,
+                        cpu_count: None,
                     });
                 }
             }
         }
+    }
+    // A CPU sweep: each run at every K in turn, K upwards (one repeat's Ks back to back, so that
+    // drift on the host falls on every K alike).
+    if !opts.cpu_counts.is_empty() {
+        jobs = jobs
+            .into_iter()
+            .flat_map(|job| {
+                opts.cpu_counts.iter().map(move |&k| Job {
+                    cpu_count: Some(k),
+                    ..job.clone()
+                })
+            })
+            .collect();
     }
     Ok((plan, jobs))
 }
@@ -563,11 +582,14 @@ pub fn compare(
             1.0
         };
         eprintln!(
-            "spawnscope compare: run {} of {total} — {} {} {} (repeat {} of {}); elapsed {}, ETA {}",
+            "spawnscope compare: run {} of {total} — {} {} {}{} (repeat {} of {}); elapsed {}, ETA {}",
             k + 1,
             job.runtime,
             job.workload,
             count(job.n),
+            job.cpu_count
+                .map(|k| format!(" on {k} CPU{}", if k == 1 { "" } else { "s" }))
+                .unwrap_or_default(),
             job.repeat,
             job.repeats,
             clock(started.elapsed().as_secs_f64()),
@@ -589,6 +611,7 @@ pub fn compare(
                 pids_limit: None,
                 load: opts.load.clone(),
                 cpus: opts.cpus.clone(),
+                cpu_count: job.cpu_count,
                 keep_command_output: matches!(job.target, Target::Command { .. }),
                 // compare says what a command's N counts (--task-kind, default task).
                 guess_task_kind: false,

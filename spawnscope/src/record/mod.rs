@@ -35,8 +35,8 @@ pub use memory::{
 pub use plan::{Plan, PlannedCell, PlannedCommand, Skipped};
 pub use process::{Exit, Rusage};
 pub use run::{
-    Calibration, Estimate, PidsLimit, ProbeCalibration, RunRecord, Stage, StoppedBy, Target,
-    TraceCalibration,
+    Calibration, CpuConfinement, Estimate, PidsLimit, ProbeCalibration, RunRecord, Stage,
+    StoppedBy, Target, TraceCalibration,
 };
 pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};
@@ -143,9 +143,16 @@ impl ResultsDir {
     pub fn create(
         root: &Path,
         target: &Target,
+        cpu_count: Option<u32>,
         started: &chrono::DateTime<chrono::Utc>,
     ) -> Result<Self> {
-        let name = format!("{}-{}", started.format("%Y%m%dT%H%M%SZ"), target.slug());
+        // A run held to K CPUs says so in its name: a CPU sweep's cells differ by K alone.
+        let cpus = cpu_count.map(|k| format!("-cpu{k}")).unwrap_or_default();
+        let name = format!(
+            "{}-{}{cpus}",
+            started.format("%Y%m%dT%H%M%SZ"),
+            target.slug()
+        );
         let mut path = root.join(&name);
         let mut k = 1;
         while path.exists() {

@@ -108,6 +108,9 @@ pub struct RunRecord {
     /// The CPUs the workload was pinned to (`--cpus`, a CPU list as taskset takes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<String>,
+    /// `--cpu-count K`: the K CPUs the run was held to, how, and what the workload saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_count: Option<CpuConfinement>,
     /// serve: the workload's RLIMIT_NOFILE, raised for its connections.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_files_limit: Option<u64>,
@@ -127,6 +130,27 @@ pub struct RunRecord {
 pub struct Stage {
     pub name: String,
     pub ns: u64,
+}
+
+/// A run held to K CPUs (`run --cpu-count K`, each cell of `compare --cpu-counts`). K is the run's,
+/// not the machine's: the fingerprint (machine.json) does not carry it.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct CpuConfinement {
+    /// K.
+    pub count: u32,
+    /// The CPUs chosen, as taskset writes them ("0", "0-3").
+    pub cpus: String,
+    /// How they were chosen (host/cpu_order.rs, `POLICY`).
+    pub policy: String,
+    /// How the run was held to them: "cpuset v1", "cpuset v2" (the run's cgroup; every process
+    /// it starts stays in it), or "affinity" (the workload's mask, inherited by its threads and
+    /// children, which may widen it).
+    pub how: String,
+    /// The workload's CPUs as the kernel gave them, read back from /proc/PID/status
+    /// (Cpus_allowed_list) just after its exec (it joined the cgroup and was pinned before):
+    /// held to K when this lists `cpus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<String>,
 }
 
 /// The run cgroup's pids.max and where it came from.

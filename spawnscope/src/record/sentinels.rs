@@ -105,6 +105,10 @@ pub struct SentinelsRecord {
     pub run_cpu_source: Option<RunCpuSource>,
     /// Sentinels this host cannot give, with why: they are absent, never zeros.
     pub unavailable: BTreeMap<String, String>,
+    /// A run held to K CPUs (`--cpu-count`): the CPUs whose /proc/stat lines `machine_cpu` sums
+    /// (CPU outside the run and steal judged over them). Absent: the whole machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
     pub marks: Vec<SentinelMark>,
     pub ticks: Vec<SentinelTick>,
 }

@@ -8,15 +8,21 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::analyse::compare::{ordered_runtimes, Cell, Comparison, RunPoint};
+use crate::analyse::cpu_sweep::CpuSeries;
 use crate::analyse::regression::Spread;
 use crate::analyse::timeline::Timeline;
 use crate::render::chart_kit::{err, short_n, Chart, FONT};
 use crate::runtime::Runtime;
-use crate::units::bytes;
+use crate::units::{bytes, count};
 
 /// The file names of the charts this module draws start with one of these (under charts/); a
 /// serve sweep's are `serving_charts::FILE_PREFIXES`.
-pub const FILE_PREFIXES: [&str; 3] = ["memory-per-task-", "time-per-task-", "timeline-"];
+pub const FILE_PREFIXES: [&str; 4] = [
+    "memory-per-task-",
+    "time-per-task-",
+    "timeline-",
+    "per-task-against-cpus-",
+];
 
 /// A command's system and user time colours (RGB), by its place among the chart's commands:
 /// those of tab10 the runtimes' descriptors leave.
@@ -385,6 +391,103 @@ pub fn timeline(t: &Timeline) -> Result<String> {
 
 /// Every chart for a report: per machine, per workload, memory and time; the timelines of the
 /// runs `analyse::timeline::shown_runs` picks (one per runtime and machine).
+/// A CPU sweep's chart for one workload at one N: wall and system time per task against K (log 2
+/// on K, log on time), a line per runtime (its descriptor's colours, wall solid, system light).
+pub fn per_task_against_cpus(series: &[&CpuSeries]) -> Result<Option<String>> {
+    // (name, (K, µs) points, colour)
+    type Line = (String, Vec<(f64, f64)>, RGBColor);
+    let mut lines: Vec<Line> = Vec::new();
+    let mut commands = 0;
+    for s in series {
+        let [(sr, sg, sb), (ur, ug, ub)] = match Runtime::ALL.iter().find(|r| r.name() == s.runtime)
+        {
+            Some(runtime) => runtime.describe().colors,
+            None => {
+                commands += 1;
+                COMMAND_COLORS[(commands - 1) % COMMAND_COLORS.len()]
+            }
+        };
+        type Get = fn(&crate::analyse::cpu_sweep::CpuPoint) -> Option<f64>;
+        let figures: [(&str, Get, RGBColor); 2] = [
+            ("wall", |p| p.wall_us, RGBColor(sr, sg, sb)),
+            ("system", |p| p.sys_us, RGBColor(ur, ug, ub)),
+        ];
+        for (what, get, color) in figures {
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter_map(|p| Some((p.cpu_count as f64, get(p).filter(|v| *v > 0.0)?)))
+                .collect();
+            if pts.len() >= 2 {
+                lines.push((format!("{} {what}", s.runtime), pts, color));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    let all = || lines.iter().flat_map(|l| l.1.iter());
+    let kmax = all().map(|p| p.0).fold(1.0, f64::max);
+    let ymin = all().map(|p| p.1).fold(f64::MAX, f64::min) / 4.0;
+    let ymax = all().map(|p| p.1).fold(0.0, f64::max) * 2.0;
+    let (workload, n) = (&series[0].workload, series[0].n);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 460)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("Per task against CPUs — {workload} {} (median)", short_n(n)),
+                (FONT, 20),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                (0.8..kmax * 1.25).log_scale().base(2.0),
+                (ymin..ymax).log_scale(),
+            )
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("CPUs (K, log 2)")
+            .y_desc("µs per task")
+            .x_label_formatter(&|x| format!("{:.0}", x))
+            .y_label_formatter(&|y| {
+                if *y >= 1.0 {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.2}")
+                }
+            })
+            .draw()
+            .map_err(err)?;
+        for (name, pts, color) in &lines {
+            let color = *color;
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 4, color.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 14))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(Some(svg))
+}
+
 pub fn all(report: &Comparison, timelines: &[(&RunPoint, Timeline)]) -> Result<Vec<Chart>> {
     let mut charts = Vec::new();
     let multi = report.machines.len() > 1;
@@ -399,11 +502,46 @@ pub fn all(report: &Comparison, timelines: &[(&RunPoint, Timeline)]) -> Result<V
         } else {
             String::new()
         };
-        let cells: Vec<&Cell> = report
+        // A CPU sweep: the charts over N are of its largest K (the sweep's own chart is over K).
+        let most_cpus = report
             .cells
             .iter()
             .filter(|c| c.machine == machine.id)
+            .filter_map(|c| c.cpu_count)
+            .max();
+        let cells: Vec<&Cell> = report
+            .cells
+            .iter()
+            .filter(|c| c.machine == machine.id && c.cpu_count == most_cpus)
             .collect();
+        if let Some(sweep) = &report.cpu_sweep {
+            let mine: Vec<&CpuSeries> = sweep
+                .series
+                .iter()
+                .filter(|s| s.machine == machine.id)
+                .collect();
+            let mut groups: Vec<(&str, u64)> = Vec::new();
+            for s in &mine {
+                if !groups.contains(&(s.workload.as_str(), s.n)) {
+                    groups.push((&s.workload, s.n));
+                }
+            }
+            for (wl, n) in groups {
+                let of: Vec<&CpuSeries> = mine
+                    .iter()
+                    .copied()
+                    .filter(|s| s.workload == wl && s.n == n)
+                    .collect();
+                if let Some(svg) = per_task_against_cpus(&of)? {
+                    charts.push(Chart {
+                        file: format!("per-task-against-cpus-{wl}-{n}{suffix}.svg"),
+                        title: format!("Per task against CPUs, {wl} {}{on}", count(n)),
+                        note: "Wall and system time per task spawned (median over the runs whose times count) at each K the runs were held to; log 2 on K, log on time. A line that stops falling is a runtime that stopped scaling: the sweep's table names the wait that grew.".into(),
+                        svg,
+                    });
+                }
+            }
+        }
         let mut workloads: Vec<&str> = Vec::new();
         for c in &cells {
             if !workloads.contains(&c.workload.as_str()) {

@@ -10,6 +10,7 @@ use crate::analyse::resolution;
 use crate::analyse::times_from::TimesFrom;
 use crate::record::{Fingerprint, Plan};
 use crate::render::columns::{figure, label, raw_table, shown_table, Column, Raw};
+use crate::render::cpu_sweep::{self, runtime_label};
 use crate::render::repeats;
 use crate::render::table::{self, Table};
 use crate::units::{bytes, count};
@@ -23,8 +24,8 @@ const CELL_COLUMNS: &[Column<Cell>] = &[
         several_machines: true,
     },
     Column {
-        shown: label("runtime", |c| c.runtime.clone()),
-        raw: Raw::One("runtime", |c| c.runtime.clone()),
+        shown: label("runtime", |c| runtime_label(&c.runtime, c.cpu_count)),
+        raw: Raw::One("runtime", |c| runtime_label(&c.runtime, c.cpu_count)),
         several_machines: false,
     },
     Column {
@@ -149,8 +150,8 @@ const FIT_COLUMNS: &[Column<Fit>] = &[
         several_machines: true,
     },
     Column {
-        shown: label("runtime", |f| f.runtime.clone()),
-        raw: Raw::One("runtime", |f| f.runtime.clone()),
+        shown: label("runtime", |f| runtime_label(&f.runtime, f.cpu_count)),
+        raw: Raw::One("runtime", |f| runtime_label(&f.runtime, f.cpu_count)),
         several_machines: false,
     },
     Column {
@@ -463,6 +464,9 @@ pub fn markdown(r: &Comparison) -> String {
     for h in &r.headlines {
         let _ = writeln!(md, "**{}**\n", h.line());
     }
+    for line in r.cpu_sweep.iter().flat_map(|s| &s.headlines) {
+        let _ = writeln!(md, "**{line}**\n");
+    }
     if let Some(line) = times_line(&r.cells) {
         let _ = writeln!(md, "{line}\n");
     }
@@ -507,6 +511,9 @@ pub fn markdown(r: &Comparison) -> String {
         let _ = writeln!(md, "\n{COUNTS_WRONG_NOTE}");
     }
     md.push_str(&repeats::markdown(&r.repeats));
+    if let Some(sweep) = &r.cpu_sweep {
+        md.push_str(&cpu_sweep::markdown(sweep));
+    }
     let _ = writeln!(
         md,
         "\n## Per task by regression over N\n\nslope = what one more task costs; intercept = the fixed cost; memory over tasks alive at the peak, time and counts over tasks spawned; every completed repeat is a point.\n"

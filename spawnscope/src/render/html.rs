@@ -10,6 +10,7 @@ use crate::analyse::resolution;
 use crate::record::Fingerprint;
 use crate::render::chart_kit::Chart;
 use crate::render::compare;
+use crate::render::cpu_sweep;
 use crate::render::repeats;
 use crate::render::table::{escape, Table};
 use crate::render::verdict;
@@ -225,6 +226,9 @@ pub fn page(
     for line in report.headlines.iter().map(|hl| hl.line()) {
         let _ = writeln!(h, "<p class=\"headline\"><b>{}</b></p>", escape(&line));
     }
+    for line in report.cpu_sweep.iter().flat_map(|s| &s.headlines) {
+        let _ = writeln!(h, "<p class=\"headline\"><b>{}</b></p>", escape(line));
+    }
     if let Some(line) = compare::times_line(&report.cells) {
         let _ = writeln!(h, "<p class=\"times\">{}</p>", escape(&line));
     }
@@ -301,6 +305,24 @@ pub fn page(
             let _ = write!(h, "<li>{}</li>", escape(&line));
         }
         h.push_str("</ul>\n");
+    }
+    if let Some(sweep) = &report.cpu_sweep {
+        let _ = write!(
+            h,
+            "<h2 id=\"cpus\">{}</h2>\n<p>{}</p>\n",
+            escape(cpu_sweep::TITLE),
+            escape(&cpu_sweep::note(sweep))
+        );
+        let mut runtimes: Vec<&str> = Vec::new();
+        for s in &sweep.series {
+            if !runtimes.contains(&s.runtime.as_str()) {
+                runtimes.push(&s.runtime);
+            }
+        }
+        for runtime in runtimes {
+            let _ = writeln!(h, "<h3>{}</h3>", escape(runtime));
+            h.push_str(&cpu_sweep::table(sweep, runtime).html("cpus"));
+        }
     }
     h.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for c in charts {

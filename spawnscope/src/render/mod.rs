@@ -7,6 +7,7 @@ pub mod chart_kit;
 pub mod charts;
 pub mod columns;
 pub mod compare;
+pub mod cpu_sweep;
 pub mod flame;
 pub mod go_sched;
 pub mod html;

@@ -26,7 +26,7 @@ pub const OPEN: &str = "<!-- figure:";
 pub const CLOSE: &str = "<!-- /figure -->";
 
 /// The kinds of figure, and what each renders.
-pub const KINDS: [(&str, &str); 8] = [
+pub const KINDS: [(&str, &str); 9] = [
     (
         "machine",
         "the set's machine, date and command, in one line",
@@ -52,6 +52,10 @@ pub const KINDS: [(&str, &str); 8] = [
     (
         "mainjob",
         "how long the set took and the most memory its tasks held at once (trace.sh's main job)",
+    ),
+    (
+        "cpus",
+        "a CPU sweep (--cpu-counts): its headlines, rule and a table per runtime against K",
     ),
 ];
 
@@ -350,6 +354,18 @@ pub fn figure(spec: &Spec, set: &Comparison) -> Result<String, String> {
             lines.join("\n")
         }
         "mainjob" => format!("{}\n", main_job_figure(set)?),
+        // A CPU sweep's section as compare.md has it (headlines, rule, a table per runtime).
+        "cpus" => {
+            let sweep = set
+                .cpu_sweep
+                .as_ref()
+                .ok_or("the set is not a CPU sweep (compare.json has no cpu_sweep)")?;
+            crate::render::cpu_sweep::markdown(sweep)
+                .trim_start()
+                .trim_start_matches(&format!("## {}", crate::render::cpu_sweep::TITLE))
+                .trim_start()
+                .to_string()
+        }
         "pertask" => per_task_figure(&scoped),
         "runs" => runs_table(&scoped).markdown(),
         "fits" => fits_table(&scoped).markdown(),

@@ -493,6 +493,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if let Some(c) = &s.cgroup {
         let _ = writeln!(md, "- Cgroup {c}");
     }
+    if let Some(c) = &s.cpu_count {
+        let _ = writeln!(md, "- CPUs: {}", c.line());
+    }
     let _ = writeln!(md, "\n## As `/usr/bin/time -v` would say\n");
     md.push_str(&time_v_table(s).markdown());
     let per_task = per_task_table(s);
@@ -873,6 +876,9 @@ pub fn probe_cost_table(cost: &ProbeCost) -> Table {
 pub fn terminal(s: &Summary, dir: &Path) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\n{}\n  {}", s.label, headline::of_run(s));
+    if let Some(c) = &s.cpu_count {
+        let _ = writeln!(out, "  {}", c.line());
+    }
     for row in &time_v_table(s).rows {
         let _ = writeln!(out, "\t{}: {}", row[0].text(), row[1].text());
     }

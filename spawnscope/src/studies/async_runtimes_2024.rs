@@ -60,6 +60,7 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
         skipped,
         load: LoadOptions::default(),
         cpus: None,
+        cpu_counts: Vec::new(),
         perfetto: false,
     })
 }
@@ -393,6 +394,7 @@ mod tests {
             runtime: Some(label.into()),
             workload: Some("command".into()),
             n: Some(n),
+            cpu_count: None,
             ok: true,
             measured: true,
             outcome: "completed".into(),

@@ -48,6 +48,7 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
         skipped: Vec::new(),
         load: LoadOptions::default(),
         cpus: None,
+        cpu_counts: Vec::new(),
         perfetto: false,
     })
 }

@@ -199,6 +199,7 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
         skipped,
         load: LoadOptions::default(),
         cpus: None,
+        cpu_counts: Vec::new(),
         perfetto: false,
     })
 }

@@ -83,6 +83,7 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
         skipped: Vec::new(),
         load: (asked.load_over)(article),
         cpus: Some(CPUS.into()),
+        cpu_counts: Vec::new(),
         perfetto: false,
     })
 }
