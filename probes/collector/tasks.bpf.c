@@ -11,7 +11,10 @@ static __always_inline void arm(__u64 now)
 {
 	if (!state[SC_ST_ARMED]) {
 		state[SC_ST_T0_NS] = now;
-		state[SC_ST_T0_JIFFIES] = bpf_jiffies64();
+		/* Only where the tick clock is on: a kernel without bpf_jiffies64 has it off (0),
+		 * and the verifier drops the call with the branch. */
+		if (cfg[SC_CFG_NS_PER_JIFFY])
+			state[SC_ST_T0_JIFFIES] = bpf_jiffies64();
 		state[SC_ST_ARMED] = 1; /* last: every other program checks it first */
 	}
 	state[SC_ST_EXECS] += 1;

@@ -13,9 +13,16 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 
-/// The CPUs this test process may use (its affinity: what the conductor it starts may use too).
+/// The CPUs this test process may use (its affinity, Cpus_allowed_list: what the conductor it
+/// starts may use too; available_parallelism would also honour a CPU quota, which the conductor
+/// does not count).
 fn usable_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list in /proc/self/status");
+    cpu_numbers(list).len()
 }
 
 /// A CPU list as the kernel writes it ("0-1,3"), as numbers.

@@ -660,6 +660,7 @@ mod tests {
                 first_kib: reported_kib,
                 last_t_ns: (t_s + 10) * 1_000_000_000,
                 last_kib: reported_kib,
+                boot_id: Some("b1".into()),
             };
             t_s += 10;
             r
@@ -715,6 +716,24 @@ mod tests {
             .cause
             .clone();
         assert!(!outlier.contains("handed back"), "{outlier}");
+        // Nor one read in another boot (its monotonic clock started again).
+        let mut other_boot = runs.clone();
+        if let Some(r) = other_boot[3]
+            .summary
+            .sentinels
+            .as_mut()
+            .and_then(|s| s.reported_at.as_mut())
+        {
+            r.boot_id = Some("b2".into());
+        }
+        let cause = repeated(&other_boot)[0]
+            .outliers
+            .iter()
+            .find(|o| o.run == "d")
+            .unwrap()
+            .cause
+            .clone();
+        assert!(!cause.contains("handed back"), "{cause}");
     }
 
     #[test]

@@ -92,13 +92,17 @@ pub struct SentinelFigures {
     pub reported_at: Option<ReportedAt>,
 }
 
-/// reported_kib at the run's first and last sentinel marks (CLOCK_MONOTONIC ns).
-#[derive(schemars::JsonSchema, Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+/// reported_kib at the run's first and last sentinel marks (CLOCK_MONOTONIC ns), and the boot
+/// they were read in.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ReportedAt {
     pub first_t_ns: u64,
     pub first_kib: u64,
     pub last_t_ns: u64,
     pub last_kib: u64,
+    /// The kernel's boot_id; None in records from before it was kept (never paired then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
 }
 
 /// The name of the phase a mark opens: `start` opens `startup`, `end` opens `exit`.
@@ -270,6 +274,7 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
                 first_kib: reported(first)?,
                 last_t_ns: last.t_ns,
                 last_kib: reported(last)?,
+                boot_id: record.boot_id.clone(),
             })
         });
     SentinelFigures {
@@ -347,6 +352,7 @@ mod tests {
             run_cpu_source: Some(RunCpuSource::CgroupV1Cpuacct),
             unavailable: [(FREQUENCY.to_string(), "no cpufreq".to_string())].into(),
             cpus: None,
+            boot_id: None,
             marks: vec![
                 mark("start", 0, 0, 0, 0),
                 mark("spawn", 1, 50, 1, 0),
@@ -390,6 +396,7 @@ mod tests {
                 first_kib: 0,
                 last_t_ns: 4_000_000_000,
                 last_kib: 16,
+                boot_id: None,
             })
         );
         assert_eq!(spawn.direct_reclaim_stalls, Some(6), "both zones' stalls");

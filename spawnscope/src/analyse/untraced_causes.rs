@@ -32,16 +32,26 @@ pub struct HandedBack {
 pub fn handed_back_before(runs: &[(&str, &str, &Summary)]) -> HashMap<String, HandedBack> {
     let at: Vec<(&str, &str, ReportedAt)> = runs
         .iter()
-        .filter_map(|(dir, machine, s)| Some((*dir, *machine, s.sentinels.as_ref()?.reported_at?)))
+        .filter_map(|(dir, machine, s)| {
+            Some((*dir, *machine, s.sentinels.as_ref()?.reported_at.clone()?))
+        })
         .collect();
     at.iter()
         .filter_map(|(dir, machine, mine)| {
             let before = at
                 .iter()
-                .filter(|(d, m, r)| d != dir && m == machine && r.last_t_ns <= mine.first_t_ns)
+                // One boot (its monotonic clock and counters), known on both sides.
+                .filter(|(d, m, r)| {
+                    d != dir
+                        && m == machine
+                        && mine.boot_id.is_some()
+                        && r.boot_id == mine.boot_id
+                        && r.last_t_ns <= mine.first_t_ns
+                })
                 .max_by_key(|(_, _, r)| r.last_t_ns)?
-                .2;
-            // A counter that went down: another boot (monotonic time starts again too).
+                .2
+                .clone();
+            // A counter that went down: reset (the module reloaded).
             let kib = mine.first_kib.checked_sub(before.last_kib)?;
             Some((
                 dir.to_string(),

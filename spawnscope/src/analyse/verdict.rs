@@ -411,6 +411,17 @@ impl KernelCounts {
         self.phases.iter().find(|p| p.name == name)
     }
 
+    /// For a run held to K CPUs (`--cpu-count`): the probes count other tasks' CPU time on every
+    /// CPU of the machine, so their figure is left out and the sentinels' reading over the K
+    /// CPUs judges (kernel threads included there: /proc/stat cannot tell them apart).
+    pub fn without_outside_cpu(mut self) -> Self {
+        for p in &mut self.phases {
+            p.outside_oncpu_ns = None;
+            p.outside_kthread_oncpu_ns = None;
+        }
+        self
+    }
+
     /// From collector.json: `phases` are the run's phase names, `startup` first (the counts
     /// before the first phase mark). A metric the collector could not count is absent from its
     /// report, and stays `None` here.
@@ -632,6 +643,23 @@ mod tests {
         assert_eq!(e.phases[0].futex_waiters_walked, Some(500_000));
         let rules: Vec<String> = judge(&e).findings.into_iter().map(|f| f.rule).collect();
         assert_eq!(rules, ["outside_cpu", "futex_walk"]);
+    }
+
+    #[test]
+    fn a_run_held_to_k_cpus_is_judged_on_the_sentinels_reading_of_those_cpus() {
+        // The probes saw 3 s of other programs on the whole machine; over the run's one CPU the
+        // sentinels read 10 ms: the machine's other CPU is not the run's business.
+        let report = collector(vec![metric("outside_oncpu_ns", 0, &[3_000_000_000])]);
+        let phases = ["startup", "spawn"].map(String::from);
+        let mut s = sentinels(&["startup", "spawn"]);
+        s.per_phase[1].outside_cpu_ns = Some(10_000_000);
+        let k = KernelCounts::from_report(&report, &phases);
+        let machine_wide = super::evidence(&s, &k, 1);
+        assert_eq!(machine_wide.phases[1].outside_cpu_ns, Some(3_000_000_000));
+        assert!(!judge(&machine_wide).trustworthy);
+        let held = super::evidence(&s, &k.without_outside_cpu(), 1);
+        assert_eq!(held.phases[1].outside_cpu_ns, Some(10_000_000));
+        assert!(judge(&held).trustworthy, "{:?}", judge(&held).findings);
     }
 
     #[test]

@@ -149,18 +149,21 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
         &loaded.machine.transparent_hugepages,
     );
     summary.verdict = summary.sentinels.as_ref().map(|figures| {
-        let kernel = loaded
+        let mut kernel = loaded
             .collector
             .as_ref()
             .map(|c| KernelCounts::from_report(c, &phase_names(&loaded.memory)))
             .unwrap_or_default();
         // A run held to K CPUs is judged over those K (its sentinels read them alone).
-        let cpus = loaded
+        let held_to = loaded
             .sentinels
             .as_ref()
             .and_then(|s| s.cpus.as_deref())
-            .and_then(|list| crate::host::limits::parse_cpu_list(list).ok())
-            .map_or(loaded.machine.cores as u32, |c| c.len() as u32);
+            .and_then(|list| crate::host::limits::parse_cpu_list(list).ok());
+        if held_to.is_some() {
+            kernel = kernel.without_outside_cpu();
+        }
+        let cpus = held_to.map_or(loaded.machine.cores as u32, |c| c.len() as u32);
         let mut evidence = verdict::evidence(figures, &kernel, cpus);
         evidence.emulator = loaded.machine.emulator().map(str::to_string);
         if let Some(load) = &loaded.load {

@@ -341,11 +341,12 @@ impl RunCgroup {
                 if !dir.exists() {
                     fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
                 }
+                // The run's from now on, so that remove() takes it away even if a write fails.
+                self.cpuset = Some((h.clone(), dir.clone()));
                 let mems = fs::read_to_string(parent.join("cpuset.mems"))
                     .with_context(|| format!("reading {}/cpuset.mems", parent.display()))?;
                 write(&dir.join("cpuset.cpus"), &list)?;
                 write(&dir.join("cpuset.mems"), mems.trim())?;
-                self.cpuset = Some((h.clone(), dir));
             }
         }
         Ok(h.version)

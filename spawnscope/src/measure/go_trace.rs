@@ -17,7 +17,15 @@ const BUILD_HINT: &str = "./scripts/build-gotrace-reduce.sh target/release/gotra
 /// The reducer's binary, or why there is none (said before anything runs).
 pub fn reducer() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os(REDUCER_ENV) {
-        return Ok(PathBuf::from(path));
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "${REDUCER_ENV} names {}, which is not a file: build it with `{BUILD_HINT}` (Go 1.26)",
+                path.display()
+            ))
+        };
     }
     std::env::current_exe()
         .ok()

@@ -92,6 +92,9 @@ impl SentinelWatch {
             ticks_per_second: procfs::clock_ticks_per_second(),
             run_cpu_source: Some(reader.source()),
             unavailable: unavailable_here(),
+            boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+                .ok()
+                .map(|id| id.trim().to_string()),
             cpus: cpus.as_deref().map(crate::host::limits::cpu_list),
             ..Default::default()
         };

@@ -109,6 +109,10 @@ pub struct SentinelsRecord {
     /// (CPU outside the run and steal judged over them). Absent: the whole machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<String>,
+    /// /proc/sys/kernel/random/boot_id: CLOCK_MONOTONIC and the counters start again at boot,
+    /// so marks of two runs compare only within one. Absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
     pub marks: Vec<SentinelMark>,
     pub ticks: Vec<SentinelTick>,
 }
