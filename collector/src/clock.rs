@@ -59,7 +59,7 @@ pub fn ns_per_jiffy() -> Option<u64> {
 /// (libbpf loads a tiny program calling it): a release number cannot say, distributions
 /// backport. The tp_btf programs have at least the tracepoints' helpers.
 fn has_jiffies64() -> bool {
-    // SAFETY: no pointer is passed but the null options libbpf documents as allowed.
+    // SAFETY: plain values and a null options pointer, which libbpf accepts.
     let answer = unsafe {
         libbpf_rs::libbpf_sys::libbpf_probe_bpf_helper(
             libbpf_rs::libbpf_sys::BPF_PROG_TYPE_TRACEPOINT,
