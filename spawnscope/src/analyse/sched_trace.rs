@@ -1200,15 +1200,7 @@ mod tests {
     }
 
     fn run(events: &[TraceEvent], phases: PhaseEdges) -> SchedTrace {
-        derive(
-            events.iter().copied().map(Ok),
-            &Context {
-                launched: Some(PID),
-                phases,
-                run_end_ts: None,
-            },
-        )
-        .unwrap()
+        crate::analyse::test_support::sched_trace_of(events, PID, phases)
     }
 
     fn two_phases() -> PhaseEdges {

@@ -2,6 +2,9 @@
 
 use spawnscope_collector::{Metric, Report as CollectorReport};
 
+use spawnscope_collector::trace_events::TraceEvent;
+
+use crate::analyse::sched_trace::{derive, Context, PhaseEdges, SchedTrace};
 use crate::record::{RunRecord, Target};
 
 /// A metric of `unit` by its name (`_ns`: ns, else a count) with its counts before the first
@@ -84,5 +87,19 @@ pub fn run_point(runtime: &str, workload: &str, n: u64) -> crate::analyse::run_p
         "sysctls_restored": true, "contract_violations": 0, "has_collector": false,
         "has_flame": false
     }))
+    .unwrap()
+}
+
+/// The scheduler trace of `events` (in memory, none failing to read), `launched` the run's first
+/// process: what sched_trace's and trace_cut's tests derive from.
+pub fn sched_trace_of(events: &[TraceEvent], launched: u32, phases: PhaseEdges) -> SchedTrace {
+    derive(
+        events.iter().copied().map(Ok),
+        &Context {
+            launched: Some(launched),
+            phases,
+            run_end_ts: None,
+        },
+    )
     .unwrap()
 }

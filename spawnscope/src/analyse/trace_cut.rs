@@ -595,7 +595,6 @@ pub fn too_big_for_the_ui(bytes: u64, dir: &str, trace: &SchedTrace) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyse::sched_trace::{derive, Context};
 
     const PID: u32 = 100;
 
@@ -608,15 +607,7 @@ mod tests {
     }
 
     fn trace_of(events: &[TraceEvent], phases: PhaseEdges) -> SchedTrace {
-        derive(
-            events.iter().copied().map(Ok),
-            &Context {
-                launched: Some(PID),
-                phases,
-                run_end_ts: None,
-            },
-        )
-        .unwrap()
+        crate::analyse::test_support::sched_trace_of(events, PID, phases)
     }
 
     fn asked(from_s: Option<f64>, to_s: Option<f64>) -> WindowAsked {
