@@ -24,6 +24,12 @@ pub const SCALING_SHARE: f64 = 0.5;
 /// A wait "grew" over a step when its time per task is at least this many times what it was.
 pub const GREW_FACTOR: f64 = 1.5;
 
+/// A wait is named only where it is material: its time per task at least this share of the
+/// step's wall time per task (summed over the tasks, against the run's wall time). A wait of a
+/// nanosecond a task that "appears" beside microseconds of wall time bent nothing (the 16-core
+/// set: goroutines' mmap_lock 0 → 1 ns a task beside 3.4 µs).
+pub const MATERIAL_SHARE: f64 = 0.01;
+
 /// The workloads whose scaling is judged by their throughput (round trips, messages a second),
 /// the others by wall time per task.
 fn by_throughput(workload: &str) -> bool {
@@ -126,8 +132,9 @@ pub struct CpuSweep {
 /// The rule, in words (compare.md and compare.json say it).
 pub fn rule() -> String {
     format!(
-        "a step from K to the next K scales when wall time per task (pingpong, chain: throughput) improves by at least {:.0} % of the ideal K'/K; a wait grew when its time per task is {GREW_FACTOR}× or more",
-        SCALING_SHARE * 100.0
+        "a step from K to the next K scales when wall time per task (pingpong, chain: throughput) improves by at least {:.0} % of the ideal K'/K; a wait grew when its time per task is {GREW_FACTOR}× or more, and is named only where it is at least {:.0} % of the wall time per task",
+        SCALING_SHARE * 100.0,
+        MATERIAL_SHARE * 100.0
     )
 }
 
@@ -231,11 +238,15 @@ fn judge(series: &mut CpuSeries) {
             continue;
         }
         series.stops_scaling_past = Some(a.cpu_count);
+        let material_ns = b.wall_us.map_or(0.0, |w| w * 1e3 * MATERIAL_SHARE);
         series.grew = waits_of(a)
             .iter()
             .zip(waits_of(b))
             .filter_map(|((name, x), (_, y))| {
                 let (x, y) = ((*x)?, y?);
+                if y < material_ns {
+                    return None;
+                }
                 let grew = if x > 0.0 {
                     y / x >= GREW_FACTOR
                 } else {
@@ -344,7 +355,9 @@ fn clause(s: &CpuSeries) -> Option<String> {
                 .map_or(last.cpu_count, |p| p.cpu_count);
             let why = match &s.grew {
                 Some(g) => format!(": {} waits per task {} from {k} to {next}", g.wait, g.how()),
-                None => format!(": no wait measured grew {GREW_FACTOR}× from {k} to {next}"),
+                None => format!(
+                    ": no wait measured grew {GREW_FACTOR}× to a material share of the wall time from {k} to {next}"
+                ),
             };
             format!("{} stop scaling past {}{why}", plural(&s.runtime), cpus(k))
         }
@@ -520,7 +533,7 @@ mod tests {
         assert_eq!(s.grew, None);
         assert_eq!(
             clause(&s).unwrap(),
-            "threads stop scaling past 1 CPU: no wait measured grew 1.5× from 1 to 2"
+            "threads stop scaling past 1 CPU: no wait measured grew 1.5× to a material share of the wall time from 1 to 2"
         );
     }
 
@@ -535,6 +548,31 @@ mod tests {
         assert_eq!(
             clause(&s).unwrap(),
             "threads stop scaling past 1 CPU: mmap_lock waits per task appear (none → 16.0 ms per task) from 1 to 2"
+        );
+    }
+
+    #[test]
+    fn a_wait_of_nanoseconds_beside_microseconds_is_not_named() {
+        // The 16-core set's goroutines hold 1,000,000: wall 4.62 → 3.39 µs a task (1.36×, under
+        // 1.5×), mmap_lock 0 → 1 ns a task (under 1 % of 3.39 µs), futex 4.5 → 3.5 µs (shrank).
+        let s = series(
+            "goroutines",
+            "hold",
+            vec![pt(1, 4.62, 0.0, 4500.0), pt(2, 3.39, 1.0, 3500.0)],
+        );
+        assert_eq!(
+            clause(&s).unwrap(),
+            "goroutines stop scaling past 1 CPU: no wait measured grew 1.5× to a material share of the wall time from 1 to 2"
+        );
+        // The same step with the wait at 40 ns a task (over 1 % of 3.39 µs) names it.
+        let s = series(
+            "goroutines",
+            "hold",
+            vec![pt(1, 4.62, 0.0, 4500.0), pt(2, 3.39, 40.0, 3500.0)],
+        );
+        assert_eq!(
+            clause(&s).unwrap(),
+            "goroutines stop scaling past 1 CPU: mmap_lock waits per task appear (none → 40 ns per task) from 1 to 2"
         );
     }
 
