@@ -440,6 +440,7 @@ enum sc_trace_cpu {
 	SC_TC_LOST,              /* records the ring had no room for (bpf_ringbuf_reserve failed) */
 	SC_TC_ON_CPU,            /* pid + 1 | in the run << 32 of the task the last switch seen put on this CPU */
 	SC_TC_UNSEEN,            /* switches of the run's tasks no program saw (see trace_switch_seen) */
+	SC_TC_EMITTER,           /* pid_tgid of the task whose emission is innermost on this CPU */
 	SC_NR_TC
 };
 

@@ -59,11 +59,13 @@ static __always_inline __u64 trace_prios(int prio, int other_prio)
  * One record. A record the ring has no room for is counted (SC_TC_LOST), never dropped unsaid.
  * The clock is read once the slot is reserved, so on one CPU records follow their timestamps
  * except where an interrupt's program emits between another's reservation and its clock read
- * (a few instructions). While this CPU emits, SC_TC_NESTING is non-zero: see trace_emitting.
+ * (a few instructions). While this CPU emits, SC_TC_NESTING is non-zero and SC_TC_EMITTER names
+ * the emitting task: see trace_emitting.
  */
 static __always_inline void trace_emit(__u32 kind, __u64 task, __u64 other, __u64 arg,
 				       __u64 prios, const void *comm, enum trace_comm how)
 {
+	__u64 me = bpf_get_current_pid_tgid(), outer;
 	__u32 zero = 0;
 	struct vec_trace_cpu *c;
 	__u64 *r;
@@ -74,11 +76,14 @@ static __always_inline void trace_emit(__u32 kind, __u64 task, __u64 other, __u6
 	if (!c)
 		return;
 	c->v[SC_TC_NESTING] += 1;
+	outer = c->v[SC_TC_EMITTER];
+	c->v[SC_TC_EMITTER] = me;
 	r = bpf_ringbuf_reserve(&trace_events, SC_NR_TRACE_FIELDS * 8, 0);
 	if (!r) {
 		/* Atomic: another program (an interrupt's) may run between a load and a store on
 		 * this CPU, and a count it lost would hide a lost record. */
 		__sync_fetch_and_add(&c->v[SC_TC_LOST], 1);
+		c->v[SC_TC_EMITTER] = outer;
 		c->v[SC_TC_NESTING] -= 1;
 		return;
 	}
@@ -111,6 +116,7 @@ static __always_inline void trace_emit(__u32 kind, __u64 task, __u64 other, __u6
 	bpf_ringbuf_submit(r, bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA) > TRACE_RING / 2
 				      ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	__sync_fetch_and_add(&c->v[SC_TC_EMITTED], 1);
+	c->v[SC_TC_EMITTER] = outer;
 	c->v[SC_TC_NESTING] -= 1;
 }
 
@@ -119,6 +125,12 @@ static __always_inline void trace_emit(__u32 kind, __u64 task, __u64 other, __u6
  * before 6.15 the ring's reservation takes a queued spinlock whose slow path fires it: a record
  * emitted from there would take that lock again on the same CPU. The lock programs therefore
  * leave alone any contention met while emitting (the trace's own, not the workload's).
+ * "While emitting" is this CPU's emission *by the current task*: a program on a faultable
+ * tracepoint (recent kernels made the syscall ones so) runs preemptible, so a task can be
+ * switched out inside trace_emit with this CPU's nesting left raised, and the task that runs next
+ * must not have its lock waits skipped for it (a contention_end skipped so would leave a wait
+ * open past its task's exit). An interrupt's program sees the task it interrupted as current, so
+ * the ring's own contention met there is still left alone.
  */
 static __always_inline bool trace_emitting(void)
 {
@@ -128,7 +140,7 @@ static __always_inline bool trace_emitting(void)
 	if (!TRACE_ON)
 		return false;
 	c = bpf_map_lookup_elem(&trace_cpu, &zero);
-	return c && c->v[SC_TC_NESTING];
+	return c && c->v[SC_TC_NESTING] && c->v[SC_TC_EMITTER] == bpf_get_current_pid_tgid();
 }
 
 /*
