@@ -272,9 +272,11 @@ pub fn spawn(program: &Path, args: &[String], setup: ChildSetup) -> Result<Spawn
                 [stdin_fd, stdout_fd, stderr_fd],
                 gate_fd,
                 exec_result_fd,
-                &path,
-                &argv_ptrs,
-                envp_ptrs.as_deref(),
+                &Exec {
+                    path: &path,
+                    argv: &argv_ptrs,
+                    envp: envp_ptrs.as_deref(),
+                },
             )
         }
     }
@@ -290,6 +292,14 @@ pub fn spawn(program: &Path, args: &[String], setup: ChildSetup) -> Result<Spawn
     })
 }
 
+/// What the child execs: the program, its argv and, when a variable is set, its whole
+/// environment (else it inherits ours); null-terminated arrays made before the fork.
+struct Exec<'a> {
+    path: &'a CString,
+    argv: &'a [*const libc::c_char],
+    envp: Option<&'a [*const libc::c_char]>,
+}
+
 /// The child between fork and exec. Never returns.
 ///
 /// # Safety
@@ -301,9 +311,7 @@ unsafe fn child_after_fork(
     stdio: [libc::c_int; 3],
     gate_fd: libc::c_int,
     exec_result_fd: libc::c_int,
-    path: &CString,
-    argv: &[*const libc::c_char],
-    envp: Option<&[*const libc::c_char]>,
+    exec: &Exec,
 ) -> ! {
     let fail = |fd: libc::c_int| -> ! {
         let errno = *libc::__errno_location();
@@ -347,9 +355,9 @@ unsafe fn child_after_fork(
             libc::_exit(127); // the parent went away without releasing us
         }
     }
-    match envp {
-        Some(envp) => libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()),
-        None => libc::execv(path.as_ptr(), argv.as_ptr()),
+    match exec.envp {
+        Some(envp) => libc::execve(exec.path.as_ptr(), exec.argv.as_ptr(), envp.as_ptr()),
+        None => libc::execv(exec.path.as_ptr(), exec.argv.as_ptr()),
     };
     fail(exec_result_fd)
 }
