@@ -20,11 +20,11 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
-use std::ffi::CString;
+use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -118,6 +118,9 @@ pub struct ChildSetup {
     pub stdin: Stdio,
     pub stdout: Stdio,
     pub stderr: Stdio,
+    /// Variables set in the child's environment over the parent's (the rest inherited as is):
+    /// `run --runtime-trace`'s `SPAWNSCOPE_GO_TRACE` for a command.
+    pub env: Vec<(String, OsString)>,
 }
 
 /// A started child. It execs once released (gated) or at once.
@@ -157,6 +160,7 @@ impl Default for ChildSetup {
             stdin: Stdio::Inherit,
             stdout: Stdio::Inherit,
             stderr: Stdio::Inherit,
+            env: Vec::new(),
         }
     }
 }
@@ -199,6 +203,26 @@ pub fn spawn(program: &Path, args: &[String], setup: ChildSetup) -> Result<Spawn
     }
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
+    // The environment, only when some variable is set: else the child inherits ours (execv).
+    let envp: Vec<CString> = if setup.env.is_empty() {
+        Vec::new()
+    } else {
+        let set = |key: &std::ffi::OsStr| setup.env.iter().any(|(k, _)| key == k.as_str());
+        let mut envp = Vec::new();
+        for (key, value) in std::env::vars_os()
+            .filter(|(k, _)| !set(k))
+            .chain(setup.env.iter().map(|(k, v)| (k.into(), v.clone())))
+        {
+            let mut pair = key.into_vec();
+            pair.push(b'=');
+            pair.extend(value.into_vec());
+            envp.push(CString::new(pair).context("environment variable has a NUL byte")?);
+        }
+        envp
+    };
+    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|e| e.as_ptr()).collect();
+    envp_ptrs.push(std::ptr::null());
+    let envp_ptrs = (!setup.env.is_empty()).then_some(envp_ptrs);
     let optional_pipe =
         |wanted: bool| -> Result<Option<(File, File)>> { wanted.then(pipe).transpose() };
     let stdin = optional_pipe(setup.stdin == Stdio::Pipe)?;
@@ -248,8 +272,11 @@ pub fn spawn(program: &Path, args: &[String], setup: ChildSetup) -> Result<Spawn
                 [stdin_fd, stdout_fd, stderr_fd],
                 gate_fd,
                 exec_result_fd,
-                &path,
-                &argv_ptrs,
+                &Exec {
+                    path: &path,
+                    argv: &argv_ptrs,
+                    envp: envp_ptrs.as_deref(),
+                },
             )
         }
     }
@@ -265,6 +292,14 @@ pub fn spawn(program: &Path, args: &[String], setup: ChildSetup) -> Result<Spawn
     })
 }
 
+/// What the child execs: the program, its argv and, when a variable is set, its whole
+/// environment (else it inherits ours); null-terminated arrays made before the fork.
+struct Exec<'a> {
+    path: &'a CString,
+    argv: &'a [*const libc::c_char],
+    envp: Option<&'a [*const libc::c_char]>,
+}
+
 /// The child between fork and exec. Never returns.
 ///
 /// # Safety
@@ -276,8 +311,7 @@ unsafe fn child_after_fork(
     stdio: [libc::c_int; 3],
     gate_fd: libc::c_int,
     exec_result_fd: libc::c_int,
-    path: &CString,
-    argv: &[*const libc::c_char],
+    exec: &Exec,
 ) -> ! {
     let fail = |fd: libc::c_int| -> ! {
         let errno = *libc::__errno_location();
@@ -321,7 +355,10 @@ unsafe fn child_after_fork(
             libc::_exit(127); // the parent went away without releasing us
         }
     }
-    libc::execv(path.as_ptr(), argv.as_ptr());
+    match exec.envp {
+        Some(envp) => libc::execve(exec.path.as_ptr(), exec.argv.as_ptr(), envp.as_ptr()),
+        None => libc::execv(exec.path.as_ptr(), exec.argv.as_ptr()),
+    };
     fail(exec_result_fd)
 }
 
@@ -373,6 +410,7 @@ mod tests {
             stdin: Stdio::Null,
             stdout: Stdio::Pipe,
             stderr: Stdio::Null,
+            env: vec![],
         }
     }
 
@@ -419,6 +457,52 @@ mod tests {
         assert!(format!("{err:#}").contains("No such file"), "{err:#}");
         let (exit, _) = wait(child.pid).unwrap();
         assert_eq!(exit.code, Some(127));
+    }
+
+    #[test]
+    fn a_variable_set_for_the_child_is_seen_and_the_rest_inherited() {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let mut with_env = setup(false);
+        // Set twice over: PATH replaced, not doubled, the new variable added.
+        with_env.env = vec![
+            ("SPAWNSCOPE_LAUNCH_TEST".into(), "a b=c".into()),
+            ("PATH".into(), format!("{path}:/nowhere").into()),
+        ];
+        let script = r#"echo "$SPAWNSCOPE_LAUNCH_TEST|$PATH|$(env | grep -c '^PATH=')""#;
+        let mut child = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), script.into()],
+            with_env,
+        )
+        .unwrap();
+        child.release().unwrap();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, format!("a b=c|{path}:/nowhere|1\n"));
+        wait(child.pid).unwrap();
+        // Without it, the child's environment is ours.
+        let script = r#"echo "${SPAWNSCOPE_LAUNCH_TEST-unset}""#;
+        let mut child = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), script.into()],
+            setup(false),
+        )
+        .unwrap();
+        child.release().unwrap();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, "unset\n");
+        wait(child.pid).unwrap();
     }
 
     #[test]

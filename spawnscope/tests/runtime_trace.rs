@@ -4,7 +4,9 @@
 //! Perfetto trace (the M's TID is a thread the kernel's trace describes in the workload's
 //! process: the ThreadID = gettid() claim, checked), counts the runtime's transitions
 //! beside the workload's own (created = spawned), and `report` writes it all again byte for byte.
-//! Runtimes without a runtime trace are bad input. Root tests skip with a printed reason.
+//! A Go program outside the project, run as a command, gets the same through
+//! `$SPAWNSCOPE_GO_TRACE`. Runtimes without a runtime trace are bad input. Root tests skip with a
+//! printed reason.
 
 mod common;
 
@@ -18,6 +20,7 @@ use common::*;
 use perfetto_protos::trace_packet::TracePacket;
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::CodedInputStream;
+use serde_json::Value;
 
 /// The reducer beside spawnscope (where it is looked for), built when missing; None (said) where
 /// this machine's Go cannot build it.
@@ -55,11 +58,9 @@ fn runtimes_without_a_runtime_trace_are_bad_input() {
     let (threads, tokio) = (run("threads"), run("tokio"));
     let mut no_probes = run("goroutines");
     no_probes.push("--no-probes");
-    let command = ["--runtime-trace", "--", "true"];
     let mut cases: Vec<(&[&str], &str)> = vec![
         (&threads, "--runtime-trace: threads"),
         (&no_probes, "--no-probes"),
-        (&command, "--runtime-trace is for a workload"),
     ];
     // tokio's binary is cargo's, built by a workspace test run; refused by name once it is there.
     if spawnscope_bin().with_file_name("tokio-tasks").is_file() {
@@ -241,4 +242,208 @@ fn goroutines_run_on_their_threads_in_the_trace_and_created_is_spawned() {
             "{f} differs when derived again"
         );
     }
+}
+
+/// tests/programs/go-traced (Go), built into a temporary directory: `go-traced N ROUNDS`, N
+/// goroutines passing a token round a ring, tracing itself into $SPAWNSCOPE_GO_TRACE when given
+/// it. None when go cannot build it.
+fn build_go_traced() -> Option<PathBuf> {
+    let out = std::env::temp_dir().join(format!("spawnscope-go-traced-{}", std::process::id()));
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(repo_root().join("spawnscope/tests/programs/go-traced"))
+        .status()
+        .is_ok_and(|s| s.success());
+    built.then_some(out)
+}
+
+/// The goroutines tracks' slices of a Perfetto trace: (thread track's TID, slice begins) per
+/// goroutines track, and the goids annotated.
+fn goroutine_slices(trace: &std::path::Path) -> (BTreeMap<i32, u64>, BTreeSet<u64>) {
+    let bytes = fs::read(trace).unwrap();
+    let mut input = CodedInputStream::from_bytes(&bytes);
+    let mut parents: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut thread_of_track: BTreeMap<u64, i32> = BTreeMap::new();
+    let mut begins: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut goids = BTreeSet::new();
+    while input.read_raw_tag_or_eof().unwrap().is_some() {
+        let p: TracePacket = input.read_message().unwrap();
+        if p.has_track_descriptor() {
+            let d = p.track_descriptor();
+            if let Some(th) = d.thread.as_ref() {
+                thread_of_track.insert(d.uuid(), th.tid());
+            }
+            if d.name() == "goroutines" {
+                parents.insert(d.uuid(), d.parent_uuid());
+            }
+        }
+        if p.has_track_event() && p.track_event().type_() == Type::TYPE_SLICE_BEGIN {
+            let e = p.track_event();
+            if parents.contains_key(&e.track_uuid()) {
+                *begins.entry(e.track_uuid()).or_default() += 1;
+                goids.extend(e.debug_annotations.iter().map(|a| a.uint_value()));
+            }
+        }
+    }
+    let by_thread = parents
+        .iter()
+        .map(|(track, parent)| {
+            (
+                thread_of_track[parent],
+                begins.get(track).copied().unwrap_or(0),
+            )
+        })
+        .collect();
+    (by_thread, goids)
+}
+
+#[test]
+fn a_go_program_run_as_a_command_traces_itself_into_spawnscope_go_trace() {
+    let test = "a_go_program_run_as_a_command_traces_itself_into_spawnscope_go_trace";
+    if skip_unless_root(test) {
+        return;
+    }
+    let Some(_reducer) = ensure_reducer(test) else {
+        return;
+    };
+    let Some(program) = build_go_traced() else {
+        println!("SKIP {test}: go cannot build tests/programs/go-traced");
+        return;
+    };
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox.run(&[
+        "--runtime-trace",
+        "--",
+        program.to_str().unwrap(),
+        "300",
+        "20",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("not traced"), "{stderr}");
+    let dir = sandbox.only_results_dir();
+    for raw in ["go-execution.trace", "go-sched.bin", "go-sched.json"] {
+        assert!(dir.join(raw).is_file(), "{raw} missing");
+    }
+    assert_matches_schemas(&dir);
+    let summary = read_json(dir.join("summary.json"));
+    let go = &summary["runtime_trace"];
+    // Its 300 goroutines, created in package main; a command has no count to check them against.
+    assert_eq!(go["created_by_function"]["main.pass"], 300, "{go}");
+    assert_eq!(go["created_check"]["by_the_workload"], 300, "{go}");
+    assert_eq!(go["created_check"]["agrees"], Value::Null, "{go}");
+    assert_eq!(
+        go["created_check"]["not_checked"],
+        "no workload count for a command"
+    );
+    assert_eq!(go["destroyed"].as_u64(), Some(300), "{go}");
+    // Each passes the token 20 times: a receive blocked each time, but perhaps the last.
+    assert!(
+        go["blocked_by_reason"]["chan receive"].as_u64().unwrap() >= 300 * 20,
+        "{go}"
+    );
+    assert_eq!(go["on_cpu"]["passed"], true, "{}", go["on_cpu"]);
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("no workload count for a command — not checked"),
+        "{md}"
+    );
+
+    // The slices on the program's threads, each thread one the kernel's trace describes in the
+    // launched process.
+    let trace_path = dir.join("trace.perfetto-trace");
+    let facts = check_trace(&trace_path);
+    assert!(facts.problems.is_empty(), "{:?}", facts.problems);
+    let (by_thread, goids) = goroutine_slices(&trace_path);
+    assert_eq!(
+        by_thread.values().sum::<u64>(),
+        go["running_slices"].as_u64().unwrap()
+    );
+    assert!(go["running_slices"].as_u64().unwrap() >= 300 * 20, "{go}");
+    let pid = read_json(dir.join("run.json"))["pid"].as_i64().unwrap() as i32;
+    for tid in by_thread.keys() {
+        assert_eq!(facts.threads.get(tid).map(|t| t.0), Some(pid), "TID {tid}");
+    }
+    assert!(goids.len() >= 300, "{} goroutines with slices", goids.len());
+    assert!(
+        facts.slices.keys().any(|name| name == "main.pass"),
+        "{:?}",
+        facts.slices.keys()
+    );
+}
+
+#[test]
+fn a_command_tree_traces_its_first_go_process_and_a_command_without_a_trace_is_said() {
+    let test = "a_command_tree_traces_its_first_go_process_and_a_command_without_a_trace_is_said";
+    if skip_unless_root(test) {
+        return;
+    }
+    let Some(_reducer) = ensure_reducer(test) else {
+        return;
+    };
+    let Some(program) = build_go_traced() else {
+        println!("SKIP {test}: go cannot build tests/programs/go-traced");
+        return;
+    };
+    let _one = serial();
+    // Two Go processes under a shell see the same variable: the first to create the file is
+    // traced, the other says so and runs untraced.
+    let sandbox = Sandbox::new();
+    let script = format!("{0} 200 5 & {0} 100 5; wait", program.display());
+    let out = sandbox.run(&["--runtime-trace", "--", "sh", "-c", &script]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.matches("go-traced: not traced").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("file exists"), "{stderr}");
+    let dir = sandbox.only_results_dir();
+    let go = &read_json(dir.join("summary.json"))["runtime_trace"];
+    let created = go["created_check"]["by_the_workload"].as_u64().unwrap();
+    assert!(created == 200 || created == 100, "{go}");
+    // The traced one is a child of the shell, not the launched process.
+    let (by_thread, _) = goroutine_slices(&dir.join("trace.perfetto-trace"));
+    let facts = check_trace(&dir.join("trace.perfetto-trace"));
+    let shell = read_json(dir.join("run.json"))["pid"].as_i64().unwrap() as i32;
+    let pids: BTreeSet<i32> = by_thread.keys().map(|tid| facts.threads[tid].0).collect();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    assert!(!pids.contains(&shell));
+
+    // A command that writes no trace: the run stands, said plainly, no runtime figures.
+    let sandbox = Sandbox::new();
+    let out = sandbox.run(&[
+        "--runtime-trace",
+        "--",
+        "sh",
+        "-c",
+        "test -n \"$SPAWNSCOPE_GO_TRACE\"",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the variable is set for the command: {stderr}"
+    );
+    assert!(
+        stderr.contains("the command wrote no Go execution trace"),
+        "{stderr}"
+    );
+    let dir = sandbox.only_results_dir();
+    let summary = read_json(dir.join("summary.json"));
+    assert!(
+        summary.get("runtime_trace").is_none_or(Value::is_null),
+        "{summary}"
+    );
+    let left_out = summary["left_out"].to_string();
+    assert!(
+        left_out.contains("the command wrote no Go execution trace to $SPAWNSCOPE_GO_TRACE"),
+        "{left_out}"
+    );
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("wrote no Go execution trace"), "{md}");
+    assert!(!md.contains("Runtime-traced"), "{md}");
 }

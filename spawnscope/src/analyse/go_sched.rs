@@ -172,7 +172,22 @@ pub struct CreatedCheck {
     /// The rest: the runtime's and the standard library's own, by start function.
     pub runtime_own: BTreeMap<String, u64>,
     pub agrees: Option<bool>,
+    /// Why there was no count to hold them against (a command: [`NO_COUNT_FOR_A_COMMAND`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_checked: Option<String>,
 }
+
+/// What the goroutines created in package main are held against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountedAgainst {
+    /// A workload's result event's `spawned` (None: its result said none).
+    Workload(Option<u64>),
+    /// A command run with `$SPAWNSCOPE_GO_TRACE`: it says no count of its own.
+    Command,
+}
+
+/// A command's created check: its goroutines in package main are given, not checked.
+pub const NO_COUNT_FOR_A_COMMAND: &str = "no workload count for a command";
 
 /// One edge of a goroutine's running slice on its thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -293,13 +308,17 @@ impl<I: Iterator<Item = io::Result<GoChange>>> Iterator for SliceEdges<I> {
 }
 
 /// The figures of a run's records. `phases`: the run's phases on CLOCK_MONOTONIC;
-/// `spawned`: the workload's result's count.
+/// `against`: the workload's result's count, or a command's none.
 pub fn derive(
     changes: impl Iterator<Item = io::Result<GoChange>>,
     summary: &GoSchedSummary,
     phases: &PhaseEdges,
-    spawned: Option<u64>,
+    against: CountedAgainst,
 ) -> io::Result<GoSchedFigures> {
+    let spawned = match against {
+        CountedAgainst::Workload(spawned) => spawned,
+        CountedAgainst::Command => None,
+    };
     let mut readied = PhaseHistograms::new(phases.names.len());
     let mut threads = BTreeSet::new();
     let mut records = 0u64;
@@ -378,6 +397,8 @@ pub fn derive(
             workload_spawned: spawned,
             runtime_own,
             agrees: spawned.map(|s| s == by_the_workload),
+            not_checked: (against == CountedAgainst::Command)
+                .then(|| NO_COUNT_FOR_A_COMMAND.to_string()),
         },
         threads: threads.into_iter().collect(),
         running_slices,
@@ -531,7 +552,13 @@ mod tests {
             names: vec!["spawn".into(), "steady".into()],
             starts: vec![0, 10_000],
         };
-        let f = derive(changes.into_iter().map(Ok), &summary, &phases, Some(2)).unwrap();
+        let f = derive(
+            changes.into_iter().map(Ok),
+            &summary,
+            &phases,
+            CountedAgainst::Workload(Some(2)),
+        )
+        .unwrap();
         assert_eq!(f.records, 3);
         assert_eq!(f.running_slices, 2);
         assert_eq!(f.threads, vec![100, 101]);
@@ -555,8 +582,29 @@ mod tests {
             ["runtime.gcBgMarkWorker"]
         );
         assert!(f.notes.is_empty(), "{:?}", f.notes);
-        let f = derive(Vec::new().into_iter(), &summary, &phases, Some(3)).unwrap();
+        assert_eq!(f.created_check.not_checked, None);
+        let f = derive(
+            Vec::new().into_iter(),
+            &summary,
+            &phases,
+            CountedAgainst::Workload(Some(3)),
+        )
+        .unwrap();
         assert_eq!(f.created_check.agrees, Some(false));
         assert_eq!(f.notes.len(), 2, "{:?}", f.notes);
+        // A command says no count: its goroutines in package main are given, not checked.
+        let f = derive(
+            Vec::new().into_iter(),
+            &summary,
+            &phases,
+            CountedAgainst::Command,
+        )
+        .unwrap();
+        assert_eq!(f.created_check.by_the_workload, 2);
+        assert_eq!(f.created_check.agrees, None);
+        assert_eq!(
+            f.created_check.not_checked.as_deref(),
+            Some(NO_COUNT_FOR_A_COMMAND)
+        );
     }
 }

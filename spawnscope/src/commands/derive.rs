@@ -299,10 +299,15 @@ fn scheduler_trace(
 fn runtime_trace(dir: &Path, loaded: &LoadedRun) -> Result<(GoSchedFigures, GoSchedSummary)> {
     let reduced = record::go_sched::read_summary(dir)?;
     let phases = sched_trace::PhaseEdges::of_run(&loaded.run, &loaded.memory, Some(0));
-    let spawned = result_event(&loaded.events).and_then(|r| r["spawned"].as_u64());
+    let against = match loaded.run.target {
+        record::Target::Workload(_) => go_sched::CountedAgainst::Workload(
+            result_event(&loaded.events).and_then(|r| r["spawned"].as_u64()),
+        ),
+        record::Target::Command { .. } => go_sched::CountedAgainst::Command,
+    };
     let mut changes = record::go_sched::open_changes(dir)
         .with_context(|| format!("opening {}", record::GO_SCHED))?;
-    let mut figures = go_sched::derive(changes.by_ref(), &reduced, &phases, spawned)
+    let mut figures = go_sched::derive(changes.by_ref(), &reduced, &phases, against)
         .with_context(|| format!("reading {}", record::GO_SCHED))?;
     if changes.trailing_bytes > 0 {
         figures.notes.push(format!(

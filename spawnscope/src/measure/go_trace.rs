@@ -2,7 +2,9 @@
 //! the run directory (its `--go-trace`, record::GO_TRACE, raw) and, once it has exited,
 //! gotrace-reduce turns it into the raw records the figures are derived from (record::GO_SCHED,
 //! record::GO_SCHED_SUMMARY). The reducer is its own Go module (gotrace-reduce/), found as the
-//! workloads are: $SPAWNSCOPE_GOTRACE_REDUCE_BIN, else beside spawnscope.
+//! workloads are: $SPAWNSCOPE_GOTRACE_REDUCE_BIN, else beside spawnscope. A command is given the
+//! same file in `$SPAWNSCOPE_GO_TRACE` (ENV): a Go program that starts runtime/trace on it gets the
+//! same view; one that does not is said in the run's left-out list, not failed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,6 +14,13 @@ use crate::runtime::Invocation;
 
 pub const REDUCER_ENV: &str = "SPAWNSCOPE_GOTRACE_REDUCE_BIN";
 const REDUCER: &str = "gotrace-reduce";
+/// The variable a command is given with `--runtime-trace`: the path of record::GO_TRACE in its run
+/// directory. Its whole process tree inherits it; the first Go process that creates the file
+/// (O_EXCL, as docs/manual/measuring-any-program.md shows) is the one traced.
+pub const ENV: &str = "SPAWNSCOPE_GO_TRACE";
+/// A command given ENV that wrote nothing there (not a Go program, or one that does not start
+/// runtime/trace on it): its run stands, without the runtime's figures.
+pub const NO_TRACE_FROM_COMMAND: &str = "--runtime-trace: the command wrote no Go execution trace to $SPAWNSCOPE_GO_TRACE: no runtime figures (a Go program starts runtime/trace on that file itself, see the manual's 'Measuring any program')";
 const BUILD_HINT: &str = "./scripts/build-gotrace-reduce.sh target/release/gotrace-reduce";
 
 /// The reducer's binary, or why there is none (said before anything runs).
@@ -42,6 +51,11 @@ pub fn workload_args(flag: &str, dir: &Path) -> [String; 2] {
         flag.to_string(),
         dir.join(record::GO_TRACE).to_string_lossy().into_owned(),
     ]
+}
+
+/// A command's `ENV=…` for a run directory.
+pub fn command_env(dir: &Path) -> (String, std::ffi::OsString) {
+    (ENV.to_string(), dir.join(record::GO_TRACE).into_os_string())
 }
 
 /// The workload's own check of its trace flag (`--dry-run`, a file in the temporary directory it

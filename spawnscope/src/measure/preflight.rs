@@ -71,6 +71,7 @@ impl MemoryGauge {
             stdin,
             stdout,
             stderr: Stdio::Null,
+            env: Vec::new(),
         }
     }
 

@@ -43,6 +43,7 @@ pub fn calibrate(
         stdin: Stdio::Pipe,
         stdout: Stdio::Pipe,
         stderr: Stdio::Null,
+        env: Vec::new(),
     };
     let mut child = launch::spawn(binary, &args, setup)?;
     interrupts.watch(child.pid);

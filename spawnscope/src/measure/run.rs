@@ -69,7 +69,8 @@ pub struct RunOptions {
     /// `--perfetto`: the collector streams the run's scheduler events to TRACE_EVENTS.
     pub perfetto: bool,
     /// `--runtime-trace`: the workload records its runtime's scheduler (goroutines: GO_TRACE,
-    /// reduced after the run by measure/go_trace.rs); a runtime without one is refused.
+    /// reduced after the run by measure/go_trace.rs); a runtime without one is refused. A command
+    /// is given `$SPAWNSCOPE_GO_TRACE` (go_trace::ENV), the same file, to start runtime/trace on.
     pub runtime_trace: bool,
 }
 
@@ -189,7 +190,8 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             (binary, argv[1..].to_vec(), None)
         }
     };
-    // --runtime-trace: the workload's flag for it and the reducer, or a refusal naming why.
+    // --runtime-trace: the workload's flag for it (a command is told through its environment,
+    // `measure`) and the reducer, or a refusal naming why.
     let runtime_trace = match (&opts.target, opts.runtime_trace) {
         (_, false) => None,
         (Target::Workload(inv), true) => {
@@ -200,12 +202,10 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             let reducer = go_trace::reducer().map_err(RunError::Usage)?;
             // The workload checks the flag itself (a binary built before it refuses it).
             go_trace::validate(inv, flag, &binary).map_err(RunError::Usage)?;
-            Some((flag, reducer))
+            Some((Some(flag), reducer))
         }
         (Target::Command { .. }, true) => {
-            return Err(RunError::Usage(
-                "--runtime-trace is for a workload (--runtime goroutines); a command's Go runtime trace is not yet asked for".into(),
-            ))
+            Some((None, go_trace::reducer().map_err(RunError::Usage)?))
         }
     };
     let threads_needed = match &opts.target {
@@ -355,7 +355,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let dir = ResultsDir::create(&opts.out_root, &opts.target, opts.cpu_count, &started)?;
     // The runtime's trace goes into the run directory, raw, as the workload writes it.
     let mut args = args;
-    if let Some((flag, _)) = &runtime_trace {
+    if let Some((Some(flag), _)) = &runtime_trace {
         args.extend(go_trace::workload_args(flag, &dir.path));
     }
     let mut sysctl_record = SysctlRecord {
@@ -508,17 +508,25 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let oom_killed = cgroup_final.as_ref().is_some_and(|c| c.oom_kills > 0);
     let interrupted_by = interrupts.received();
     left_out.extend(measured.left_out);
-    if let Some((_, reducer)) = &runtime_trace {
-        eprintln!(
-            "spawnscope: reducing the Go execution trace ({})",
-            record::GO_TRACE
-        );
-        if let Err(why) = go_trace::reduce(reducer, &dir.path) {
-            left_out.push(format!(
-                "--runtime-trace: {why}; {} is kept",
-                record::GO_TRACE
-            ));
+    match &runtime_trace {
+        // A command need not be a Go program that starts the tracer: said, not an error.
+        Some((None, _)) if !dir.path.join(record::GO_TRACE).exists() => {
+            eprintln!("spawnscope: {}", go_trace::NO_TRACE_FROM_COMMAND);
+            left_out.push(go_trace::NO_TRACE_FROM_COMMAND.into())
         }
+        Some((_, reducer)) => {
+            eprintln!(
+                "spawnscope: reducing the Go execution trace ({})",
+                record::GO_TRACE
+            );
+            if let Err(why) = go_trace::reduce(reducer, &dir.path) {
+                left_out.push(format!(
+                    "--runtime-trace: {why}; {} is kept",
+                    record::GO_TRACE
+                ));
+            }
+        }
+        None => {}
     }
     // A command's tasks taken as a runtime's (command_moment): recorded as such, so that the
     // analysis divides by them and sets no "threads created" check against them.
@@ -864,6 +872,12 @@ fn measure(
             Stdio::Inherit
         },
         stderr: if piped { Stdio::Pipe } else { Stdio::Inherit },
+        // --runtime-trace: a command's Go program is told where to write its trace (its whole
+        // tree inherits it).
+        env: match (&opts.target, opts.runtime_trace) {
+            (Target::Command { .. }, true) => vec![go_trace::command_env(&dir.path)],
+            _ => Vec::new(),
+        },
     };
     let mut child = launch::spawn(binary, args, setup)?;
     let pid = child.pid;

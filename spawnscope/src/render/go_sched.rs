@@ -35,11 +35,11 @@ fn by_name(map: &BTreeMap<String, u64>) -> String {
 /// The created check in one sentence.
 pub fn created_line(f: &GoSchedFigures) -> String {
     let c = &f.created_check;
-    let spawned = c
-        .workload_spawned
-        .map_or("the workload said no count".into(), |s| {
-            format!("the workload spawned {}", count(s))
-        });
+    let spawned = match (c.workload_spawned, &c.not_checked) {
+        (Some(s), _) => format!("the workload spawned {}", count(s)),
+        (None, Some(why)) => why.clone(),
+        (None, None) => "the workload said no count".into(),
+    };
     let verdict = match c.agrees {
         Some(true) => "agree",
         Some(false) => "DISAGREE",
@@ -50,8 +50,14 @@ pub fn created_line(f: &GoSchedFigures) -> String {
     } else {
         by_name(&c.runtime_own)
     };
+    // A command's goroutines outside package main may be its libraries' as well as the runtime's.
+    let others = if c.not_checked.is_some() {
+        "outside package main"
+    } else {
+        "the runtime's own"
+    };
     format!(
-        "Goroutines created in the trace: {} with a start function in package main, {spawned} — {verdict}; the runtime's own: {own}.",
+        "Goroutines created in the trace: {} with a start function in package main, {spawned} — {verdict}; {others}: {own}.",
         count(c.by_the_workload)
     )
 }

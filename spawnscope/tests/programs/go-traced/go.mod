@@ -1,0 +1,3 @@
+module spawnscope/tests/gotraced
+
+go 1.22
