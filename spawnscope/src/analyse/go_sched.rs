@@ -64,14 +64,19 @@ pub struct GoSchedFigures {
 pub struct OnCpuCheck {
     /// Records with a thread that the kernel's trace followed.
     pub checked: u64,
-    /// Within a running span of that thread, give or take `tolerance_ns`.
+    /// At their own time, within a running span of that thread, give or take `tolerance_ns`.
     pub inside: u64,
     /// Of `checked`, those whose time the trace's parser moved forward (x/exp/trace hands an
     /// event read after a later one of another thread that one's time + 1 ns): their own time
-    /// is known only to lie between their thread's previous record of its own time and the
-    /// moved one, and they are inside where a running span of their thread meets that interval.
+    /// is not in the trace as read, only that it lies between their thread's previous record of
+    /// its own time and the moved one. Not judged at a time: one whose interval meets no running
+    /// span of its thread is outside (against the check); the rest are `time_moved_consistent`.
     #[serde(default)]
     pub time_moved: u64,
+    /// Of `time_moved`, those whose interval meets a running span of their thread: counted
+    /// apart, neither inside nor against the check.
+    #[serde(default)]
+    pub time_moved_consistent: u64,
     /// Of `checked`, those outside every running span the kernel's trace recorded but within a
     /// stint whose switch-in it missed (their thread switched out while the trace had it off its
     /// CPU: `sched_trace::missed_switch_ins`): on a CPU then or not, the trace cannot say.
@@ -159,7 +164,7 @@ pub fn on_cpu_check(
 ) -> io::Result<OnCpuCheck> {
     let tol = ON_CPU_TOLERANCE_NS;
     let (mut checked, mut inside, mut farthest, mut unfollowed) = (0u64, 0u64, 0u64, 0u64);
-    let (mut before_first, mut moved, mut moved_inside, mut apart) = (0u64, 0u64, 0u64, 0u64);
+    let (mut before_first, mut moved, mut moved_consistent, mut apart) = (0u64, 0u64, 0u64, 0u64);
     // Each thread's last record of its own time (not moved), BOOTTIME.
     let mut own: HashMap<u32, u64> = HashMap::new();
     for c in changes {
@@ -180,8 +185,11 @@ pub fn on_cpu_check(
             ts
         };
         let Some(distance) = distance_to(spans, lo, ts, tol) else {
-            inside += 1;
-            moved_inside += u64::from(c.time_moved);
+            if c.time_moved {
+                moved_consistent += 1;
+            } else {
+                inside += 1;
+            }
             continue;
         };
         let missed = kernel.missed.get(&tid).map(|m| &m[..]).unwrap_or(&[]);
@@ -194,7 +202,7 @@ pub fn on_cpu_check(
         }
         farthest = farthest.max(distance);
     }
-    let judged = checked - apart;
+    let judged = checked - apart - moved_consistent;
     let fraction = if judged == 0 {
         0.0
     } else {
@@ -207,7 +215,8 @@ pub fn on_cpu_check(
     );
     if moved > 0 {
         says.push_str(&format!(
-            "; {moved} of them with a time the trace's parser moved forward to keep its order (x/exp/trace: an event read after a later one of another thread takes that one's time + 1 ns), held over [their thread's previous own time, the moved time]: {moved_inside} inside"
+            "; {moved} more carry a time the trace's parser moved forward to keep its order (x/exp/trace: an event read after a later one of another thread takes that one's time + 1 ns), their own not in the trace as read: not judged at a time, {moved_consistent} of them consistent (a running span of their thread meets [its previous own time, the moved time]), {} not (outside, counted above)",
+            moved - moved_consistent
         ));
     }
     if apart > 0 {
@@ -239,6 +248,7 @@ pub fn on_cpu_check(
         checked,
         inside,
         time_moved: moved,
+        time_moved_consistent: moved_consistent,
         in_missed_switch_ins: apart,
         farthest_outside_ns: farthest,
         tolerance_ns: tol,
@@ -601,8 +611,9 @@ mod tests {
     /// The pattern found at goroutines hold 1,000,000: an M writes the next generation's events
     /// and is preempted while the others finish the last one; x/exp/trace reads the generations
     /// in turn, so those events come after later ones and take their time + 1 ns, into the span
-    /// where the kernel had the M preempted. Held over [the M's previous own time, the moved
-    /// time] they are inside; at the moved time alone they were outside.
+    /// where the kernel had the M preempted. Their own time is not in the trace as read: they
+    /// are not judged at a time, only held to [the M's previous own time, the moved time], and
+    /// fail the check where no running span meets even that.
     #[test]
     fn a_time_the_parser_moved_is_held_from_its_threads_previous_own_time() {
         // 100 runs over [1000, 2000], is preempted, runs again from 9000.
@@ -619,19 +630,32 @@ mod tests {
         let changes = vec![own(1_900), moved(5_001), moved(5_002), moved(5_003)];
         let c = on_cpu_check(changes.into_iter(), &kernel, 0, Some(0)).unwrap();
         assert_eq!(
-            (c.checked, c.inside, c.time_moved, c.passed),
-            (4, 4, 3, true)
+            (
+                c.checked,
+                c.inside,
+                c.time_moved,
+                c.time_moved_consistent,
+                c.passed
+            ),
+            (4, 1, 3, 3, true)
         );
+        assert!(c.says.contains("1 of 1 runtime events"), "{}", c.says);
         assert!(
             c.says
-                .contains("3 of them with a time the trace's parser moved"),
+                .contains("3 more carry a time the trace's parser moved")
+                && c.says.contains("3 of them consistent"),
             "{}",
             c.says
         );
         // Moved, with no own time of the thread before it in the spans: outside, and failing.
         let changes = vec![own(3_000), moved(5_001)];
         let c = on_cpu_check(changes.into_iter(), &kernel, 0, Some(0)).unwrap();
-        assert_eq!((c.checked, c.inside, c.passed), (2, 0, false), "{}", c.says);
+        assert_eq!(
+            (c.checked, c.inside, c.time_moved_consistent, c.passed),
+            (2, 0, 0, false),
+            "{}",
+            c.says
+        );
         assert_eq!(c.farthest_outside_ns, 1_000);
         // The same times not moved: outside.
         let changes = vec![own(1_900), own(5_001)];
