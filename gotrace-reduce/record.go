@@ -11,13 +11,17 @@ import (
 
 const (
 	recordMagic   = "SPGOSCH1"
-	formatVersion = 1
+	formatVersion = 2
 	recordBytes   = 40
 	headerBytes   = 16
 	// noWait: wait_ns of a change that is not a readied goroutine starting to run.
 	noWait = math.MaxUint64
 	// noFunction: function of a change that is not a creation.
 	noFunction = math.MaxUint32
+	// flagTimeMoved: the parser moved the event's time forward to keep its one time order (see
+	// movedByParser); the event's own time lies at or before tsNs, not before its thread's
+	// previous event.
+	flagTimeMoved = 1 << 0
 )
 
 // record is one goroutine state change.
@@ -29,6 +33,7 @@ type record struct {
 	proc     int16
 	from, to uint8
 	reason   uint16
+	flags    uint16
 	function uint32
 }
 
@@ -50,7 +55,7 @@ func (r *record) encode(b []byte) {
 	b[30] = r.from
 	b[31] = r.to
 	le.PutUint16(b[32:], r.reason)
-	le.PutUint16(b[34:], 0)
+	le.PutUint16(b[34:], r.flags)
 	le.PutUint32(b[36:], r.function)
 }
 
@@ -59,6 +64,6 @@ func decode(b []byte) record {
 	return record{
 		tsNs: le.Uint64(b[0:]), goid: le.Uint64(b[8:]), waitNs: le.Uint64(b[16:]),
 		tid: int32(le.Uint32(b[24:])), proc: int16(le.Uint16(b[28:])), from: b[30], to: b[31],
-		reason: le.Uint16(b[32:]), function: le.Uint32(b[36:]),
+		reason: le.Uint16(b[32:]), flags: le.Uint16(b[34:]), function: le.Uint32(b[36:]),
 	}
 }

@@ -41,6 +41,9 @@ type clock struct {
 	LastMonoMinusTraceNs  int64  `json:"last_mono_minus_trace_ns"`
 	FirstNs               uint64 `json:"first_ns"`
 	LastNs                uint64 `json:"last_ns"`
+	// MovedByParser: records whose time the parser moved forward to keep its order (flag
+	// flagTimeMoved): their own time is at or before the one written.
+	MovedByParser uint64 `json:"moved_by_parser"`
 }
 
 type counts struct {
@@ -87,6 +90,28 @@ type reducer struct {
 	offset    int64
 	readied   map[trace.GoID]uint64
 	threads   map[trace.ThreadID]uint64
+	order     parserOrder
+}
+
+// parserOrder tells the events whose time x/exp/trace moved. The reader hands out every event
+// in one time order, each M's in its own order; where an M's event comes after a later event of
+// another M (its generation read after theirs: an M writes into the next generation while
+// others still finish the last, or an ordering constraint holds it back), the reader sets its
+// time to the last one handed out + 1 ns (reader.go, ReadEvent). That time is the parser's, not
+// the thread's clock: the event happened at or before it, after its M's previous event. The
+// tracer's own times are whole ticks (64 ns on linux/amd64), so a time 1 ns after the previous
+// event's is the parser's.
+type parserOrder struct {
+	last trace.Time
+	seen bool
+}
+
+// movedByParser says whether the event at t (the next one read, of any kind) had its time
+// moved, and takes it as the last one handed out.
+func (o *parserOrder) movedByParser(t trace.Time) bool {
+	moved := o.seen && t == o.last+1
+	o.last, o.seen = t, true
+	return moved
 }
 
 // reduce reads a whole trace from in and writes the records (header first) to out.
@@ -119,6 +144,7 @@ func reduce(in io.Reader, out io.Writer) (*summary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the trace after %d records: %w", r.sum.Records, err)
 		}
+		moved := r.order.movedByParser(ev.Time())
 		switch ev.Kind() {
 		case trace.EventSync:
 			if snap := ev.Sync().ClockSnapshot; snap != nil {
@@ -131,7 +157,7 @@ func reduce(in io.Reader, out io.Writer) (*summary, error) {
 			}
 		case trace.EventStateTransition:
 			if st := ev.StateTransition(); st.Resource.Kind == trace.ResourceGoroutine {
-				if err := r.transition(ev, st); err != nil {
+				if err := r.transition(ev, st, moved); err != nil {
 					return nil, err
 				}
 			}
@@ -147,7 +173,7 @@ func reduce(in io.Reader, out io.Writer) (*summary, error) {
 	return &r.sum, nil
 }
 
-func (r *reducer) transition(ev trace.Event, st trace.StateTransition) error {
+func (r *reducer) transition(ev trace.Event, st trace.StateTransition, moved bool) error {
 	from, to := st.Goroutine()
 	if from == to {
 		// A later generation's status of a goroutine already known: no change.
@@ -157,6 +183,10 @@ func (r *reducer) transition(ev trace.Event, st trace.StateTransition) error {
 	ts := uint64(int64(ev.Time()) + r.offset)
 	rec := record{tsNs: ts, goid: uint64(goid), waitNs: noWait, tid: -1, proc: -1,
 		from: uint8(from), to: uint8(to), function: noFunction}
+	if moved {
+		rec.flags |= flagTimeMoved
+		r.sum.Clock.MovedByParser++
+	}
 	if m := ev.Thread(); m != trace.NoThread {
 		rec.tid = int32(m)
 		r.threads[m]++

@@ -25,12 +25,13 @@ func TestLayoutIsTheTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := record{tsNs: 0x0102030405060708, goid: 0x1112131415161718, waitNs: 0x2122232425262728,
-		tid: 0x31323334, proc: 0x4142, from: 0x51, to: 0x61, reason: 0x7172, function: 0x81828384}
+		tid: 0x31323334, proc: 0x4142, from: 0x51, to: 0x61, reason: 0x7172, flags: 0x9192,
+		function: 0x81828384}
 	var b [recordBytes]byte
 	rec.encode(b[:])
 	want := map[string]uint64{"ts_ns": rec.tsNs, "goid": rec.goid, "wait_ns": rec.waitNs,
 		"tid": uint64(rec.tid), "proc": uint64(rec.proc), "from": uint64(rec.from), "to": uint64(rec.to),
-		"reason": uint64(rec.reason), "pad": 0, "function": uint64(rec.function)}
+		"reason": uint64(rec.reason), "flags": uint64(rec.flags), "function": uint64(rec.function)}
 	sizes := map[string]int{"u64": 8, "u32": 4, "i32": 4, "u16": 2, "i16": 2, "u8": 1}
 	end := 0
 	for _, line := range strings.Split(string(data), "\n") {
@@ -214,13 +215,23 @@ func TestReducerCountsWhatTheParserCounts(t *testing.T) {
 	if got := uint64(len(records)-headerBytes) / recordBytes; got != sum.Records {
 		t.Fatalf("%d records written, the summary says %d", got, sum.Records)
 	}
-	var waits, lockedRecords uint64
+	var waits, lockedRecords, moved uint64
+	var lastTs uint64
 	lockedGoid := uint64(0)
 	for off := headerBytes; off < len(records); off += recordBytes {
 		r := decode(records[off : off+recordBytes])
 		if r.tsNs < before || r.tsNs > after {
 			t.Fatalf("record at %d ns, outside the trace's [%d, %d] on CLOCK_MONOTONIC", r.tsNs, before, after)
 		}
+		if r.flags&flagTimeMoved != 0 {
+			moved++
+			// A moved time is the parser's: 1 ns after the event before it, here a record or
+			// an event the reducer does not write (so at least 1 ns after the last record).
+			if r.tsNs <= lastTs {
+				t.Fatalf("a moved record at %d ns, not after the record before it at %d", r.tsNs, lastTs)
+			}
+		}
+		lastTs = r.tsNs
 		if r.waitNs != noWait {
 			waits++
 			if r.to != uint8(trace.GoRunning) || r.waitNs > after-before {
@@ -244,6 +255,9 @@ func TestReducerCountsWhatTheParserCounts(t *testing.T) {
 	if waits != c.ReadiedToRunning {
 		t.Errorf("%d records carry a wait, the summary counts %d", waits, c.ReadiedToRunning)
 	}
+	if moved != sum.Clock.MovedByParser {
+		t.Errorf("%d records flagged moved, the summary counts %d", moved, sum.Clock.MovedByParser)
+	}
 	if lockedRecords == 0 {
 		t.Errorf("the locked goroutine (TID %d) never seen starting", lockedTid)
 	}
@@ -253,6 +267,30 @@ func TestReducerCountsWhatTheParserCounts(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("thread %d not among %v", lockedTid, sum.Threads)
+	}
+}
+
+// The parser's moved times: x/exp/trace hands out an event read after a later one as that
+// one's time + 1 ns; the tracer's own times are whole ticks apart or more. So an event 1 ns after
+// the one before it was moved, one later than that was not, and the first one never is.
+func TestAMovedTimeIsOneNanosecondAfterTheEventBefore(t *testing.T) {
+	var o parserOrder
+	for i, c := range []struct {
+		t     trace.Time
+		moved bool
+	}{
+		{6400, false}, // the first
+		{6464, false}, // a tick later: the tracer's own
+		{6465, true},  // held back behind the event at 6464: moved to it + 1
+		{6466, true},  // and the next one of the same batch
+		{6528, false}, // a later tick: its own again
+		{7040, false},
+		{7041, true}, // a Sync (the reader sets it to the last time + 1): moved too, and not a record
+		{7042, true},
+	} {
+		if got := o.movedByParser(c.t); got != c.moved {
+			t.Errorf("event %d at %d: moved %v, want %v", i, c.t, got, c.moved)
+		}
 	}
 }
 

@@ -10,7 +10,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyse::sched_trace::{LatencyRow, PhaseEdges, PhaseHistograms};
+use crate::analyse::sched_trace::{LatencyRow, MissedSwitchIn, PhaseEdges, PhaseHistograms};
 use crate::record::go_sched::{GoChange, GoSchedSummary};
 
 /// The package a workload's own goroutines start in: the goroutines binary is package main.
@@ -64,14 +64,32 @@ pub struct GoSchedFigures {
 pub struct OnCpuCheck {
     /// Records with a thread that the kernel's trace followed.
     pub checked: u64,
-    /// Within a running span of that thread, give or take `tolerance_ns`.
+    /// At their own time, within a running span of that thread, give or take `tolerance_ns`.
     pub inside: u64,
+    /// Of `checked`, those whose time the trace's parser moved forward (x/exp/trace hands an
+    /// event read after a later one of another thread that one's time + 1 ns): their own time
+    /// is not in the trace as read, only that it lies between their thread's previous record of
+    /// its own time and the moved one. Not judged at a time: one whose interval meets no running
+    /// span of its thread is outside (against the check); the rest are `time_moved_consistent`.
+    #[serde(default)]
+    pub time_moved: u64,
+    /// Of `time_moved`, those whose interval meets a running span of their thread: counted
+    /// apart, neither inside nor against the check.
+    #[serde(default)]
+    pub time_moved_consistent: u64,
+    /// Of `checked`, those outside every running span the kernel's trace recorded but within a
+    /// stint whose switch-in it missed (their thread switched out while the trace had it off its
+    /// CPU: `sched_trace::missed_switch_ins`): on a CPU then or not, the trace cannot say.
+    /// Counted apart: neither inside nor against the check.
+    #[serde(default)]
+    pub in_missed_switch_ins: u64,
     /// How far outside (ns) the farthest one lay.
     pub farthest_outside_ns: u64,
     /// The runtime tracer's clock resolution (64 ns ticks on linux/amd64) twice over (the event
     /// and the Sync snapshot that puts it on CLOCK_MONOTONIC).
     pub tolerance_ns: u64,
-    /// Passes at `PASS_FRACTION` of the records inside or more.
+    /// Passes at `PASS_FRACTION` of the records inside or more (of those checked less those
+    /// counted apart).
     pub passed: bool,
     pub says: String,
 }
@@ -81,63 +99,137 @@ pub const PASS_FRACTION: f64 = 0.999;
 /// The tracer's 64 ns tick, for the event and for its clock snapshot.
 pub const ON_CPU_TOLERANCE_NS: u64 = 2 * 64;
 
+/// The kernel's view of the threads the check reads (BOOTTIME): each thread's running spans
+/// (`sched_trace::thread_states`, and where its trace missed a switch-in, from a record showing
+/// the thread current to its switch-out), and the windows before those where it may have run
+/// unseen (`add_missed_switch_ins`).
+pub struct OnCpuSpans {
+    pub running: BTreeMap<u32, Vec<(u64, u64)>>,
+    pub missed: BTreeMap<u32, Vec<(u64, u64)>>,
+}
+
+/// The stints whose switch-in the kernel's trace missed, into the check's terms: from where a
+/// record shows the thread current to its switch-out it was on a CPU (added to `running`, which
+/// stays sorted); before that, from when it could run, it may have been (the windows returned,
+/// whose events are counted apart).
+pub fn add_missed_switch_ins(
+    running: &mut BTreeMap<u32, Vec<(u64, u64)>>,
+    missed: BTreeMap<u32, Vec<MissedSwitchIn>>,
+) -> BTreeMap<u32, Vec<(u64, u64)>> {
+    let mut windows = BTreeMap::new();
+    for (tid, stints) in missed {
+        let spans = running.entry(tid).or_default();
+        let mut unknown = Vec::new();
+        for m in stints {
+            let seen = m.seen_on_cpu.unwrap_or(m.out);
+            if seen < m.out {
+                spans.push((seen, m.out));
+            }
+            unknown.push((m.since, seen));
+        }
+        spans.sort_unstable();
+        windows.insert(tid, unknown);
+    }
+    windows
+}
+
+/// Whether a span of `spans` (sorted, disjoint) meets [lo, hi] widened by `tol`; else how far
+/// the nearest one lies.
+fn distance_to(spans: &[(u64, u64)], lo: u64, hi: u64, tol: u64) -> Option<u64> {
+    // The last span beginning at or before hi (+ tolerance).
+    let i = spans.partition_point(|&(begin, _)| begin <= hi + tol);
+    match i.checked_sub(1).map(|i| spans[i]) {
+        Some((_, end)) if lo <= end + tol => None,
+        Some((_, end)) => {
+            let after = lo - end;
+            Some(
+                spans
+                    .get(i)
+                    .map_or(after, |&(begin, _)| after.min(begin - hi)),
+            )
+        }
+        None => Some(spans.first().map_or(u64::MAX, |&(begin, _)| begin - hi)),
+    }
+}
+
 /// Holds each change with a thread to that thread's running spans (the kernel's trace, BOOTTIME;
-/// `offset_ns` = BOOTTIME − MONOTONIC puts the changes there). Threads the kernel's trace does
-/// not follow are not checked (said in `says`).
+/// `offset_ns` = BOOTTIME − MONOTONIC puts the changes there). A change whose time the parser
+/// moved is held over [its thread's last record of its own time, the moved time]. Threads the
+/// kernel's trace does not follow are not checked (said in `says`).
 pub fn on_cpu_check(
     changes: impl Iterator<Item = io::Result<GoChange>>,
-    running: &BTreeMap<u32, Vec<(u64, u64)>>,
+    kernel: &OnCpuSpans,
     offset_ns: i64,
     switches_unseen: Option<u64>,
 ) -> io::Result<OnCpuCheck> {
     let tol = ON_CPU_TOLERANCE_NS;
     let (mut checked, mut inside, mut farthest, mut unfollowed) = (0u64, 0u64, 0u64, 0u64);
-    let mut before_first = 0u64;
+    let (mut before_first, mut moved, mut moved_consistent, mut apart) = (0u64, 0u64, 0u64, 0u64);
+    // Each thread's last record of its own time (not moved), BOOTTIME.
+    let mut own: HashMap<u32, u64> = HashMap::new();
     for c in changes {
         let c = c?;
         let Some(tid) = c.tid else { continue };
-        let Some(spans) = running.get(&tid).filter(|s| !s.is_empty()) else {
+        let Some(spans) = kernel.running.get(&tid).filter(|s| !s.is_empty()) else {
             unfollowed += 1;
             continue;
         };
         checked += 1;
         let ts = crate::analyse::sched_trace::boot(c.ts_ns, offset_ns);
-        // The last span beginning at or before ts (+ tolerance), and the distance to it.
-        let i = spans.partition_point(|&(begin, _)| begin <= ts + tol);
-        let distance = match i.checked_sub(1).map(|i| spans[i]) {
-            Some((_, end)) if ts <= end + tol => 0,
-            Some((_, end)) => {
-                let after = ts - end;
-                spans
-                    .get(i)
-                    .map_or(after, |&(begin, _)| after.min(begin - ts))
-            }
-            None => {
-                before_first += 1;
-                spans[0].0 - ts
-            }
-        };
-        if distance == 0 {
-            inside += 1;
+        // A moved time is an upper bound; its thread's previous own time a lower one.
+        let lo = if c.time_moved {
+            moved += 1;
+            own.get(&tid).copied().unwrap_or(ts).min(ts)
         } else {
-            farthest = farthest.max(distance);
+            own.insert(tid, ts);
+            ts
+        };
+        let Some(distance) = distance_to(spans, lo, ts, tol) else {
+            if c.time_moved {
+                moved_consistent += 1;
+            } else {
+                inside += 1;
+            }
+            continue;
+        };
+        let missed = kernel.missed.get(&tid).map(|m| &m[..]).unwrap_or(&[]);
+        if distance_to(missed, lo, ts, tol).is_none() {
+            apart += 1;
+            continue;
         }
+        if ts + tol < spans[0].0 {
+            before_first += 1;
+        }
+        farthest = farthest.max(distance);
     }
-    let fraction = if checked == 0 {
+    let judged = checked - apart - moved_consistent;
+    let fraction = if judged == 0 {
         0.0
     } else {
-        inside as f64 / checked as f64
+        inside as f64 / judged as f64
     };
-    let passed = checked > 0 && fraction >= PASS_FRACTION;
+    let passed = judged > 0 && fraction >= PASS_FRACTION;
     let mut says = format!(
-        "{inside} of {checked} runtime events ({:.3} %) lie within a kernel on-CPU span of the thread that emitted them (±{tol} ns)",
+        "{inside} of {judged} runtime events ({:.3} %) lie within a kernel on-CPU span of the thread that emitted them (±{tol} ns)",
         100.0 * fraction
     );
-    if !passed && checked > 0 {
+    if moved > 0 {
+        says.push_str(&format!(
+            "; {moved} more carry a time the trace's parser moved forward to keep its order (x/exp/trace: an event read after a later one of another thread takes that one's time + 1 ns), their own not in the trace as read: not judged at a time, {moved_consistent} of them consistent (a running span of their thread meets [its previous own time, the moved time]), {} not (outside, counted above)",
+            moved - moved_consistent
+        ));
+    }
+    if apart > 0 {
+        says.push_str(&format!(
+            "; {apart} more not judged: outside the spans the kernel's trace recorded, within a stint of their thread whose switch-in it missed ({} switches unseen in collector.json's trace section)",
+            switches_unseen.map_or("no count of".to_string(), |n| n.to_string())
+        ));
+    }
+    if !passed && judged > 0 {
         says.push_str(&format!(
             "; below {:.1} %: the farthest {farthest} ns outside{}",
             100.0 * PASS_FRACTION,
-            if before_first * 2 > checked - inside {
+            if before_first * 2 > judged - inside {
                 " — most before their thread's first switch-in: the runtime's clock runs behind the kernel's (the Sync snapshot's MONOTONIC against the capture's BOOTTIME offset)".to_string()
             } else {
                 match switches_unseen {
@@ -155,6 +247,9 @@ pub fn on_cpu_check(
     Ok(OnCpuCheck {
         checked,
         inside,
+        time_moved: moved,
+        time_moved_consistent: moved_consistent,
+        in_missed_switch_ins: apart,
         farthest_outside_ns: farthest,
         tolerance_ns: tol,
         passed,
@@ -369,6 +464,13 @@ pub fn derive(
             "{threadless} starts carried no thread and are not drawn"
         ));
     }
+    if summary.clock.moved_by_parser > 0 {
+        notes.push(format!(
+            "{} records carry a time the trace's parser moved forward to keep its one order (x/exp/trace: an event read after a later one of another thread takes that one's time + 1 ns; flagged in {}): their slices' edges and readied→running waits are at that time, the event's own lying at or before it",
+            summary.clock.moved_by_parser,
+            crate::record::GO_SCHED
+        ));
+    }
     if summary.clock.snapshots == 0 {
         notes.push("the trace has no clock snapshot (Go before 1.25): its clock is taken as CLOCK_MONOTONIC as it is".into());
     } else if summary.clock.first_mono_minus_trace_ns != summary.clock.last_mono_minus_trace_ns {
@@ -423,6 +525,7 @@ mod tests {
             to,
             reason: 0,
             function: None,
+            time_moved: false,
         }
     }
 
@@ -487,11 +590,13 @@ mod tests {
     #[test]
     fn the_on_cpu_check_holds_each_event_to_its_threads_running_spans() {
         // Thread 100 on a CPU over [1000, 2000] and [5000, 6000] on BOOTTIME; offset 500.
-        let running: BTreeMap<u32, Vec<(u64, u64)>> =
-            [(100, vec![(1_000, 2_000), (5_000, 6_000)])].into();
+        let kernel = OnCpuSpans {
+            running: [(100, vec![(1_000, 2_000), (5_000, 6_000)])].into(),
+            missed: BTreeMap::new(),
+        };
         let at = |mono: u64, tid: u32| Ok(change(mono, 1, tid, Runnable, Running));
         let check = |changes: Vec<io::Result<GoChange>>| {
-            on_cpu_check(changes.into_iter(), &running, 500, Some(0)).unwrap()
+            on_cpu_check(changes.into_iter(), &kernel, 500, Some(0)).unwrap()
         };
         // Inside, at an edge within the tolerance, on an unfollowed thread.
         let c = check(vec![
@@ -516,12 +621,136 @@ mod tests {
             c.says
         );
         let between = vec![at(2_500, 100)];
-        let c = on_cpu_check(between.into_iter(), &running, 500, Some(3)).unwrap();
+        let c = on_cpu_check(between.into_iter(), &kernel, 500, Some(3)).unwrap();
         assert!(c.says.contains("missed 3 switches"), "{}", c.says);
         // Before the thread ever ran: the runtime's clock behind the kernel's, said so.
         let c = check(vec![at(0, 100), at(100, 100)]);
         assert_eq!(c.farthest_outside_ns, 500);
         assert!(c.says.contains("runs behind"), "{}", c.says);
+    }
+
+    /// The pattern found at goroutines hold 1,000,000: an M writes the next generation's events
+    /// and is preempted while the others finish the last one; x/exp/trace reads the generations
+    /// in turn, so those events come after later ones and take their time + 1 ns, into the span
+    /// where the kernel had the M preempted. Their own time is not in the trace as read: they
+    /// are not judged at a time, only held to [the M's previous own time, the moved time], and
+    /// fail the check where no running span meets even that.
+    #[test]
+    fn a_time_the_parser_moved_is_held_from_its_threads_previous_own_time() {
+        // 100 runs over [1000, 2000], is preempted, runs again from 9000.
+        let kernel = OnCpuSpans {
+            running: [(100, vec![(1_000, 2_000), (9_000, 10_000)])].into(),
+            missed: BTreeMap::new(),
+        };
+        let own = |ts: u64| Ok(change(ts, 1, 100, Runnable, Running));
+        let moved = |ts: u64| {
+            let mut c = change(ts, 2, 100, NotExist, Runnable);
+            c.time_moved = true;
+            Ok(c)
+        };
+        let changes = vec![own(1_900), moved(5_001), moved(5_002), moved(5_003)];
+        let c = on_cpu_check(changes.into_iter(), &kernel, 0, Some(0)).unwrap();
+        assert_eq!(
+            (
+                c.checked,
+                c.inside,
+                c.time_moved,
+                c.time_moved_consistent,
+                c.passed
+            ),
+            (4, 1, 3, 3, true)
+        );
+        assert!(c.says.contains("1 of 1 runtime events"), "{}", c.says);
+        assert!(
+            c.says
+                .contains("3 more carry a time the trace's parser moved")
+                && c.says.contains("3 of them consistent"),
+            "{}",
+            c.says
+        );
+        // Moved, with no own time of the thread before it in the spans: outside, and failing.
+        let changes = vec![own(3_000), moved(5_001)];
+        let c = on_cpu_check(changes.into_iter(), &kernel, 0, Some(0)).unwrap();
+        assert_eq!(
+            (c.checked, c.inside, c.time_moved_consistent, c.passed),
+            (2, 0, 0, false),
+            "{}",
+            c.says
+        );
+        assert_eq!(c.farthest_outside_ns, 1_000);
+        // The same times not moved: outside.
+        let changes = vec![own(1_900), own(5_001)];
+        let c = on_cpu_check(changes.into_iter(), &kernel, 0, Some(0)).unwrap();
+        assert_eq!((c.inside, c.passed), (1, false));
+    }
+
+    /// A stint whose switch-in the kernel's trace missed: its events are neither inside nor
+    /// against the check, counted apart and said; outside such a window they still fail it.
+    #[test]
+    fn events_in_a_stint_whose_switch_in_the_kernel_missed_are_counted_apart() {
+        let kernel = OnCpuSpans {
+            running: [(100, vec![(1_000, 2_000)])].into(),
+            missed: [(100, vec![(4_000, 6_000)])].into(),
+        };
+        let at = |ts: u64| Ok(change(ts, 1, 100, Runnable, Running));
+        let c = on_cpu_check(
+            vec![at(1_500), at(4_500), at(5_900)].into_iter(),
+            &kernel,
+            0,
+            Some(1),
+        )
+        .unwrap();
+        assert_eq!(
+            (c.checked, c.inside, c.in_missed_switch_ins, c.passed),
+            (3, 1, 2, true)
+        );
+        assert!(c.says.contains("1 of 1 runtime events"), "{}", c.says);
+        assert!(c.says.contains("2 more not judged"), "{}", c.says);
+        let c = on_cpu_check(vec![at(1_500), at(3_000)].into_iter(), &kernel, 0, Some(1)).unwrap();
+        assert_eq!((c.in_missed_switch_ins, c.passed), (0, false));
+    }
+
+    #[test]
+    fn a_missed_switch_in_runs_from_where_a_record_shows_its_thread_current() {
+        let mut running: BTreeMap<u32, Vec<(u64, u64)>> =
+            [(100, vec![(1_000, 2_000), (9_000, 9_500)])].into();
+        let missed = [(
+            100,
+            vec![
+                MissedSwitchIn {
+                    since: 3_000,
+                    seen_on_cpu: Some(4_000),
+                    out: 6_000,
+                },
+                MissedSwitchIn {
+                    since: 6_000,
+                    seen_on_cpu: None,
+                    out: 7_000,
+                },
+            ],
+        )]
+        .into();
+        let windows = add_missed_switch_ins(&mut running, missed);
+        assert_eq!(
+            running[&100],
+            vec![(1_000, 2_000), (4_000, 6_000), (9_000, 9_500)]
+        );
+        assert_eq!(windows[&100], vec![(3_000, 4_000), (6_000, 7_000)]);
+        let kernel = OnCpuSpans {
+            running,
+            missed: windows,
+        };
+        let at = |ts: u64| Ok(change(ts, 1, 100, Runnable, Running));
+        let c = on_cpu_check(
+            vec![at(1_500), at(3_500), at(5_000), at(6_500), at(8_000)].into_iter(),
+            &kernel,
+            0,
+            Some(2),
+        )
+        .unwrap();
+        // 5,000 inside the stint seen on its CPU; 3,500 and 6,500 apart; 8,000 outside.
+        assert_eq!((c.checked, c.inside, c.in_missed_switch_ins), (5, 2, 2));
+        assert_eq!(c.farthest_outside_ns, 1_000);
     }
 
     #[test]

@@ -754,6 +754,80 @@ pub fn thread_states(
     Ok(s.spans)
 }
 
+/// A stint of a thread on a CPU whose switch-in the kernel's trace missed: the thread switched
+/// out (`out`) while the trace had it off its CPU. It was switched in somewhere after `since`
+/// (its wakeup after a blocking switch-out, else that switch-out), and was on a CPU from
+/// `seen_on_cpu` at the latest where a record of the trace shows it current before `out` (a wakeup
+/// it made, or came in on, a wait it began or ended, a task it created).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MissedSwitchIn {
+    pub since: u64,
+    pub seen_on_cpu: Option<u64>,
+    pub out: u64,
+}
+
+/// Where the kernel's trace missed a switch-in of a thread in `tids` (records in time order;
+/// collector.json's `switches_unseen` counts such switches). A thread's first record being a
+/// switch-out is no miss: it ran from before the trace.
+pub fn missed_switch_ins(
+    events: impl Iterator<Item = io::Result<TraceEvent>>,
+    tids: &BTreeSet<u32>,
+) -> io::Result<BTreeMap<u32, Vec<MissedSwitchIn>>> {
+    /// Off its CPU as the trace saw it: since when it may run, whether it still waits for its
+    /// wakeup, and the first record showing it current anyway.
+    struct Off {
+        since: u64,
+        blocked: bool,
+        seen: Option<u64>,
+    }
+    let mut off: HashMap<u32, Off> = HashMap::new();
+    let mut missed: BTreeMap<u32, Vec<MissedSwitchIn>> = BTreeMap::new();
+    for event in events {
+        let e = event?;
+        // The task current on its CPU when this record was made, where the record names it.
+        let current = match e.kind {
+            Kind::Wakeup | Kind::WakeupNew | Kind::NewTask => Some(e.other.tid),
+            Kind::WaitBegin | Kind::WaitEnd => Some(e.task.tid),
+            _ => None,
+        };
+        if let Some(o) = current.and_then(|tid| off.get_mut(&tid)) {
+            o.seen.get_or_insert(e.ts);
+        }
+        match e.kind {
+            Kind::Switch => {
+                if tids.contains(&e.task.tid) {
+                    if let Some(o) = off.get(&e.task.tid) {
+                        missed.entry(e.task.tid).or_default().push(MissedSwitchIn {
+                            since: o.since,
+                            seen_on_cpu: o.seen,
+                            out: e.ts,
+                        });
+                    }
+                    off.insert(
+                        e.task.tid,
+                        Off {
+                            since: e.ts,
+                            blocked: !e.preempted(),
+                            seen: None,
+                        },
+                    );
+                }
+                off.remove(&e.other.tid);
+            }
+            Kind::Wakeup | Kind::WakeupNew => {
+                if let Some(o) = off.get_mut(&e.task.tid).filter(|o| o.blocked) {
+                    (o.since, o.blocked) = (e.ts, false);
+                }
+            }
+            Kind::Exit | Kind::NewTask => {
+                off.remove(&e.task.tid);
+            }
+            _ => {}
+        }
+    }
+    Ok(missed)
+}
+
 /// [`thread_states`]' state: each asked-for thread's spans so far and its open one.
 struct States<'a> {
     tids: &'a BTreeSet<u32>,
@@ -1381,6 +1455,53 @@ mod tests {
             ]
         );
         assert!(!spans.contains_key(&7));
+    }
+
+    /// The pattern found at goroutines hold 1,000,000 (6.18 guest): a thread blocks, is woken,
+    /// runs on a CPU whose switch to it no program saw, and switches out again.
+    #[test]
+    fn a_switch_out_while_off_its_cpu_is_a_missed_switch_in_from_when_it_could_run() {
+        let rustc = outside(900);
+        let wake = |ts: u64, tid: u32| ev(ts, Kind::Wakeup, CPU1, t(tid), rustc, 1, "");
+        let events = [
+            // 101 ran from before the trace: its first record, a switch-out, misses nothing.
+            switch(5, CPU0, t(101), rustc, 1, "rustc"),
+            switch(10, CPU1, rustc, t(PID), 0, "goroutines"),
+            switch(20, CPU1, t(PID), rustc, 1, "rustc"),
+            wake(25, PID),
+            // ... switched in unseen (its futex wait ends at 40: on a CPU from then at the
+            // latest), then out (preempted) at 60: missed within [25, 60].
+            ev(40, Kind::WaitEnd, CPU1, t(PID), Task::default(), 0, ""),
+            switch(60, CPU1, t(PID), rustc, 0, "rustc"),
+            // Preempted, then out again without a switch-in: within [60, 90]; a wakeup while
+            // runnable does not move when it could run.
+            wake(70, PID),
+            switch(90, CPU1, t(PID), rustc, 1, "rustc"),
+            // Seen in and out: nothing missed.
+            wake(95, PID),
+            switch(100, CPU1, rustc, t(PID), 0, "goroutines"),
+            switch(110, CPU1, t(PID), rustc, 1, "rustc"),
+            // Blocked and no wakeup seen: from the switch-out.
+            switch(130, CPU1, t(PID), rustc, 1, "rustc"),
+            // A thread not asked for.
+            switch(140, CPU0, t(102), rustc, 1, "rustc"),
+            switch(150, CPU0, t(102), rustc, 1, "rustc"),
+        ];
+        let tids: BTreeSet<u32> = [PID, 101].into();
+        let missed = missed_switch_ins(events.into_iter().map(Ok), &tids).unwrap();
+        let m = |since, seen_on_cpu, out| MissedSwitchIn {
+            since,
+            seen_on_cpu,
+            out,
+        };
+        assert_eq!(
+            missed,
+            [(
+                PID,
+                vec![m(25, Some(40), 60), m(60, None, 90), m(110, None, 130)]
+            )]
+            .into()
+        );
     }
 
     #[test]

@@ -319,8 +319,9 @@ fn runtime_trace(dir: &Path, loaded: &LoadedRun) -> Result<(GoSchedFigures, GoSc
     Ok((figures, reduced))
 }
 
-/// The runtime's events against the kernel's on-CPU spans of their threads (a pass over
-/// trace-events.bin for those threads, one over go-sched.bin). None without the clocks' offset.
+/// The runtime's events against the kernel's on-CPU spans of their threads (two passes over
+/// trace-events.bin for those threads: their states, the switch-ins it missed; one over
+/// go-sched.bin). None without the clocks' offset.
 fn on_cpu(dir: &Path, threads: &[u32]) -> Result<Option<go_sched::OnCpuCheck>> {
     let capture = record::trace::read_capture(dir);
     let Some(offset) = capture.as_ref().and_then(|c| c.boottime_minus_monotonic_ns) else {
@@ -329,7 +330,9 @@ fn on_cpu(dir: &Path, threads: &[u32]) -> Result<Option<go_sched::OnCpuCheck>> {
     let tids: BTreeSet<u32> = threads.iter().copied().collect();
     let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
     let states = sched_trace::thread_states(events, &tids, u64::MAX)?;
-    let running: BTreeMap<u32, Vec<(u64, u64)>> = states
+    let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
+    let missed = sched_trace::missed_switch_ins(events, &tids)?;
+    let mut running: BTreeMap<u32, Vec<(u64, u64)>> = states
         .into_iter()
         .map(|(tid, spans)| {
             let on: Vec<(u64, u64)> = spans
@@ -340,10 +343,11 @@ fn on_cpu(dir: &Path, threads: &[u32]) -> Result<Option<go_sched::OnCpuCheck>> {
             (tid, on)
         })
         .collect();
+    let missed = go_sched::add_missed_switch_ins(&mut running, missed);
     let unseen = capture.and_then(|c| c.switches_unseen);
     let check = go_sched::on_cpu_check(
         record::go_sched::open_changes(dir)?,
-        &running,
+        &go_sched::OnCpuSpans { running, missed },
         offset,
         unseen,
     )?;

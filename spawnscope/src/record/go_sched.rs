@@ -15,8 +15,13 @@ use crate::record::{GO_SCHED, GO_SCHED_SUMMARY};
 /// The file's first bytes: the magic, then the format version and the record size (u32 each).
 pub const MAGIC: &[u8; 8] = b"SPGOSCH1";
 pub const HEADER_BYTES: usize = 16;
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// Version 1's records are read too: its `pad` was zero where `flags` is (nothing said moved).
+pub const OLDEST_VERSION: u32 = 1;
 pub const RECORD_BYTES: usize = 40;
+
+/// flags: the parser moved the record's time (see `GoChange::time_moved`).
+pub const FLAG_TIME_MOVED: u16 = 1;
 
 /// A goroutine's state as x/exp/trace names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -61,6 +66,9 @@ pub struct GoChange {
     pub reason: u16,
     /// A creation's start function: index into the summary's `functions`.
     pub function: Option<u32>,
+    /// The parser moved its time forward to keep its one time order (flags bit 0): `ts_ns` is
+    /// the parser's; the event happened at or before it, not before its thread's previous one.
+    pub time_moved: bool,
 }
 
 impl GoChange {
@@ -88,6 +96,7 @@ impl GoChange {
             to: state(b[31])?,
             reason: u16_at(32),
             function: Some(u32_at(36)).filter(|&f| f != u32::MAX),
+            time_moved: u16_at(34) & FLAG_TIME_MOVED != 0,
         })
     }
 }
@@ -109,6 +118,9 @@ pub struct GoClock {
     pub snapshots: u64,
     pub first_mono_minus_trace_ns: i64,
     pub last_mono_minus_trace_ns: i64,
+    /// Records whose time the parser moved (flagged in the records).
+    #[serde(default)]
+    pub moved_by_parser: u64,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -156,10 +168,13 @@ impl<R: Read> Changes<R> {
         inner.read_exact(&mut h)?;
         let version = u32::from_le_bytes(h[8..12].try_into().unwrap());
         let size = u32::from_le_bytes(h[12..16].try_into().unwrap());
-        if &h[..8] != MAGIC || version != FORMAT_VERSION || size as usize != RECORD_BYTES {
+        if &h[..8] != MAGIC
+            || !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version)
+            || size as usize != RECORD_BYTES
+        {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("not go-sched records of version {FORMAT_VERSION} ({RECORD_BYTES}-byte records): header {h:?}"),
+                format!("not go-sched records of version {OLDEST_VERSION} to {FORMAT_VERSION} ({RECORD_BYTES}-byte records): header {h:?}"),
             ));
         }
         Ok(Changes {
@@ -211,7 +226,7 @@ mod tests {
             ("from", 3),
             ("to", 4),
             ("reason", 0x7172),
-            ("pad", 0),
+            ("flags", 0x0001),
             ("function", 0x01828384),
         ]
         .into();
@@ -252,6 +267,7 @@ mod tests {
                 to: GoState::Waiting,
                 reason: 0x7172,
                 function: Some(0x01828384),
+                time_moved: true,
             }
         );
         // The "none" values.
@@ -276,7 +292,9 @@ mod tests {
         assert_eq!(changes.next().unwrap().unwrap().from, GoState::Undetermined);
         assert!(changes.next().is_none());
         assert_eq!(changes.trailing_bytes, 7);
-        bytes[8] = 2;
+        bytes[8] = 1;
+        assert!(Changes::new(&bytes[..]).is_ok(), "version 1 is read too");
+        bytes[8] = 3;
         assert!(Changes::new(&bytes[..]).is_err());
     }
 }
