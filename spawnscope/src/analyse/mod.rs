@@ -13,7 +13,6 @@ pub mod kernel_gaps;
 pub mod paired;
 pub mod phases;
 pub mod probe_cost;
-pub mod probe_model;
 pub mod probes;
 pub mod processes;
 pub mod regression;
