@@ -10,6 +10,7 @@ pub mod cpu_sweep;
 pub mod go_sched;
 pub mod headline;
 pub mod kernel_gaps;
+pub mod overhead_band;
 pub mod paired;
 pub mod phases;
 pub mod probe_cost;
