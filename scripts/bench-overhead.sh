@@ -35,6 +35,22 @@
 #     total and of the CPU difference — means over the used pairs' traced runs (a program that
 #     did not run in a run counts 0 there), so the programs' shares and the unexplained part's
 #     add up to the difference.
+#
+# The model, checked (issue 40.3): before the pairs, a fresh `spawnscope probe-cost --json`
+# (PROBE_COST_ROUNDS cycles, default 3, about PROBE_COST_SECONDS s of rounds, default 30) on this
+# machine, written to OUT/probe-cost.json before anything is derived from it. From its own figures,
+# never from the pairs (a rate fitted on the benchmark would check itself), `spawnscope pairs
+# --band` predicts the CPU difference of each used pair's traced run as a band: the run's own
+# events (each program's runs less the other processes' it filtered out) × per hook, at the low
+# end, ours − floor (the statistics' ns a run of the lean program less the floor's on the same
+# hook: what the program does beyond the least any program there does, the statistics' clock read
+# cancelling out) and, at the high end, ours (the whole statistics figure, one clock read too
+# many) or, where the hook's loop resolves an event (getppid's, for the syscall pair), the loop's
+# ns an event with the statistics off when larger: the dispatch and the syscall-tracing slow path
+# included (spawnscope/src/analyse/overhead_band.rs says why each end bounds what it bounds). The
+# host's share (the filtered-out syscalls × the pair's floor) is said beside the band, not added:
+# those syscalls' CPU is their processes', outside the run's cgroup. It says whether the measured
+# difference's mean is inside the band, and where it or its 95 % interval is outside, by how much.
 # The last table, in Markdown, per workload: pairs used (excluded) of those taken and why the
 # taking stopped, the ratios with their intervals, the difference and its parts.
 #
@@ -44,8 +60,7 @@
 # reference), each traced run's per-program cost to OUT/programs.csv; the final table goes to
 # OUT/table.md and each workload's final figures (`spawnscope pairs`' JSON with the unexplained CPU
 # time per program run, how the pairs were taken, the date, kernel and CPUs) to
-# OUT/figures-RUNTIME.json (committed as docs/bench-overhead/, they are what every run's line
-# estimates the cost around its programs with), and the per-program means of its table to
+# OUT/figures-RUNTIME.json (with the band, `band`), and the per-program means of its table to
 # OUT/programs-RUNTIME.json; the warm-up's record, with the probes' calibration that timed the
 # traced runs' programs, to OUT/warmup/warmup.json. OUT defaults to
 # results/bench-overhead-<UTC time>/.
@@ -55,7 +70,8 @@
 # times. SKIP_BPFTRACE=1 leaves that part out.
 #
 # Usage: sudo [PROBES=lean|full] [MARGIN=PP] [MAX_PAIRS=N] [OUT=DIR] [SKIP_BPFTRACE=1] \
-#          [BPFTRACE_THREADS_N=N] ./scripts/bench-overhead.sh [THREADS_N [GOROUTINES_N [REPEATS]]]
+#          [BPFTRACE_THREADS_N=N] [PROBE_COST_ROUNDS=N] [PROBE_COST_SECONDS=S] \
+#          ./scripts/bench-overhead.sh [THREADS_N [GOROUTINES_N [REPEATS]]]
 #        (defaults 100000 1000000 5). Needs root. Raises the sysctls THREADS_N threads need with
 #        `spawnscope sysctl apply` and restores them on every exit. Bad arguments: exit 2.
 set -euo pipefail
@@ -83,6 +99,12 @@ if ! [[ "$margin_pp" =~ ^([0-9]+[.]?[0-9]*|[.][0-9]+)$ ]] ||
   echo "$script: MARGIN must be a number of percentage points above 0 (e.g. 1 or 0.5), not '$margin_pp'" >&2
   exit 2
 fi
+probe_cost_rounds=${PROBE_COST_ROUNDS:-3}
+probe_cost_seconds=${PROBE_COST_SECONDS:-30}
+{ is_count "$probe_cost_rounds" && [ "$probe_cost_rounds" -ge 1 ]; } ||
+  { echo "$script: PROBE_COST_ROUNDS must be a positive whole number, not '$probe_cost_rounds'" >&2; exit 2; }
+{ is_count "$probe_cost_seconds" && [ "$probe_cost_seconds" -ge 1 ]; } ||
+  { echo "$script: PROBE_COST_SECONDS must be a positive whole number, not '$probe_cost_seconds'" >&2; exit 2; }
 margin=$(LC_ALL=C awk -v m="$margin_pp" 'BEGIN { printf "%.15g", m / 100 }')
 is_root || die "the collector needs root: sudo $0 $*"
 OUTLIER_FACTOR=1.25
@@ -97,7 +119,7 @@ out=${OUT:-$REPO_ROOT/results/bench-overhead-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
 pairs_csv="$out/pairs.csv" programs_csv="$out/programs.csv"
 echo "workload,pair,first,untraced_wall_s,untraced_cpu_s,traced_wall_s,traced_cpu_s,bpf_s,bpf_sampled_share,untraced_rusage_cpu_s,traced_rusage_cpu_s" >"$pairs_csv"
-echo "workload,pair,program,tracepoint,events,total_ns" >"$programs_csv"
+echo "workload,pair,program,tracepoint,events,filtered_out,total_ns" >"$programs_csv"
 
 work=$(mktemp -d)
 restore() {
@@ -194,7 +216,8 @@ judge_outliers() {
 figures() {
   local extra=()
   [ -n "$excluded" ] && extra=(--exclude "$excluded")
-  "$spawnscope" pairs "$pairs_csv" --workload "$1" --margin "$margin" --programs "$programs_csv" "${extra[@]}"
+  "$spawnscope" pairs "$pairs_csv" --workload "$1" --margin "$margin" --programs "$programs_csv" \
+    --band "$probe_cost_json" "${extra[@]}"
 }
 
 # cost_table SUMMARY... MEAN_DIFF: from the used pairs' traced runs' summary.json files (those
@@ -248,6 +271,12 @@ cost_table() {
   fi
 }
 
+# probe-cost's figures, measured before the pairs and kept raw: the band's prices (see the header).
+probe_cost_json="$out/probe-cost.json"
+say "probe-cost: $probe_cost_rounds cycles, about $probe_cost_seconds s of rounds (PROBE_COST_ROUNDS, PROBE_COST_SECONDS): the prices the model is checked with"
+"$spawnscope" probe-cost --json --rounds "$probe_cost_rounds" --seconds "$probe_cost_seconds" >"$probe_cost_json.partial" 2>"$work/probe-cost.log" ||
+  die "probe-cost failed: $(tail -3 "$work/probe-cost.log")"
+mv "$probe_cost_json.partial" "$probe_cost_json"
 say "probes measured: $probes_mode (PROBES=lean|full); pairs: $min_pairs first, then until the CPU ratio's 95 % half-width is below $margin_pp point(s), at most $max_pairs (REPEATS, MARGIN, MAX_PAIRS); raw data in ${out#"$REPO_ROOT"/}/"
 # The warm-up, not counted (see trace.sh): the first big run after boot or an idle spell pays for
 # memory the kernel or the host must first set up, and would land on one kind. It calibrates each
@@ -287,7 +316,7 @@ for runtime in threads goroutines; do
     sampled=$(jq -r '.probes.cost.sampled_share // empty' "$summary")
     echo "$runtime,$pair,$first,$u_wall,$u_cpu,$t_wall,$t_cpu,$bpf_s,$sampled,$u_rusage,$t_rusage" >>"$pairs_csv"
     jq -r --arg w "$runtime" --argjson p "$pair" \
-      '.probes.cost.programs[]? | [$w, $p, .program, .tracepoint, .events, .total_ns] | @csv' "$summary" >>"$programs_csv"
+      '.probes.cost.programs[]? | [$w, $p, .program, .tracepoint, .events, (.filtered_out // 0), .total_ns] | @csv' "$summary" >>"$programs_csv"
     u_cpus+=("$u_cpu") t_cpus+=("$t_cpu")
     cpu_diff=$(LC_ALL=C awk -v t="$t_cpu" -v u="$u_cpu" 'BEGIN { print t - u }')
     bpf_text="not measured"
@@ -316,8 +345,6 @@ for runtime in threads goroutines; do
   echo "stopped: $stop"
   # The final figures as `spawnscope pairs` gave them, with how the pairs were taken: what a page
   # of the manual quotes (`<!-- value: SET/figures-threads.json cpu_ratio.mean fixed3 -->`).
-  # The run's line estimates what the tracing costs around its programs from these
-  # (unexplained_ns_per_program_run; spawnscope/src/analyse/probe_model.rs reads the committed set's).
   jq --argjson taken "$pair" --arg stopped "$stop" --arg probes "$probes_mode" --argjson n "$n" \
     --arg recorded "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg kernel "$(uname -r)" --argjson cpus "$(nproc)" \
     '. + {pairs_taken: $taken, stopped: $stopped, probes: $probes, n: $n,
@@ -346,6 +373,20 @@ for runtime in threads goroutines; do
   echo "  BPF programs' own time:           $bpf_ci; share of the difference: $(share_of "$m_bpf")"
   echo "  unexplained (difference − BPF):   $unexp_ci; share of the difference: $(share_of "$m_unexp") (the tracepoints' dispatch, the syscall slow path, the statistics windows' clock reads, the machine's noise)"
   echo "  the BPF time explains the difference: $explained"
+  # The model's band, from probe-cost's figures (not fitted on these pairs).
+  read -r b_low b_high b_host b_says < <(jq -r '.band | if . == null then "- - - none" else "\(.low_s) \(.high_s) \(.host_share_s) \(.says)" end' <<<"$json")
+  if [ "$b_low" = - ]; then
+    band_text="n/a (no CPU difference)"
+  else
+    band_text="predicted $(fmt %.3f "$b_low") – $(fmt %.3f "$b_high") s; measured $diff_ci: $b_says"
+  fi
+  echo
+  echo "The model, from probe-cost's figures (${probe_cost_json#"$REPO_ROOT"/}; not fitted on these pairs):"
+  echo "  the traced runs' own events × per hook (ours − floor) … (ours, or its loop's ns an event where the loop resolves one): $band_text"
+  if [ "$b_low" != - ]; then
+    echo "  beside it, not in it: the host's share (other processes' syscalls the pair filtered out × its floor), $(fmt %.4f "$b_host") s, outside the run's cgroup"
+    jq -r '.band.unpriced[]? | "  unpriced (no probe-cost hook): \(.[0]), \(.[1] | round) events a run"' <<<"$json"
+  fi
   echo
   used_summaries=()
   for i in "${used[@]}"; do used_summaries+=("${summaries[$i]}"); done
@@ -354,14 +395,14 @@ for runtime in threads goroutines; do
   else
     echo "per-program cost: n/a (no pair used)"
   fi
-  rows+=("| $runtime hold, N = $n | ${#used[@]} ($((pair - ${#used[@]}))) of $pair; $stop | $wall_ci | $cpu_ci | $diff_ci | $bpf_ci ($(share_of "$m_bpf")) | $unexp_ci ($(share_of "$m_unexp")); explained: ${explained%% *} |")
+  rows+=("| $runtime hold, N = $n | ${#used[@]} ($((pair - ${#used[@]}))) of $pair; $stop | $wall_ci | $cpu_ci | $diff_ci | $bpf_ci ($(share_of "$m_bpf")) | $unexp_ci ($(share_of "$m_unexp")); explained: ${explained%% *} | $band_text |")
 done
 
 {
-  echo "eBPF collector overhead, probes $probes_mode: per workload, the mean of the per-pair ratios traced/untraced with its 95 % t-interval over the pairs used (CPU time from the run's cgroup, release to reap); pairs were taken, $min_pairs first, until the CPU ratio's half-width was below $margin_pp point(s) or $max_pairs pairs. The CPU difference traced − untraced (s), the BPF programs' own time (s) and the unexplained rest (s), each mean (95 % interval), with their shares of the difference; explained: the unexplained part's interval includes 0. Pairs used (excluded), the outlier rule: $outlier_rule."
+  echo "eBPF collector overhead, probes $probes_mode: per workload, the mean of the per-pair ratios traced/untraced with its 95 % t-interval over the pairs used (CPU time from the run's cgroup, release to reap); pairs were taken, $min_pairs first, until the CPU ratio's half-width was below $margin_pp point(s) or $max_pairs pairs. The CPU difference traced − untraced (s), the BPF programs' own time (s) and the unexplained rest (s), each mean (95 % interval), with their shares of the difference; explained: the unexplained part's interval includes 0. The model's band: the traced runs' own events at probe-cost's prices (OUT/probe-cost.json, measured first), and where the measured difference falls. Pairs used (excluded), the outlier rule: $outlier_rule."
   echo
-  echo "| workload | pairs used (excluded) of taken; stopped | wall ratio (95 %) | CPU ratio (95 %) | CPU difference, s | BPF programs' time, s (share) | unexplained, s (share) |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| workload | pairs used (excluded) of taken; stopped | wall ratio (95 %) | CPU ratio (95 %) | CPU difference, s | BPF programs' time, s (share) | unexplained, s (share) | the model's band from probe-cost, s |"
+  echo "|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
 } >"$out/table.md"
 echo

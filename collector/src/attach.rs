@@ -101,7 +101,8 @@ impl Loaded {
         } = self;
         drop(links);
         let (raw, mut errors) = maps::read(&obj, &sizing, finished_ns);
-        let (costs, cost_errors) = cost::read_programs(&obj, &raw.prog_runs, rates);
+        let (costs, cost_errors) =
+            cost::read_programs(&obj, &raw.prog_runs, &raw.prog_filtered, rates);
         errors.extend(cost_errors);
         (raw, errors, costs)
     }

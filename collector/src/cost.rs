@@ -247,6 +247,7 @@ pub struct ProgramTotals {
 pub(crate) fn read_programs(
     obj: &Object,
     prog_runs: &[u64],
+    prog_filtered: &[u64],
     rates: Option<&ProgramRates>,
 ) -> (Vec<ProgramCost>, Vec<String>) {
     let mut costs = Vec::new();
@@ -263,17 +264,20 @@ pub(crate) fn read_programs(
                 continue;
             }
         };
-        let runs = prog::NAMES
-            .iter()
-            .position(|n| *n == probe_name(&name))
+        let slot = prog::NAMES.iter().position(|n| *n == probe_name(&name));
+        let runs = slot
             .and_then(|i| prog_runs.get(i).copied())
             .unwrap_or(info.run_cnt);
+        let filtered_runs = slot
+            .and_then(|i| prog_filtered.get(i).copied())
+            .unwrap_or(0);
         let (sampled_runs, sampled_ns, from_calibration) =
             rate_basis(&name, (info.run_cnt, info.run_time_ns), rates);
         costs.push(ProgramCost {
             tracepoint: tracepoint_of(&name),
             program: name,
             run_cnt: runs,
+            filtered_runs,
             run_time_ns: estimated_ns(runs, sampled_runs, sampled_ns),
             recursion_misses: info.recursion_misses,
             sampled_runs,

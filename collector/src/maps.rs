@@ -36,6 +36,9 @@ pub(crate) struct Raw {
     pub futex_addrs: Vec<(u64, Vec<u64>)>,
     /// [enum sc_prog]: how often each tracepoint's program ran, counted by the program.
     pub prog_runs: Vec<u64>,
+    /// [enum sc_prog]: of those, the runs that were another task's, filtered out (the programs
+    /// that count them: the raw_syscalls pair), counted by the program.
+    pub prog_filtered: Vec<u64>,
     /// [enum sc_trace_cpu], summed over CPUs: the trace's records emitted and lost.
     pub trace_cpu: Vec<u64>,
 }
@@ -56,6 +59,7 @@ impl Raw {
             futex_buckets: Vec::new(),
             futex_addrs: Vec::new(),
             prog_runs: vec![0; prog::NR],
+            prog_filtered: vec![0; prog::NR],
             trace_cpu: vec![0; trace_cpu::NR],
         }
     }
@@ -132,6 +136,9 @@ pub(crate) fn read(obj: &Object, sizing: &Sizing, finished_ns: u64) -> (Raw, Vec
     keep(futex_addrs(obj).map(|a| raw.futex_addrs = a));
     for (p, runs) in raw.prog_runs.iter_mut().enumerate() {
         keep(percpu(obj, "prog_runs", p as u32, 1).map(|w| *runs = w[0]));
+    }
+    for (p, runs) in raw.prog_filtered.iter_mut().enumerate() {
+        keep(percpu(obj, "prog_filtered", p as u32, 1).map(|w| *runs = w[0]));
     }
     keep(percpu(obj, "trace_cpu", 0, trace_cpu::NR).map(|w| raw.trace_cpu = w));
     errors.dedup();

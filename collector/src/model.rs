@@ -268,6 +268,11 @@ pub struct ProgramCost {
     /// How often it ran: every time its tracepoint fired, on any CPU, for any task (the filter to
     /// the workload is inside the program).
     pub run_cnt: u64,
+    /// Of `run_cnt`, the runs that were another process's, filtered out at the program's first
+    /// test (counted by the programs that count them: the raw_syscalls pair; 0 for the others and
+    /// in records from before they did): what every other process pays while it is attached.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub filtered_runs: u64,
     /// Nanoseconds spent in it, in all: `run_cnt` × `sampled_ns` / `sampled_runs` (exact when the
     /// statistics were on for the whole run; 0 when no run of it was sampled).
     pub run_time_ns: u64,
@@ -282,6 +287,10 @@ pub struct ProgramCost {
     /// kernel having timed none of this run's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_calibration: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn kept() -> bool {

@@ -147,6 +147,25 @@ struct {
 	__type(value, __u64);
 } prog_runs SEC(".maps");
 
+/* Runs of each program that were another task's, filtered out at its first test (enum sc_prog),
+ * per CPU: what every other process pays while the program is attached (the syscall pair's, the
+ * host's share of a run's cost). Counted only where the program says so: see FILTERED. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SC_NR_PROGS);
+	__type(key, __u32);
+	__type(value, __u64);
+} prog_filtered SEC(".maps");
+
+/* A run filtered out: one per-CPU add, on the branch that returns at once. */
+#define FILTERED(prog)                                                   \
+	do {                                                             \
+		__u32 prog_key_ = (prog);                                \
+		__u64 *runs_ = bpf_map_lookup_elem(&prog_filtered, &prog_key_); \
+		if (runs_)                                               \
+			*runs_ += 1;                                     \
+	} while (0)
+
 /* The first statement of every program: one per-CPU add (an array lookup the verifier inlines). */
 #define RAN(prog)                                                   \
 	do {                                                        \

@@ -183,6 +183,9 @@ static __always_inline void getrusage_exit(__u32 tid)
 #define NR_FUTEX_WAKE 454
 #define NR_FUTEX_WAIT 455
 
+/* Each program of the pair tests the run first (another process's syscall is counted as filtered
+ * out, FILTERED: the host's share of the run's cost), then whether the counting has started. */
+
 /* The target's syscall `nr` enters, with its first four arguments. */
 static __always_inline void target_sys_enter(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
 {
@@ -224,7 +227,11 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(btf_sys_enter, struct pt_regs *regs, long id)
 {
 	RAN(SC_P_SYS_ENTER);
-	if (!current_is_target())
+	if (!current_in_run()) {
+		FILTERED(SC_P_SYS_ENTER);
+		return 0;
+	}
+	if (!armed())
 		return 0;
 	target_sys_enter(id, SYSCALL_ARG(regs, 0), SYSCALL_ARG(regs, 1), SYSCALL_ARG(regs, 2),
 			 SYSCALL_ARG(regs, 3));
@@ -235,7 +242,11 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(btf_sys_exit, struct pt_regs *regs, long ret)
 {
 	RAN(SC_P_SYS_EXIT);
-	if (!current_is_target())
+	if (!current_in_run()) {
+		FILTERED(SC_P_SYS_EXIT);
+		return 0;
+	}
+	if (!armed())
 		return 0;
 	target_sys_exit(SYSCALL_NR(regs), ret);
 	return 0;
@@ -257,7 +268,11 @@ SEC("tracepoint/raw_syscalls/sys_enter")
 int tp_sys_enter(struct tp_raw_sys_enter *ctx)
 {
 	RAN(SC_P_SYS_ENTER);
-	if (!current_is_target())
+	if (!current_in_run()) {
+		FILTERED(SC_P_SYS_ENTER);
+		return 0;
+	}
+	if (!armed())
 		return 0;
 	target_sys_enter(ctx->id, ctx->args[0], ctx->args[1], ctx->args[2], ctx->args[3]);
 	return 0;
@@ -267,7 +282,11 @@ SEC("tracepoint/raw_syscalls/sys_exit")
 int tp_sys_exit(struct tp_raw_sys_exit *ctx)
 {
 	RAN(SC_P_SYS_EXIT);
-	if (!current_is_target())
+	if (!current_in_run()) {
+		FILTERED(SC_P_SYS_EXIT);
+		return 0;
+	}
+	if (!armed())
 		return 0;
 	target_sys_exit(ctx->id, ctx->ret);
 	return 0;

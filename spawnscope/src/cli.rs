@@ -93,11 +93,14 @@ pub enum Command {
         /// percentage point).
         #[arg(long, default_value_t = 0.01)]
         margin: f64,
-        /// The benchmark's programs.csv (workload,pair,program,tracepoint,events,total_ns): with
-        /// it, the unexplained CPU time per program run of each traced run, the rate a run's
-        /// line estimates the dispatch and slow path around its programs with.
+        /// The benchmark's programs.csv (workload,pair,program,tracepoint,events,filtered_out,
+        /// total_ns): with it, the unexplained CPU time per program run of each traced run.
         #[arg(long)]
         programs: Option<PathBuf>,
+        /// `probe-cost --json`'s output: the CPU difference checked against the band its figures
+        /// predict for the traced runs' own events (analyse/overhead_band.rs), in `band`.
+        #[arg(long, requires = "programs")]
+        band: Option<PathBuf>,
     },
     /// What each probe program costs an event of its hook, against the floor of that hook (a
     /// program doing one per-CPU array increment): for each hook the lean probes use, a loop that

@@ -60,7 +60,15 @@ fn main() -> ExitCode {
             exclude,
             margin,
             programs,
-        } => commands::pairs::command(&csv, &workload, &exclude, margin, programs.as_deref()),
+            band,
+        } => commands::pairs::command(
+            &csv,
+            &workload,
+            &exclude,
+            margin,
+            programs.as_deref(),
+            band.as_deref(),
+        ),
         Command::ProbeCost {
             rounds,
             seconds,

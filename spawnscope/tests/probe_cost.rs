@@ -140,6 +140,109 @@ fn every_run_says_what_its_probes_cost_and_leaves_the_statistics_as_they_were() 
     );
 }
 
+/// A traced run's cost line is the formula with its parts: each program's own events × its ns,
+/// the host's share (the syscalls of other processes the raw_syscalls pair filtered out × the
+/// pair's floor, timed in the calibration), and the total they add up to. A bystander thread of
+/// this test makes getpid() syscalls throughout the run: the pair must count them as filtered
+/// out, not as the run's.
+#[test]
+fn a_traced_runs_cost_line_has_nonzero_parts_that_add_up_to_its_total() {
+    if skip_unless_root("a_traced_runs_cost_line_has_nonzero_parts_that_add_up_to_its_total") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&stop);
+    let bystander = std::thread::spawn(move || {
+        let mut calls = 0u64;
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            // getpid() is a syscall every time (glibc caches it no more).
+            std::hint::black_box(std::process::id());
+            calls += 1;
+        }
+        calls
+    });
+    let out = sandbox.hold_2000_threads("1s", &[]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let calls = bystander.join().unwrap();
+    let dir = sandbox.only_results_dir();
+    let summary = read_json(dir.join("summary.json"));
+    let f = &summary["probes"]["cost"]["formula"];
+    assert!(f.is_object(), "no formula: {:#}", summary["probes"]["cost"]);
+    let terms = f["terms"].as_array().unwrap();
+    let term = |program: &str| {
+        terms
+            .iter()
+            .find(|t| t["program"] == program)
+            .unwrap_or_else(|| panic!("no term of {program}: {f:#}"))
+    };
+    for t in terms {
+        let (events, ns_per, ns) = (
+            t["events"].as_u64().unwrap(),
+            t["ns_per_event"].as_f64().unwrap(),
+            t["ns"].as_f64().unwrap(),
+        );
+        assert!(events > 0, "{t}");
+        assert!(
+            (ns - events as f64 * ns_per).abs() < 1e-6 * ns.max(1.0),
+            "{t}"
+        );
+    }
+    // The run's own syscalls: at least a clone a thread, and nonzero ns.
+    for program in ["btf_sys_enter", "btf_sched_switch", "btf_page_fault_user"] {
+        assert!(term(program)["ns"].as_f64().unwrap() > 0.0, "{f:#}");
+    }
+    assert!(
+        term("btf_sys_enter")["events"].as_u64().unwrap() >= 2000,
+        "{f:#}"
+    );
+    let programs_ns: f64 = terms.iter().map(|t| t["ns"].as_f64().unwrap()).sum();
+    let host = &f["host"];
+    let host_ns = host["ns"]
+        .as_f64()
+        .expect("the calibration timed the pair's floor");
+    assert!(host_ns > 0.0, "{host}");
+    // The bystander's syscalls are filtered out, each by both programs of the pair.
+    for h in host["hooks"].as_array().unwrap() {
+        assert!(h["floor_ns"].as_f64().unwrap() > 0.0, "{h}");
+        assert!(
+            h["filtered_out"].as_u64().unwrap() >= 100_000,
+            "{} filtered out while the bystander made {calls} calls: {h}",
+            h["hook"]
+        );
+    }
+    let total = f["total_ns"].as_f64().unwrap();
+    assert!(
+        (f["programs_ns"].as_f64().unwrap() - programs_ns).abs() < 1e-3,
+        "{f:#}"
+    );
+    assert!((programs_ns + host_ns - total).abs() < 1e-3, "{f:#}");
+    assert!(f["share_of_cpu"].as_f64().unwrap() > 0.0, "{f:#}");
+    // The floor came from the run's calibration, as run.json records it.
+    let run = read_json(dir.join("run.json"));
+    let floors = run["estimate"]["calibration"]["probes"]["floors"]
+        .as_array()
+        .unwrap();
+    assert_eq!(floors.len(), 2, "{floors:?}");
+    // The line says it: the total, equal to the parts.
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    let line = terminal
+        .lines()
+        .find(|l| l.contains("the probes' own cost:"))
+        .unwrap_or_else(|| panic!("{terminal}"));
+    assert!(
+        line.contains(" = Σ the run's own events × each program's ns: "),
+        "{line}"
+    );
+    assert!(line.contains("+ the host's share, the syscalls of other processes the raw_syscalls pair filtered out × the pair's floor: "), "{line}");
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("### What the probes cost: ") && md.contains("the host's share"),
+        "{md}"
+    );
+}
+
 fn metrics(summary: &Value) -> Vec<String> {
     summary["probes"]["rows"]
         .as_array()

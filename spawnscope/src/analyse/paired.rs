@@ -100,7 +100,8 @@ pub struct PairedFigures {
     /// With the traced runs' program runs (`pairs --programs`): per pair, the unexplained CPU
     /// time over the programs' runs, ns — what the tracing costs around each program run (the
     /// tracepoints' dispatch, the syscall slow path, the statistics' clock reads if they were
-    /// on), the rate a run's line estimates that part with (`analyse/probe_model.rs`).
+    /// on) as this benchmark's pairs put it: a description of their residual, not a model (a
+    /// rate fitted on the benchmark cannot check it; the band from probe-cost's figures does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unexplained_ns_per_program_run: Option<MeanInterval>,
     /// The traced runs' program runs, over the same pairs.

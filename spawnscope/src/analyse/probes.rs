@@ -10,7 +10,6 @@ use spawnscope_collector::{CrossCheck, Report as CollectorReport, Verdict, PER_T
 use crate::record::Rusage;
 
 use crate::analyse::phases::phase_names;
-use crate::analyse::probe_model::{around_programs, AroundPrograms};
 use crate::record::{MemoryRecord, RunRecord, Target};
 use crate::runtime::{OsThreads, TaskKind, WorkloadKind};
 
@@ -58,8 +57,16 @@ pub struct ProgramCostRow {
     pub tracepoint: String,
     /// Times it ran: every time its tracepoint fired, for any task (it filters inside).
     pub events: u64,
+    /// Of `events`, the runs that were another process's, filtered out at the program's first
+    /// test (the raw_syscalls pair counts them; 0 for the others).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub filtered_out: u64,
     pub total_ns: u64,
     pub ns_per_event: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What the probes cost in all, and per program, most expensive first.
@@ -82,11 +89,116 @@ pub struct ProbeCost {
     /// this run (measure/probe_rates.rs); None: timed in this run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rates_from: Option<String>,
-    /// What the tracing cost around the programs (dispatch, the syscall slow path), which no
-    /// counter sees: the programs' runs at the overhead benchmark's rate
-    /// (`analyse/probe_model.rs`). Inside the run's time figures too.
+    /// The cost as a formula with its parts: each program's own events × its ns, and the host's
+    /// share (absent for runs recorded before the pair counted what it filtered out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub around_programs: Option<AroundPrograms>,
+    pub formula: Option<CostFormula>,
+    /// Written by summaries derived before the formula: the tracing around the programs at a
+    /// rate fitted on the overhead benchmark itself (a circular check, withdrawn). Never derived
+    /// now; kept so that those summaries still read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub around_programs: Option<serde_json::Value>,
+}
+
+/// A traced run's cost = Σ over its programs of the run's own events × the program's ns per
+/// event, + the host's share: what every other process paid for the raw_syscalls pair while it
+/// was attached. The parts add up to `total_ns`.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CostFormula {
+    /// One per program with an event of the run's own, most expensive first.
+    pub terms: Vec<CostTerm>,
+    /// The terms added up: what the programs took inside the workload's CPU time.
+    pub programs_ns: f64,
+    /// The host's share; None when the pair filtered nothing out.
+    pub host: Option<HostShare>,
+    /// programs_ns + the host's share.
+    pub total_ns: f64,
+    /// total_ns over the workload's CPU time (rusage user + system).
+    pub share_of_cpu: Option<f64>,
+}
+
+/// One program's part: the run's own events (its runs less those filtered out) × its ns per
+/// event (the calibration's, or this run's statistics').
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CostTerm {
+    pub program: String,
+    pub events: u64,
+    pub ns_per_event: f64,
+    pub ns: f64,
+}
+
+/// The syscalls of other processes the raw_syscalls pair saw and filtered out, × the pair's
+/// floor (one per-CPU array increment on the same hook, timed in the probes' calibration): paid
+/// by those processes, outside the workload's CPU time.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostShare {
+    /// Per hook of the pair: its runs filtered out and its floor.
+    pub hooks: Vec<HostTerm>,
+    /// The filtered-out runs of both hooks (each syscall fires both).
+    pub filtered_out: u64,
+    /// Their floors added up; None when the calibration timed no floor (then not a guess).
+    pub ns: Option<f64>,
+}
+
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostTerm {
+    pub hook: String,
+    pub filtered_out: u64,
+    pub floor_ns: Option<f64>,
+}
+
+/// The formula's parts from the programs' rows and the calibration's floors (hook, runs, ns).
+pub fn cost_formula(
+    programs: &[ProgramCostRow],
+    floors: &[crate::record::FloorRate],
+    cpu_us: Option<u64>,
+) -> CostFormula {
+    let mut terms: Vec<CostTerm> = programs
+        .iter()
+        .map(|p| {
+            let events = p.events.saturating_sub(p.filtered_out);
+            CostTerm {
+                program: p.program.clone(),
+                events,
+                ns_per_event: p.ns_per_event,
+                ns: events as f64 * p.ns_per_event,
+            }
+        })
+        .filter(|t| t.events > 0)
+        .collect();
+    terms.sort_by(|a, b| {
+        b.ns.total_cmp(&a.ns)
+            .then_with(|| a.program.cmp(&b.program))
+    });
+    let programs_ns: f64 = terms.iter().map(|t| t.ns).sum();
+    let hooks: Vec<HostTerm> = programs
+        .iter()
+        .filter(|p| p.filtered_out > 0)
+        .map(|p| HostTerm {
+            hook: p.tracepoint.clone(),
+            filtered_out: p.filtered_out,
+            floor_ns: floors
+                .iter()
+                .find(|f| f.hook == p.tracepoint && f.runs > 0)
+                .map(|f| f.ns as f64 / f.runs as f64),
+        })
+        .collect();
+    let host = (!hooks.is_empty()).then(|| HostShare {
+        filtered_out: hooks.iter().map(|h| h.filtered_out).sum(),
+        ns: hooks
+            .iter()
+            .map(|h| h.floor_ns.map(|f| f * h.filtered_out as f64))
+            .sum(),
+        hooks,
+    });
+    let total_ns = programs_ns + host.as_ref().and_then(|h| h.ns).unwrap_or(0.0);
+    CostFormula {
+        terms,
+        programs_ns,
+        host,
+        total_ns,
+        share_of_cpu: cpu_us.map(|us| total_ns / (us as f64 * 1000.0)),
+    }
 }
 
 /// The probes' cost from collector.json; None when the collector did not measure it.
@@ -102,6 +214,7 @@ pub fn probe_cost(report: &CollectorReport, run: &RunRecord) -> Option<ProbeCost
             program: p.program.clone(),
             tracepoint: p.tracepoint.clone(),
             events: p.run_cnt,
+            filtered_out: p.filtered_runs,
             total_ns: p.run_time_ns,
             ns_per_event: p.run_time_ns as f64 / p.run_cnt as f64,
         })
@@ -112,12 +225,16 @@ pub fn probe_cost(report: &CollectorReport, run: &RunRecord) -> Option<ProbeCost
         .map(|r| r.user_us + r.sys_us)
         .filter(|&us| us > 0);
     let events: u64 = programs.iter().map(|p| p.events).sum();
-    let runtime = match &run.target {
-        Target::Workload(inv) => Some(inv.runtime),
-        Target::Command { .. } => None,
-    };
+    // Records from before the pair counted what it filtered out give no formula: their runs
+    // cannot be told apart.
+    let counted_filtered = programs.iter().any(|p| p.filtered_out > 0);
+    let floors = run
+        .estimate
+        .as_ref()
+        .and_then(|e| e.calibration.probes.as_ref())
+        .map_or(&[][..], |p| &p.floors[..]);
     Some(ProbeCost {
-        around_programs: around_programs(runtime, events),
+        formula: counted_filtered.then(|| cost_formula(&programs, floors, cpu_us)),
         events,
         total_ns,
         share_of_cpu: cpu_us.map(|us| total_ns as f64 / (us as f64 * 1000.0)),
@@ -127,6 +244,7 @@ pub fn probe_cost(report: &CollectorReport, run: &RunRecord) -> Option<ProbeCost
             .filter(|&(_, of)| of > 0)
             .map(|(on, of)| on as f64 / of as f64),
         rates_from: report.program_rates_from.clone(),
+        around_programs: None,
         programs,
     })
 }

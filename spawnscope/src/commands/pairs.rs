@@ -8,16 +8,22 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::analyse::paired::{self, Pair};
+use crate::analyse::{overhead_band, probe_cost};
 use crate::cli::usage_error;
 
-/// `spawnscope pairs CSV --workload W [--exclude N,…] [--margin M] [--programs PROGRAMS_CSV]`
+/// `spawnscope pairs CSV --workload W [--exclude N,…] [--margin M] [--programs PROGRAMS_CSV
+/// [--band PROBE_COST_JSON]]`
 pub fn command(
     csv: &Path,
     workload: &str,
     exclude: &[u32],
     margin: f64,
     programs: Option<&Path>,
+    band: Option<&Path>,
 ) -> ExitCode {
+    if band.is_some() && programs.is_none() {
+        return usage_error("--band needs --programs (the traced runs' events)".to_string());
+    }
     if !(margin.is_finite() && margin > 0.0) {
         return usage_error(format!("--margin must be above 0, not {margin}"));
     }
@@ -38,7 +44,35 @@ pub fn command(
             Err(err) => return usage_error(format!("{}: {err:#}", path.display())),
         }
     }
-    match serde_json::to_string(&figures) {
+    let mut json = match serde_json::to_value(&figures) {
+        Ok(v) => v,
+        Err(err) => {
+            eprintln!("spawnscope: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    if let (Some(band_path), Some(programs_path)) = (band, programs) {
+        let checked = (|| -> anyhow::Result<Option<overhead_band::Band>> {
+            let prices =
+                probe_cost_prices(band_path).with_context(|| band_path.display().to_string())?;
+            let rows =
+                program_rows(programs_path).with_context(|| programs_path.display().to_string())?;
+            let used: Vec<u32> = pairs
+                .iter()
+                .filter(|p| p.workload == workload && !exclude.contains(&p.pair))
+                .map(|p| p.pair)
+                .collect();
+            Ok(figures
+                .cpu_difference_s
+                .as_ref()
+                .map(|d| overhead_band::band(&prices, &rows, workload, &used, d)))
+        })();
+        match checked {
+            Ok(b) => json["band"] = serde_json::to_value(b).unwrap_or_default(),
+            Err(err) => return usage_error(format!("{err:#}")),
+        }
+    }
+    match serde_json::to_string(&json) {
         Ok(json) => {
             println!("{json}");
             ExitCode::SUCCESS
@@ -69,6 +103,30 @@ fn program_runs(csv: &Path, workload: &str) -> anyhow::Result<BTreeMap<u32, u64>
         }
     }
     Ok(runs)
+}
+
+/// probe-cost's prices from its JSON's raw rounds (`measured`), the figures derived again here.
+fn probe_cost_prices(path: &Path) -> anyhow::Result<Vec<overhead_band::Price>> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        measured: crate::record::probe_cost::Measured,
+    }
+    let text = std::fs::read_to_string(path).context("cannot read")?;
+    let file: File = serde_json::from_str(&text).context("not probe-cost's --json output")?;
+    let prices = overhead_band::prices(&probe_cost::figures(&file.measured));
+    if prices.is_empty() {
+        anyhow::bail!("no hook with both the lean program and its floor timed");
+    }
+    Ok(prices)
+}
+
+fn program_rows(csv: &Path) -> anyhow::Result<Vec<overhead_band::ProgramRow>> {
+    let mut reader = csv::Reader::from_path(csv).context("cannot read")?;
+    reader
+        .deserialize()
+        .enumerate()
+        .map(|(i, row)| row.with_context(|| format!("row {}", i + 1)))
+        .collect()
 }
 
 fn read(csv: &Path) -> anyhow::Result<Vec<Pair>> {
@@ -110,6 +168,41 @@ mod tests {
         .unwrap();
         let err = format!("{:#}", read(&csv).unwrap_err());
         assert!(err.starts_with("row 1"), "{err}");
+    }
+
+    #[test]
+    fn probe_costs_committed_set_prices_every_hook_from_its_raw_rounds() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let set = root.join("docs/bench-probe-cost/m1/probe-cost.json");
+        let prices = probe_cost_prices(&set).unwrap();
+        assert_eq!(prices.len(), 10, "{prices:?}");
+        // Derived again from the rounds: the figures the set's JSON holds.
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&set).unwrap()).unwrap();
+        let enter = &json["figures"]["hooks"][0];
+        assert_eq!(enter["hook"], "raw_syscalls:sys_enter");
+        let (ours, floor) = (
+            enter["judged"]["ours_ns"].as_f64().unwrap(),
+            enter["judged"]["floor_ns"].as_f64().unwrap(),
+        );
+        assert!(
+            (prices[0].low_ns - (ours - floor)).abs() < 1e-9,
+            "{:?}",
+            prices[0]
+        );
+        assert!(prices[0].high_ns >= ours, "{:?}", prices[0]);
+        for p in &prices {
+            assert!(0.0 <= p.low_ns && p.low_ns <= p.high_ns, "{p:?}");
+        }
+        // A set from before the pair counted its filtered runs reads as all the run's own.
+        let rows = program_rows(&root.join("docs/bench-overhead/programs.csv")).unwrap();
+        assert!(rows.iter().all(|r| r.filtered_out == 0) && !rows.is_empty());
+        // What is not probe-cost's output is refused, naming why.
+        let err = format!(
+            "{:#}",
+            probe_cost_prices(&root.join("docs/bench-overhead/figures-threads.json")).unwrap_err()
+        );
+        assert!(err.contains("not probe-cost's --json output"), "{err}");
     }
 
     #[test]

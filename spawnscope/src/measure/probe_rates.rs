@@ -15,8 +15,14 @@ use anyhow::{bail, Context, Result};
 use crate::host::signals::Interrupts;
 use crate::measure::launch::{self, ChildSetup, Stdio};
 use crate::measure::probes::{self, ProbeDetail};
-use crate::record::{ProbeCalibration, TraceCalibration};
+use crate::record::{FloorRate, ProbeCalibration, TraceCalibration};
+
 use crate::runtime::{Contract, Event};
+use spawnscope_collector::Floor;
+
+/// The hooks whose floor the calibration times: the raw_syscalls pair's, which every process's
+/// syscalls fire while a run is traced.
+pub const PAIR_HOOKS: [&str; 2] = ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"];
 
 /// Runs `binary hold --n N FLAGS` gated, the collector attached with `detail` and the statistics
 /// on, releases it at its peak, and reads what each program cost a run (`runtime` names it in the
@@ -54,6 +60,10 @@ pub fn calibrate(
         std::process::id()
     ));
     let trace = traced.then(|| probes::trace_config(&records, None, Some(n)));
+    // The raw_syscalls pair's floor beside the probes, timed by the same statistics: what a
+    // syscall the pair filters out costs at least (the host's share of a run's cost). Its failure
+    // leaves the floor unmeasured, not the calibration.
+    let floor = Floor::attach(&PAIR_HOOKS);
     // No cgroup here: the probes follow the one process by its tgid.
     let collector = probes::start(
         child.pid,
@@ -87,6 +97,23 @@ pub fn calibrate(
         );
     };
     let report = collector.finish();
+    let floors = floor.and_then(|f| f.program_totals()).map_or_else(
+        |why| {
+            eprintln!("spawnscope: the raw_syscalls pair's floor was not timed: {why}");
+            Vec::new()
+        },
+        |totals| {
+            totals
+                .into_iter()
+                .filter(|t| t.run_cnt > 0)
+                .map(|t| FloorRate {
+                    hook: t.tracepoint,
+                    runs: t.run_cnt,
+                    ns: t.run_time_ns,
+                })
+                .collect()
+        },
+    );
     let _ = std::fs::remove_file(&records);
     if !peaked || !exit.success() {
         bail!(
@@ -122,5 +149,6 @@ pub fn calibrate(
         detail: detail.name().into(),
         rates,
         trace,
+        floors,
     })
 }

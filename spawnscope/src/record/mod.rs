@@ -35,8 +35,8 @@ pub use memory::{
 pub use plan::{Plan, PlannedCell, PlannedCommand, Skipped};
 pub use process::{Exit, Rusage};
 pub use run::{
-    Calibration, CpuConfinement, Estimate, PidsLimit, ProbeCalibration, RunRecord, Stage,
-    StoppedBy, Target, TraceCalibration,
+    Calibration, CpuConfinement, Estimate, FloorRate, PidsLimit, ProbeCalibration, RunRecord,
+    Stage, StoppedBy, Target, TraceCalibration,
 };
 pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};

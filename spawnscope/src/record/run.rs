@@ -200,6 +200,22 @@ pub struct ProbeCalibration {
     /// traced run's ring buffer. Absent: measured without the trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceCalibration>,
+    /// The floor of the raw_syscalls pair's hooks, timed in the same run (probes/floor.bpf.c
+    /// attached beside the probes: one per-CPU array increment a syscall): what a syscall the
+    /// pair filters out costs at least, the host's share of a traced run's cost. Empty: not
+    /// measured (recorded before it was, or the floor could not be attached).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub floors: Vec<FloorRate>,
+}
+
+/// The floor program on one hook in the probes' calibration: its runs and their nanoseconds as
+/// the kernel's run-time statistics counted them.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FloorRate {
+    /// `category:name`.
+    pub hook: String,
+    pub runs: u64,
+    pub ns: u64,
 }
 
 /// What the trace produced in the probes' calibration run.

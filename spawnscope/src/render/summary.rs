@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::analyse::headline;
-use crate::analyse::probes::{ProbeCost, ProbeSummary};
+use crate::analyse::probes::{CostFormula, ProbeCost, ProbeSummary};
 use crate::analyse::processes::{ProcessRow, Processes};
 use crate::analyse::summary::{memory_unresolved, ExitPath, Summary, ADDS_UP_PERCENT};
 use crate::record::{AliveCount, Fingerprint, PeakChoice, StopAt, WorkloadStop};
@@ -813,43 +813,80 @@ pub fn cost_line(cost: &ProbeCost) -> String {
         ),
     };
     // The statistics time a run from their first clock read to their second: each run's time
-    // holds one of their own reads (measure/syscall_cost.rs measures how much that is).
+    // holds one of their own reads (measure/probe_cost.rs measures how much that is).
     let own_read = if cost.total_ns > 0 {
         "; each run's time holds one of the statistics' own clock reads"
     } else {
         ""
     };
-    let programs = format!(
-        "{} in BPF programs over {} runs{share} ({basis}{own_read})",
-        in_unit(cost.total_ns as f64, "ns"),
-        count(cost.events)
-    );
-    // What no counter sees, said beside it: estimated where the benchmark gives a rate.
-    let around = match &cost.around_programs {
-        // A benchmark whose pairs put the rate at or below nothing has not resolved it.
-        Some(a) if a.ns_per_run <= 0.0 => format!(
-            "; around them: not resolved by the overhead benchmark ({:.0} ns a program run, fitted on {}); not in it: the tracepoints' dispatch and the syscall-tracing slow path",
-            a.ns_per_run, a.fitted_on
-        ),
-        Some(a) => {
-            let range = match (a.estimate_low_ns, a.estimate_high_ns) {
-                (Some(l), Some(h)) => format!(
-                    " ({} … {})",
-                    in_unit(l.max(0.0), "ns"),
-                    in_unit(h.max(0.0), "ns")
-                ),
-                _ => String::new(),
-            };
+    let not_in_it = "not in it: the tracepoints' dispatch and the syscall-tracing slow path around the run's own events (docs/manual/probe-cost.md)";
+    let Some(f) = &cost.formula else {
+        // Recorded before the pair counted what it filtered out: every run at its program's ns.
+        return format!(
+            "{} in BPF programs over {} runs{share} ({basis}{own_read}); {not_in_it}",
+            in_unit(cost.total_ns as f64, "ns"),
+            count(cost.events)
+        );
+    };
+    format!(
+        "{}; {not_in_it}; every time figure of this run includes the programs' part ({basis}{own_read})",
+        formula_text(f)
+    )
+}
+
+/// The formula with its parts: "total = Σ program events × ns (= programs) + the host's share
+/// (filtered-out syscalls × the pair's floor) = total, share of the workload's CPU time".
+pub fn formula_text(f: &CostFormula) -> String {
+    let terms = if f.terms.is_empty() {
+        "no event of the run's own".to_string()
+    } else {
+        f.terms
+            .iter()
+            .map(|t| {
+                if t.ns_per_event > 0.0 {
+                    format!(
+                        "{} {} × {:.0} ns",
+                        t.program,
+                        count(t.events),
+                        t.ns_per_event
+                    )
+                } else {
+                    // A program the calibration never ran: no time, not a guess.
+                    format!("{} {} × not timed", t.program, count(t.events))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" + ")
+    };
+    let host = match &f.host {
+        None => " + the host's share: no syscall of another process seen".to_string(),
+        Some(h) => {
+            let parts: Vec<String> = h
+                .hooks
+                .iter()
+                .map(|t| match t.floor_ns {
+                    Some(floor) => format!("{} × {:.0} ns", count(t.filtered_out), floor),
+                    None => format!("{} × its floor (not timed)", count(t.filtered_out)),
+                })
+                .collect();
+            let value = h.ns.map_or_else(
+                || "not counted: the calibration timed no floor".to_string(),
+                |ns| in_unit(ns, "ns"),
+            );
             format!(
-                "; around them, about {}{range} more in the tracepoints' dispatch and the syscall-tracing slow path ({:.0} ns a program run, fitted on {})",
-                in_unit(a.estimate_ns.max(0.0), "ns"),
-                a.ns_per_run,
-                a.fitted_on
+                " + the host's share, the syscalls of other processes the raw_syscalls pair filtered out × the pair's floor: {} (= {value}, paid by those processes)",
+                parts.join(" + ")
             )
         }
-        None => "; not in it: the tracepoints' dispatch and the syscall-tracing slow path around the programs (docs/manual/probe-cost.md)".into(),
     };
-    format!("{programs}{around}; every time figure of this run includes both")
+    let share = f.share_of_cpu.map_or(String::new(), |s| {
+        format!(", {:.2} % of the workload's CPU time", s * 100.0)
+    });
+    format!(
+        "{} = Σ the run's own events × each program's ns: {terms} (= {}){host}{share}",
+        in_unit(f.total_ns, "ns"),
+        in_unit(f.programs_ns, "ns"),
+    )
 }
 
 /// Per program: how often it ran, for how long, per run.
@@ -1124,67 +1161,82 @@ mod tests {
     use crate::analyse::summary::{MemoryPerTask, TimePerTask};
 
     #[test]
-    fn the_cost_line_says_what_it_estimates_around_the_programs_or_why_not() {
-        use crate::analyse::probe_model::AroundPrograms;
-        let mut cost = ProbeCost {
-            events: 1_000_000,
-            total_ns: 150_000_000,
-            share_of_cpu: Some(0.05),
-            sampled_share: Some(1.0),
+    fn the_cost_line_is_the_formula_with_its_parts() {
+        use crate::analyse::probes::{cost_formula, ProgramCostRow};
+        use crate::record::FloorRate;
+        let programs = vec![
+            ProgramCostRow {
+                program: "btf_sys_enter".into(),
+                tracepoint: "raw_syscalls:sys_enter".into(),
+                events: 1_500,
+                filtered_out: 500,
+                total_ns: 90_000,
+                ns_per_event: 60.0,
+            },
+            ProgramCostRow {
+                program: "btf_sys_exit".into(),
+                tracepoint: "raw_syscalls:sys_exit".into(),
+                events: 1_400,
+                filtered_out: 400,
+                total_ns: 70_000,
+                ns_per_event: 50.0,
+            },
+            ProgramCostRow {
+                program: "btf_sched_switch".into(),
+                tracepoint: "sched:sched_switch".into(),
+                events: 2_000,
+                filtered_out: 0,
+                total_ns: 160_000,
+                ns_per_event: 80.0,
+            },
+        ];
+        let floors = vec![
+            FloorRate {
+                hook: "raw_syscalls:sys_enter".into(),
+                runs: 10,
+                ns: 500,
+            },
+            FloorRate {
+                hook: "raw_syscalls:sys_exit".into(),
+                runs: 10,
+                ns: 400,
+            },
+        ];
+        // 2 ms of the workload's CPU.
+        let f = cost_formula(&programs, &floors, Some(2_000));
+        // Own events: 1,000 × 60 + 1,000 × 50 + 2,000 × 80 = 270 µs; host: 500 × 50 + 400 × 40.
+        assert_eq!(f.programs_ns, 270_000.0);
+        assert_eq!(f.host.as_ref().unwrap().ns, Some(41_000.0));
+        assert_eq!(f.total_ns, 311_000.0);
+        let cost = ProbeCost {
+            events: 4_900,
+            total_ns: 320_000,
+            rates_from: Some("threads hold --n 2500, lean probes, 2026-11-28T04:00:00Z".into()),
+            formula: Some(f.clone()),
+            programs,
             ..Default::default()
         };
-        let bare = cost_line(&cost);
-        assert!(
-            bare.contains("150.0 ms in BPF programs over 1,000,000 runs"),
-            "{bare}"
+        assert_eq!(
+            cost_line(&cost),
+            "311.0 µs = Σ the run's own events × each program's ns: btf_sched_switch 2,000 × 80 ns + btf_sys_enter 1,000 × 60 ns + btf_sys_exit 1,000 × 50 ns (= 270.0 µs) + the host's share, the syscalls of other processes the raw_syscalls pair filtered out × the pair's floor: 500 × 50 ns + 400 × 40 ns (= 41.0 µs, paid by those processes), 15.55 % of the workload's CPU time; not in it: the tracepoints' dispatch and the syscall-tracing slow path around the run's own events (docs/manual/probe-cost.md); every time figure of this run includes the programs' part (each program's runs at its ns per run in the probes' calibration run (threads hold --n 2500, lean probes, 2026-11-28T04:00:00Z); the kernel's run-time statistics off in this run; each run's time holds one of the statistics' own clock reads)"
         );
-        assert!(bare.contains("on for the whole run"), "{bare}");
-        assert!(
-            bare.contains("each run's time holds one of the statistics' own clock reads"),
-            "{bare}"
-        );
-        assert!(
-            bare.contains("not in it: the tracepoints' dispatch"),
-            "{bare}"
-        );
-        let around = AroundPrograms {
-            ns_per_run: 135.0,
-            ns_per_run_low: Some(27.0),
-            ns_per_run_high: Some(243.0),
-            estimate_ns: 135e6,
-            estimate_low_ns: Some(27e6),
-            estimate_high_ns: Some(243e6),
-            fitted_on: "threads hold --n 100000, 10 pairs".into(),
+        // No floor timed: the host's runs said, not turned into a figure.
+        let unfloored = cost_formula(&cost.programs, &[], None);
+        assert_eq!(unfloored.total_ns, 270_000.0);
+        assert!(formula_text(&unfloored).contains(
+            "500 × its floor (not timed) + 400 × its floor (not timed) (= not counted: the calibration timed no floor"
+        ), "{}", formula_text(&unfloored));
+        // A record from before the pair counted its filtered runs: the programs' time alone.
+        let old = ProbeCost {
+            formula: None,
+            sampled_share: Some(1.0),
+            share_of_cpu: Some(0.16),
+            ..cost
         };
-        cost.around_programs = Some(around.clone());
-        let line = cost_line(&cost);
-        assert!(
-            line.contains("around them, about 135.0 ms (27.0 ms … 243.0 ms) more in the tracepoints' dispatch and the syscall-tracing slow path (135 ns a program run, fitted on threads hold --n 100000, 10 pairs)"),
-            "{line}"
+        assert_eq!(
+            cost_line(&old),
+            "320.0 µs in BPF programs over 4,900 runs, 16.0 % of the workload's CPU time (each program's runs at its ns per run in the probes' calibration run (threads hold --n 2500, lean probes, 2026-11-28T04:00:00Z); the kernel's run-time statistics off in this run; each run's time holds one of the statistics' own clock reads); not in it: the tracepoints' dispatch and the syscall-tracing slow path around the run's own events (docs/manual/probe-cost.md)"
         );
-        assert!(
-            line.ends_with("every time figure of this run includes both"),
-            "{line}"
-        );
-        // A rate the benchmark did not resolve is not turned into a figure.
-        cost.around_programs = Some(AroundPrograms {
-            ns_per_run: -40.0,
-            ..around
-        });
-        let unresolved = cost_line(&cost);
-        assert!(
-            unresolved.contains("not resolved by the overhead benchmark"),
-            "{unresolved}"
-        );
-        assert!(!unresolved.contains("about"), "{unresolved}");
-        // Timed at a calibration's rates: said, with the statistics off in this run.
-        cost.rates_from = Some("threads hold --n 2500, lean probes, 2026-11-27T11:00:00Z".into());
-        let calibrated = cost_line(&cost);
-        assert!(
-            calibrated.contains("(each program's runs at its ns per run in the probes' calibration run (threads hold --n 2500, lean probes, 2026-11-27T11:00:00Z); the kernel's run-time statistics off in this run; each run's time holds one of the statistics' own clock reads)"),
-            "{calibrated}"
-        );
-        assert!(!calibrated.contains("on for the whole run"), "{calibrated}");
     }
 
     fn summary(label: &str, memory: bool) -> Summary {
