@@ -82,9 +82,9 @@ pub fn markdown(r: &Comparison) -> String {
 pub fn html(r: &Comparison) -> String {
     let mut h = String::new();
     if !r.runtime_latency.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<h2 id=\"runtime-latency\">{}</h2><p>{}</p>\n",
+            "<h2 id=\"runtime-latency\">{}</h2><p>{}</p>",
             escape(TITLE),
             escape(NOTE)
         );
