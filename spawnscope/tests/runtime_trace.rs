@@ -447,3 +447,182 @@ fn a_command_tree_traces_its_first_go_process_and_a_command_without_a_trace_is_s
     assert!(md.contains("wrote no Go execution trace"), "{md}");
     assert!(!md.contains("Runtime-traced"), "{md}");
 }
+
+/// `compare --runtime-trace` (issue 39.2, 39.5): a runtime-traced run beside each goroutines
+/// cell's ordinary ones, none for threads (the kernel's trace of its ordinary runs is theirs);
+/// the cells' memory and times those of the ordinary runs alone; the latency table and the
+/// headline's clause each runtime by its own scheduler, the figures those of the runs' summaries.
+/// N = 10,000: below it a goroutine's memory is not resolved (none measured at 1,000) and there
+/// is no headline to carry the clause.
+#[test]
+fn compare_adds_a_runtime_traced_run_whose_figures_stay_out_of_the_cells() {
+    let test = "compare_adds_a_runtime_traced_run_whose_figures_stay_out_of_the_cells";
+    if skip_unless_root(test) {
+        return;
+    }
+    let Some(_reducer) = ensure_reducer(test) else {
+        return;
+    };
+    let status = Command::new(repo_root().join("scripts/build-goroutines.sh"))
+        .arg(spawnscope_bin().with_file_name("goroutines"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "building goroutines");
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox.dir.path().join("cmp");
+    let output = sandbox
+        .command(&[
+            "compare",
+            "--runtimes",
+            "threads,goroutines",
+            "--workloads",
+            "pingpong",
+            "--n",
+            "10000",
+            "--rounds",
+            "20",
+            "--repeats",
+            "1",
+            "--runtime-trace",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("run 3 of 3"), "{stderr}");
+    assert_eq!(
+        stderr.matches("runtime-traced, beside the repeats").count(),
+        1,
+        "{stderr}"
+    );
+    assert_matches_schemas(&out);
+    let compare = read_json(out.join("compare.json"));
+    let runs = compare["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    let summary_of = |run: &serde_json::Value| {
+        read_json(out.join(run["dir"].as_str().unwrap()).join("summary.json"))
+    };
+    let traced: Vec<&serde_json::Value> = runs
+        .iter()
+        .filter(|r| r["runtime_traced"] == true)
+        .collect();
+    assert_eq!(traced.len(), 1);
+    assert_eq!(traced[0]["runtime"], "goroutines");
+    let traced_dir = out.join(traced[0]["dir"].as_str().unwrap());
+    assert_eq!(
+        read_json(traced_dir.join("run.json"))["runtime_traced"],
+        true
+    );
+    assert!(traced_dir.join("go-sched.bin").is_file());
+    let ordinary = |runtime: &str| -> &serde_json::Value {
+        runs.iter()
+            .find(|r| r["runtime"] == runtime && r["runtime_traced"].is_null())
+            .unwrap()
+    };
+    // The goroutines cell: its one ordinary run's memory and wall time, the runtime-traced
+    // run's nowhere.
+    let cell = compare["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["runtime"] == "goroutines")
+        .unwrap();
+    assert_eq!(cell["runs"], 1, "{cell}");
+    let go = summary_of(ordinary("goroutines"));
+    assert_eq!(
+        cell["memory_kb"]["median"],
+        go["memory_per_task"]["total_kb"]
+    );
+    assert_eq!(cell["wall_s"]["median"], go["wall_s"]);
+    let headline = &compare["headlines"][0];
+    assert_eq!(headline["workload"], "pingpong", "{compare}");
+    assert_eq!(headline["cheaper"]["runtime"], "goroutines");
+    assert_eq!(headline["cheaper"]["runs"], 1);
+    // The latency table: threads' from its ordinary run's kernel trace, goroutines' from the
+    // runtime-traced run's readied→running, each the whole run's row of its summary.
+    let whole = |rows: &serde_json::Value| -> serde_json::Value {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["phase"] == "whole run")
+            .cloned()
+            .unwrap()
+    };
+    let table = compare["runtime_latency"].as_array().unwrap();
+    assert_eq!(table.len(), 1);
+    assert_eq!(
+        (table[0]["workload"].as_str(), table[0]["n"].as_u64()),
+        (Some("pingpong"), Some(10_000))
+    );
+    let sides = table[0]["sides"].as_array().unwrap();
+    assert_eq!(sides.len(), 2);
+    let threads = summary_of(ordinary("threads"));
+    assert_eq!(sides[0]["runtime"], "threads");
+    assert_eq!(sides[0]["kernel"], true);
+    assert_eq!(
+        sides[0]["latency"],
+        whole(&threads["scheduler_trace"]["wake_to_run"])
+    );
+    assert_eq!(sides[1]["runtime"], "goroutines");
+    assert_eq!(sides[1]["what"], "readied→running");
+    let runtime_traced = summary_of(traced[0]);
+    assert_eq!(
+        sides[1]["latency"],
+        whole(&runtime_traced["runtime_trace"]["readied_to_running"])
+    );
+    // Every round blocks both sides: 2 × 100 goroutines × 20 rounds readied at least.
+    assert!(
+        sides[1]["latency"]["count"].as_u64().unwrap() >= 4_000,
+        "{}",
+        sides[1]
+    );
+    let md = fs::read_to_string(out.join("compare.md")).unwrap();
+    let headline = md.lines().find(|l| l.starts_with("**pingpong:")).unwrap();
+    assert!(headline.contains("; a woken thread waits "), "{headline}");
+    assert!(headline.contains(" to run, a goroutine "), "{headline}");
+    assert!(
+        headline.contains("the goroutine's its runtime's readied→running)"),
+        "{headline}"
+    );
+    assert!(md.contains("## How long a woken task waits to run, by its own scheduler"));
+    assert!(md.contains("### pingpong, N = 10,000"));
+    assert!(md.contains("## Runtime-traced runs (their own kind"));
+    assert!(md.contains(&format!(
+        "{} (runtime-traced)",
+        traced[0]["dir"].as_str().unwrap()
+    )));
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("id=\"runtime-latency\"") && html.contains("id=\"runtime-traced\""));
+}
+
+#[test]
+fn compare_runtime_trace_without_a_runtime_that_has_one_is_bad_input() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.dir.path().join("refused");
+    let output = sandbox
+        .command(&[
+            "compare",
+            "--runtimes",
+            "threads,processes",
+            "--runtime-trace",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--runtime-trace: no runtime swept has a runtime trace (threads: its tasks are OS threads"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("; processes: its tasks are processes"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}

@@ -10,12 +10,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyse::counts_verdict;
 use crate::analyse::cpu_sweep::{cpu_sweep, CpuSweep};
-use crate::analyse::headline::{headlines, Headline, Measured};
+use crate::analyse::headline::{headlines, Headline, Measured, WAKE_WORKLOADS};
 use crate::analyse::regression::{self, LineFit, Spread};
 use crate::analyse::repeats::{self, repeated, Repeated};
 use crate::analyse::reproduce::Reproduce;
 use crate::analyse::resolution::{self, Resolution};
 pub use crate::analyse::run_point::RunPoint;
+use crate::analyse::runtime_latency::{self, LatencyCell};
 use crate::analyse::summary::{memory_unresolved, MemoryPerTask, Summary};
 use crate::analyse::times_from::{timed, TimesFrom};
 use crate::record::{Fingerprint, LoadedRun, Plan, Target};
@@ -277,6 +278,10 @@ pub struct Comparison {
     /// waits that grew (analyse/cpu_sweep.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_sweep: Option<CpuSweep>,
+    /// `--runtime-trace`: per workload × N, how long a woken task waits to run by its own
+    /// scheduler, each runtime (analyse/runtime_latency.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_latency: Vec<LatencyCell>,
 }
 
 /// One run as the comparison takes it: its summary, its machine, and what its directory holds.
@@ -297,6 +302,8 @@ pub struct SummarizedRun {
     pub memory_limit_bytes: Option<u64>,
     /// The program's own figures (RunPoint's `program`).
     pub program: BTreeMap<String, f64>,
+    /// run.json's `runtime_traced`: a run of its own kind (RunPoint's).
+    pub runtime_traced: bool,
 }
 
 impl SummarizedRun {
@@ -328,6 +335,7 @@ impl SummarizedRun {
             has_flame: loaded.has_flame,
             memory_limit_bytes: loaded.run.memory_limit_bytes,
             program: program_figures(loaded),
+            runtime_traced: loaded.run.runtime_traced,
         }
     }
 }
@@ -444,6 +452,7 @@ pub fn compare_runs(
                 .scheduler_trace
                 .as_ref()
                 .and_then(|f| f.preempted_whole().cloned()),
+            runtime_traced: l.runtime_traced,
         });
     }
     let excluded = runs
@@ -464,17 +473,21 @@ pub fn compare_runs(
             )
         })
         .collect();
-    let mut cells = cells(&runs);
+    // A runtime-traced run is listed with the runs and gives the latency table, nothing else:
+    // its memory, faults and times carry the runtime's tracer.
+    let ordinary: Vec<RunPoint> = runs.iter().filter(|r| !r.runtime_traced).cloned().collect();
+    let mut cells = cells(&ordinary);
     for cell in &mut cells {
         cell.cpu_emulated = machines
             .iter()
             .any(|m| m.id == cell.machine && m.fingerprint.emulator().is_some());
     }
-    let fits = fits(&runs);
+    let fits = fits(&ordinary);
     // Repeats are grouped by experiment and machine: the machine is named once there are two.
     let by_experiment: Vec<repeats::Run> = summarized
         .iter()
         .zip(&runs)
+        .filter(|(_, point)| !point.runtime_traced)
         .map(|(l, point)| {
             let mut summary = l.summary.clone();
             if machines.len() > 1 {
@@ -491,6 +504,7 @@ pub fn compare_runs(
     let measured: Vec<Measured> = summarized
         .iter()
         .zip(&runs)
+        .filter(|(_, point)| !point.runtime_traced)
         .map(|(l, point)| Measured {
             machine: &point.machine,
             summary: &l.summary,
@@ -499,12 +513,32 @@ pub fn compare_runs(
             traced: point.has_collector,
         })
         .collect();
-    let headlines = headlines(&measured, machines.len() > 1);
+    let mut headlines = headlines(&measured, machines.len() > 1);
+    let runtime_latency = runtime_latency::table(
+        &summarized
+            .iter()
+            .zip(&runs)
+            .map(|(l, point)| runtime_latency::Taken {
+                point,
+                summary: &l.summary,
+            })
+            .collect::<Vec<_>>(),
+    );
+    for h in &mut headlines {
+        let machine = h
+            .machine
+            .as_deref()
+            .or(machines.first().map(|m| m.id.as_str()));
+        if let (Some(machine), true) = (machine, WAKE_WORKLOADS.contains(&h.workload.as_str())) {
+            h.latency = runtime_latency::headline_sides(&runtime_latency, machine, &h.workload);
+        }
+    }
     let cpu_sweep = cpu_sweep(
         &summarized
             .iter()
             .map(|l| &l.summary)
             .zip(&runs)
+            .filter(|(_, point)| !point.runtime_traced)
             .collect::<Vec<_>>(),
     );
     Comparison {
@@ -522,6 +556,7 @@ pub fn compare_runs(
         repeats: repeated(&by_experiment),
         headlines,
         cpu_sweep,
+        runtime_latency,
     }
 }
 
@@ -744,6 +779,7 @@ mod tests {
         memory_kb: f64,
         faults: u64,
         traced: bool,
+        runtime_traced: bool,
     }
 
     fn hold(runtime: &'static str, n: u64, wall_s: f64, spawn_us: f64, memory_kb: f64) -> Hold {
@@ -755,6 +791,7 @@ mod tests {
             memory_kb,
             faults: 0,
             traced: false,
+            runtime_traced: false,
         }
     }
 
@@ -827,6 +864,7 @@ mod tests {
                 task_lifetime_s: None,
                 memory_limit_bytes: None,
                 program: BTreeMap::new(),
+                runtime_traced: h.runtime_traced,
             })
             .collect()
     }
@@ -959,6 +997,41 @@ mod tests {
         let rep = &c.repeats[0];
         assert_eq!(rep.runs, 4);
         assert_eq!(c.headlines[0].dearer.spawn_us, Some(20.5));
+    }
+
+    #[test]
+    fn a_runtime_traced_run_is_listed_but_counts_in_no_memory_fault_or_time_figure() {
+        // The goroutines' runtime-traced run: 10× the memory, faults and times of its cell's.
+        let mut runtime_traced = traced(hold("goroutines", 20_000, 5.0, 20.0, 26.0), 1.0);
+        runtime_traced.faults = 100_000;
+        runtime_traced.runtime_traced = true;
+        let mut runs = main_job();
+        runs.push(runtime_traced);
+        let with = compare_runs(&summarized(runs), None, String::new());
+        let without = compare_runs(&summarized(main_job()), None, String::new());
+        assert_eq!(with.runs.len(), without.runs.len() + 1);
+        assert!(with.runs.last().unwrap().runtime_traced);
+        let (a, b) = (
+            cell(&with, "goroutines", 20_000),
+            cell(&without, "goroutines", 20_000),
+        );
+        assert_eq!(a.runs, 4, "the cell's runs are its ordinary four");
+        assert_eq!(a.memory_kb, b.memory_kb);
+        assert_eq!(a.minor_faults, b.minor_faults);
+        assert_eq!(a.wall_s, b.wall_s);
+        assert_eq!(a.times_from, b.times_from);
+        assert_eq!(with.fits.len(), without.fits.len());
+        for (f, g) in with.fits.iter().zip(&without.fits) {
+            assert_eq!(f.line.points, g.line.points, "{}", f.metric);
+        }
+        assert_eq!(with.repeats, without.repeats);
+        assert_eq!(with.headlines, without.headlines);
+        // Counted, the memory median would move: 2.75 → 2.8 KiB over five.
+        assert_eq!(a.memory_kb.as_ref().unwrap().median, 2.75);
+        // hold is not a wake workload, but the run is still in the latency table's keys (it
+        // gave no runtime figures: a synthetic summary).
+        assert_eq!(with.runtime_latency.len(), 1);
+        assert!(without.runtime_latency.is_empty());
     }
 
     #[test]

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyse::counts_verdict;
 use crate::analyse::regression::spread;
+use crate::analyse::runtime_latency::{self, LatencySide};
 use crate::analyse::summary::{memory_unresolved, Summary};
 use crate::analyse::times_from::timed;
 use crate::runtime::DESCRIPTORS;
@@ -69,6 +70,11 @@ pub struct Headline {
     /// `--probes full`): the line says how to get it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub woken_untold: bool,
+    /// pingpong and chain in a set with runtime-traced runs: each runtime's wait by its own
+    /// scheduler (the kernel's wake→run, a runtime's readied→running or scheduled→polled),
+    /// said instead of `woken` (analyse/runtime_latency.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<LatencySide>,
 }
 
 /// The workloads whose headline says how long a woken thread waits to run: their tasks wake each
@@ -275,6 +281,7 @@ impl Headline {
             times_emulated,
             woken: Vec::new(),
             woken_untold: false,
+            latency: Vec::new(),
         })
     }
 
@@ -343,7 +350,9 @@ impl Headline {
                 )
             })
             .collect();
-        if !woken.is_empty() {
+        if !self.latency.is_empty() {
+            line.push_str(&runtime_latency::clause(&self.latency));
+        } else if !woken.is_empty() {
             let from = if self.woken.iter().any(|w| w.at_most) {
                 "p50 from the full probes' wake-to-run histogram, an upper bound of its log2 bucket; --perfetto gives the value"
             } else {

@@ -22,6 +22,7 @@ pub mod reproduce;
 pub mod resolution;
 pub mod rules;
 pub mod run_point;
+pub mod runtime_latency;
 pub mod sched_trace;
 pub mod sentinels;
 pub mod serving;

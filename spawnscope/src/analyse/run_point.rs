@@ -78,6 +78,12 @@ pub struct RunPoint {
     /// thread's next switch-in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted_to_run: Option<crate::analyse::sched_trace::LatencyRow>,
+    /// `--runtime-trace` (run.json's `runtime_traced`): a run of its own kind, listed with the
+    /// runs but kept out of cells, fits, repeats, headlines' memory and times and the CPU sweep
+    /// (the tracer's memory and time); it gives the runtime's latencies
+    /// (analyse/runtime_latency.rs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runtime_traced: bool,
 }
 
 impl RunPoint {

@@ -73,6 +73,7 @@ pub fn run_record() -> RunRecord {
         open_files_limit: None,
         left_out: vec![],
         stages: vec![],
+        runtime_traced: false,
     }
 }
 

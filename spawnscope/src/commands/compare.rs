@@ -108,10 +108,18 @@ pub fn command(args: CompareArgs) -> ExitCode {
             cpus: args.cpus.clone(),
             cpu_counts: Vec::new(),
             perfetto: false,
+            runtime_trace: false,
         },
     };
     // Every run of the sweep is traced (lean probes): with --perfetto each streams its trace.
-    opts.perfetto = args.perfetto;
+    // --runtime-trace implies it, as on `run`: the threads' side of the latencies is the kernel's.
+    opts.perfetto = args.perfetto || args.runtime_trace;
+    if args.runtime_trace {
+        if let Err(why) = runtime_trace_ready(&opts.runtimes) {
+            return usage_error(format!("--runtime-trace: {why}"));
+        }
+    }
+    opts.runtime_trace = args.runtime_trace;
     let mut cpu_counts = args.cpu_counts.clone();
     cpu_counts.sort_unstable();
     cpu_counts.dedup();
@@ -180,6 +188,25 @@ pub fn command(args: CompareArgs) -> ExitCode {
         Ok((outcome.interrupted_by, ended))
     });
     exit_code(result)
+}
+
+/// `--runtime-trace` before the sweep: some runtime swept must have a runtime trace (else each
+/// refusal is said), and the reducer its runs need must be there (not found after the ordinary
+/// runs have taken their time).
+fn runtime_trace_ready(runtimes: &[Runtime]) -> Result<(), String> {
+    let (traced, refused): (Vec<_>, Vec<_>) = runtimes
+        .iter()
+        .map(|r| r.runtime_trace_flag())
+        .partition(Result::is_ok);
+    if traced.is_empty() {
+        let why: Vec<String> = refused.into_iter().filter_map(Result::err).collect();
+        return Err(if why.is_empty() {
+            "no runtime is swept".to_string()
+        } else {
+            format!("no runtime swept has a runtime trace ({})", why.join("; "))
+        });
+    }
+    crate::measure::go_trace::reducer().map(|_| ())
 }
 
 fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {

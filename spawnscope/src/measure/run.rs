@@ -195,10 +195,10 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let runtime_trace = match (&opts.target, opts.runtime_trace) {
         (_, false) => None,
         (Target::Workload(inv), true) => {
-            let d = inv.runtime.describe();
-            let flag = d
-                .runtime_trace
-                .map_err(|why| RunError::Usage(format!("--runtime-trace: {}: {why}", d.name)))?;
+            let flag = inv
+                .runtime
+                .runtime_trace_flag()
+                .map_err(|why| RunError::Usage(format!("--runtime-trace: {why}")))?;
             let reducer = go_trace::reducer().map_err(RunError::Usage)?;
             // The workload checks the flag itself (a binary built before it refuses it).
             go_trace::validate(inv, flag, &binary).map_err(RunError::Usage)?;
@@ -566,6 +566,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
         open_files_limit: measured.open_files_limit,
         left_out,
         stages: clock.stages,
+        runtime_traced: runtime_trace.is_some(),
     };
     dir.write_json(record::MEMORY, &measured.memory)?;
     dir.write_json(record::RUN, &record)?;

@@ -61,6 +61,9 @@ pub struct CompareOptions {
     pub cpu_counts: Vec<u32>,
     /// `--perfetto`: every run streams its scheduler events to its raw trace file.
     pub perfetto: bool,
+    /// `--runtime-trace`: each cell of a runtime that has a runtime trace gets one runtime-traced
+    /// run beside its ordinary ones (`runtime_traced_jobs`).
+    pub runtime_trace: bool,
 }
 
 /// The flags that apply to one workload on one runtime (the workloads refuse the others).
@@ -103,6 +106,8 @@ struct Job {
     memory_limit: Option<u64>,
     /// The K CPUs it is held to (`--cpu-counts`).
     cpu_count: Option<u32>,
+    /// A runtime-traced run (`run --runtime-trace`), beside the cell's repeats, not one of them.
+    runtime_traced: bool,
 }
 
 /// What the preflight says for one requested N of `what` ("threads hold"): the N to run, or
@@ -448,8 +453,13 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
                         calibration: calibrations[&r.runtime].clone(),
                         memory_limit: r.memory_limit,
                         cpu_count: None,
+                        runtime_traced: false,
                     });
                 }
+            }
+            if opts.runtime_trace {
+                let cells = runnable.iter().filter(|r| r.workload == wl && r.n == n);
+                jobs.extend(runtime_traced_jobs(cells, opts.repeats, &calibrations));
             }
         }
     }
@@ -467,6 +477,36 @@ fn plan(opts: &CompareOptions, interrupts: &Interrupts) -> Result<(Plan, Vec<Job
             .collect();
     }
     Ok((plan, jobs))
+}
+
+/// `--runtime-trace`: one runtime-traced run per cell whose runtime has a runtime trace
+/// (`Runtime::runtime_trace_flag`, the rule `run --runtime-trace` refuses by), after the cell's
+/// repeats; other cells (threads, processes: the kernel's trace is their scheduler; commands)
+/// get none.
+fn runtime_traced_jobs<'a>(
+    cells: impl Iterator<Item = &'a Runnable>,
+    repeats: u32,
+    calibrations: &BTreeMap<String, Calibration>,
+) -> Vec<Job> {
+    cells
+        .filter(|r| match &r.target {
+            Target::Workload(inv) => inv.runtime.runtime_trace_flag().is_ok(),
+            Target::Command { .. } => false,
+        })
+        .map(move |r| Job {
+            target: r.target.clone(),
+            runtime: r.runtime.clone(),
+            workload: r.workload.clone(),
+            n: r.n,
+            repeat: 1,
+            repeats,
+            predicted_s: r.predicted_s,
+            calibration: calibrations[&r.runtime].clone(),
+            memory_limit: r.memory_limit,
+            cpu_count: None,
+            runtime_traced: true,
+        })
+        .collect()
 }
 
 /// How a planned cell will run, once the preflight has said at which N.
@@ -582,7 +622,7 @@ pub fn compare(
             1.0
         };
         eprintln!(
-            "spawnscope compare: run {} of {total} — {} {} {}{} (repeat {} of {}); elapsed {}, ETA {}",
+            "spawnscope compare: run {} of {total} — {} {} {}{} ({}); elapsed {}, ETA {}",
             k + 1,
             job.runtime,
             job.workload,
@@ -590,8 +630,11 @@ pub fn compare(
             job.cpu_count
                 .map(|k| format!(" on {k} CPU{}", if k == 1 { "" } else { "s" }))
                 .unwrap_or_default(),
-            job.repeat,
-            job.repeats,
+            if job.runtime_traced {
+                "runtime-traced, beside the repeats".to_string()
+            } else {
+                format!("repeat {} of {}", job.repeat, job.repeats)
+            },
             clock(started.elapsed().as_secs_f64()),
             clock(remaining * factor)
         );
@@ -615,8 +658,9 @@ pub fn compare(
                 keep_command_output: matches!(job.target, Target::Command { .. }),
                 // compare says what a command's N counts (--task-kind, default task).
                 guess_task_kind: false,
-                runtime_trace: false,
-                perfetto: opts.perfetto,
+                runtime_trace: job.runtime_traced,
+                // As `run --runtime-trace`: the runtime's events join the kernel's trace.
+                perfetto: opts.perfetto || job.runtime_traced,
             },
             interrupts,
         );
@@ -647,7 +691,19 @@ pub fn compare(
                     break;
                 }
             }
-            Err(RunError::Usage(m)) => return Err(RunError::Usage(m)),
+            Err(RunError::Usage(m)) if !job.runtime_traced => return Err(RunError::Usage(m)),
+            // A runtime-traced run refused (say, a workload binary built before its flag): that
+            // run alone, the ordinary runs stand.
+            Err(RunError::Usage(m)) => {
+                all_ok = false;
+                not_complete += 1;
+                eprintln!("  refused: {m}");
+                note_cell(
+                    &mut plan,
+                    job,
+                    &format!("its runtime-traced run was refused: {m}"),
+                );
+            }
             Err(RunError::Refused(m)) => {
                 all_ok = false;
                 not_complete += 1;
@@ -777,6 +833,52 @@ mod tests {
             note.unwrap(),
             "node command 1,000,000: left out — needs ≈34.5 GiB, 23.0 GiB available; nothing fits"
         );
+    }
+
+    #[test]
+    fn a_runtime_traced_run_is_added_to_the_cells_whose_runtime_run_would_trace() {
+        let cell = |runtime: Runtime| Runnable {
+            target: Target::Workload(Invocation {
+                runtime,
+                workload: WorkloadKind::Pingpong,
+                n: 1_000,
+                flags: vec![],
+            }),
+            runtime: runtime.name().into(),
+            workload: "pingpong".into(),
+            n: 1_000,
+            predicted_s: 1.0,
+            memory_limit: None,
+        };
+        let mut cells: Vec<Runnable> = Runtime::ALL.into_iter().map(cell).collect();
+        cells.push(Runnable {
+            target: command_target(
+                &crate::runtime::command::pair(&["go-program {n}".into()], &["go".into()])
+                    .unwrap()
+                    .remove(0),
+                1_000,
+            ),
+            runtime: "go".into(),
+            ..cell(Runtime::Goroutines)
+        });
+        let calibrations: BTreeMap<String, Calibration> = cells
+            .iter()
+            .map(|c| (c.runtime.clone(), est(true, 0).calibration))
+            .collect();
+        let jobs = runtime_traced_jobs(cells.iter(), 3, &calibrations);
+        let traced: Vec<&str> = jobs.iter().map(|j| j.runtime.as_str()).collect();
+        // As `run --runtime-trace` would: goroutines (tokio once its hooks build is in), never a
+        // command, threads or processes.
+        let expected: Vec<&str> = Runtime::ALL
+            .into_iter()
+            .filter(|r| r.runtime_trace_flag().is_ok())
+            .map(Runtime::name)
+            .collect();
+        assert_eq!(traced, expected);
+        assert!(traced.contains(&"goroutines"));
+        assert!(jobs
+            .iter()
+            .all(|j| j.runtime_traced && j.repeat == 1 && j.repeats == 3));
     }
 
     #[test]

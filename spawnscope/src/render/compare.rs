@@ -540,6 +540,7 @@ pub fn markdown(r: &Comparison) -> String {
         let _ = writeln!(md, "\n## {SCHEDULER_TITLE}\n\n{SCHEDULER_NOTE}\n");
         md.push_str(&table.markdown());
     }
+    md.push_str(&crate::render::runtime_latency::markdown(r));
     if !r.stopped_at_limit.is_empty() {
         let _ = writeln!(
             md,
@@ -567,12 +568,27 @@ pub const SCHEDULER_NOTE: &str = "From each run's raw trace records (`--perfetto
 
 /// The table of runs with a scheduler trace; None when no run has one.
 pub fn scheduler_table(r: &Comparison) -> Option<crate::render::table::Table> {
-    let runs: Vec<crate::render::sched_trace::RunLatency> = r
+    let traced: Vec<&crate::analyse::run_point::RunPoint> = r
         .runs
         .iter()
         .filter(|p| p.wake_to_run.is_some() || p.preempted_to_run.is_some())
-        .map(|p| crate::render::sched_trace::RunLatency {
-            run: &p.dir,
+        .collect();
+    // A runtime-traced run is said so where it is listed: its own kind, not a repeat.
+    let names: Vec<String> = traced
+        .iter()
+        .map(|p| {
+            if p.runtime_traced {
+                format!("{} (runtime-traced)", p.dir)
+            } else {
+                p.dir.clone()
+            }
+        })
+        .collect();
+    let runs: Vec<crate::render::sched_trace::RunLatency> = traced
+        .iter()
+        .zip(&names)
+        .map(|(p, name)| crate::render::sched_trace::RunLatency {
+            run: name,
             wake: p.wake_to_run.as_ref(),
             preempted: p.preempted_to_run.as_ref(),
         })

@@ -282,6 +282,7 @@ pub fn page(
         );
         h.push_str(&table.html("scheduler"));
     }
+    h.push_str(&crate::render::runtime_latency::html(report));
     swimlanes_section(&mut h, report, swimlanes);
     h.push_str("<h2 id=\"runs\">Runs: median (min … max) over repeats</h2>\n");
     h.push_str(&compare::runs_table(report).html("cells"));

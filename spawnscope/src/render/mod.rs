@@ -16,6 +16,7 @@ pub mod perfetto;
 pub mod perfetto_goroutines;
 pub mod probe_cost;
 pub mod repeats;
+pub mod runtime_latency;
 pub mod sched_trace;
 pub mod sentinels;
 pub mod serving;

@@ -20,7 +20,7 @@ fn ns(v: u64) -> String {
 }
 
 /// One latency row's cells: samples, p50, p90, p99, max.
-fn cells(r: &LatencyRow) -> [String; 5] {
+pub fn cells(r: &LatencyRow) -> [String; 5] {
     [
         count(r.count),
         ns(r.p50_ns),

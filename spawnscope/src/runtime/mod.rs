@@ -252,6 +252,14 @@ impl Runtime {
         self.describe().name
     }
 
+    /// `--runtime-trace`: the workload flag that records this runtime's own scheduler, or why it
+    /// has none ("threads: its tasks are OS threads: …"). `run` refuses by it and `compare` adds a
+    /// runtime-traced run to the cells it allows: one rule for both.
+    pub fn runtime_trace_flag(self) -> Result<&'static str, String> {
+        let d = self.describe();
+        d.runtime_trace.map_err(|why| format!("{}: {why}", d.name))
+    }
+
     /// Where reports put a runtime among the others (unknown names last).
     pub fn order_of(name: &str) -> usize {
         DESCRIPTORS

@@ -62,6 +62,7 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
         cpus: None,
         cpu_counts: Vec::new(),
         perfetto: false,
+        runtime_trace: false,
     })
 }
 
@@ -431,6 +432,7 @@ mod tests {
             serve: None,
             wake_to_run: None,
             preempted_to_run: None,
+            runtime_traced: false,
         }
     }
 

@@ -50,6 +50,7 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
         cpus: None,
         cpu_counts: Vec::new(),
         perfetto: false,
+        runtime_trace: false,
     })
 }
 

@@ -85,6 +85,7 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
         cpus: Some(CPUS.into()),
         cpu_counts: Vec::new(),
         perfetto: false,
+        runtime_trace: false,
     })
 }
 
