@@ -57,109 +57,32 @@ pub struct GoSchedFigures {
     pub notes: Vec<String>,
 }
 
-/// The runtime's events against the kernel's: each change was emitted by its thread (`tid`), so
-/// that thread was on a CPU then, by the kernel's switches. A goroutine's slice may still be
-/// open while the kernel has switched its M out: that is a slice, not an event, and not checked.
-#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct OnCpuCheck {
-    /// Records with a thread that the kernel's trace followed.
-    pub checked: u64,
-    /// Within a running span of that thread, give or take `tolerance_ns`.
-    pub inside: u64,
-    /// How far outside (ns) the farthest one lay.
-    pub farthest_outside_ns: u64,
-    /// The runtime tracer's clock resolution (64 ns ticks on linux/amd64) twice over (the event
-    /// and the Sync snapshot that puts it on CLOCK_MONOTONIC).
-    pub tolerance_ns: u64,
-    /// Passes at `PASS_FRACTION` of the records inside or more.
-    pub passed: bool,
-    pub says: String,
-}
+pub use crate::analyse::on_cpu::OnCpuCheck;
 
-/// The share of the runtime's events that must lie on-CPU for the check to pass.
-pub const PASS_FRACTION: f64 = 0.999;
 /// The tracer's 64 ns tick, for the event and for its clock snapshot.
 pub const ON_CPU_TOLERANCE_NS: u64 = 2 * 64;
 
-/// Holds each change with a thread to that thread's running spans (the kernel's trace, BOOTTIME;
-/// `offset_ns` = BOOTTIME − MONOTONIC puts the changes there). Threads the kernel's trace does
-/// not follow are not checked (said in `says`).
+/// Holds each change with a thread to that thread's running spans (analyse/on_cpu.rs: the
+/// kernel's trace, BOOTTIME; `offset_ns` = BOOTTIME − MONOTONIC puts the changes there). Each
+/// change was emitted by its thread (`tid`), so that thread was on a CPU then. A goroutine's
+/// slice may still be open while the kernel has switched its M out: that is a slice, not an
+/// event, and not checked.
 pub fn on_cpu_check(
     changes: impl Iterator<Item = io::Result<GoChange>>,
     running: &BTreeMap<u32, Vec<(u64, u64)>>,
     offset_ns: i64,
     switches_unseen: Option<u64>,
 ) -> io::Result<OnCpuCheck> {
-    let tol = ON_CPU_TOLERANCE_NS;
-    let (mut checked, mut inside, mut farthest, mut unfollowed) = (0u64, 0u64, 0u64, 0u64);
-    let mut before_first = 0u64;
-    for c in changes {
-        let c = c?;
-        let Some(tid) = c.tid else { continue };
-        let Some(spans) = running.get(&tid).filter(|s| !s.is_empty()) else {
-            unfollowed += 1;
-            continue;
-        };
-        checked += 1;
-        let ts = crate::analyse::sched_trace::boot(c.ts_ns, offset_ns);
-        // The last span beginning at or before ts (+ tolerance), and the distance to it.
-        let i = spans.partition_point(|&(begin, _)| begin <= ts + tol);
-        let distance = match i.checked_sub(1).map(|i| spans[i]) {
-            Some((_, end)) if ts <= end + tol => 0,
-            Some((_, end)) => {
-                let after = ts - end;
-                spans
-                    .get(i)
-                    .map_or(after, |&(begin, _)| after.min(begin - ts))
-            }
-            None => {
-                before_first += 1;
-                spans[0].0 - ts
-            }
-        };
-        if distance == 0 {
-            inside += 1;
-        } else {
-            farthest = farthest.max(distance);
-        }
-    }
-    let fraction = if checked == 0 {
-        0.0
-    } else {
-        inside as f64 / checked as f64
-    };
-    let passed = checked > 0 && fraction >= PASS_FRACTION;
-    let mut says = format!(
-        "{inside} of {checked} runtime events ({:.3} %) lie within a kernel on-CPU span of the thread that emitted them (±{tol} ns)",
-        100.0 * fraction
-    );
-    if !passed && checked > 0 {
-        says.push_str(&format!(
-            "; below {:.1} %: the farthest {farthest} ns outside{}",
-            100.0 * PASS_FRACTION,
-            if before_first * 2 > checked - inside {
-                " — most before their thread's first switch-in: the runtime's clock runs behind the kernel's (the Sync snapshot's MONOTONIC against the capture's BOOTTIME offset)".to_string()
-            } else {
-                match switches_unseen {
-                    Some(n) if n > 0 => format!(" — the kernel's trace missed {n} switches of the run's tasks (collector.json's trace.switches_unseen): a stint of a thread on a CPU it did not record leaves the runtime's events of that stint outside"),
-                    _ => " — the runtime's clock and the kernel's disagree".to_string(),
-                }
-            }
-        ));
-    }
-    if unfollowed > 0 {
-        says.push_str(&format!(
-            "; {unfollowed} events of threads the kernel's trace did not follow not checked"
-        ));
-    }
-    Ok(OnCpuCheck {
-        checked,
-        inside,
-        farthest_outside_ns: farthest,
-        tolerance_ns: tol,
-        passed,
-        says,
-    })
+    crate::analyse::on_cpu::check(
+        changes.map(|c| c.map(|c| (c.ts_ns, c.tid))),
+        running,
+        offset_ns,
+        switches_unseen,
+        &crate::analyse::on_cpu::Clocks {
+            tolerance_ns: ON_CPU_TOLERANCE_NS,
+            behind: "the runtime's clock runs behind the kernel's (the Sync snapshot's MONOTONIC against the capture's BOOTTIME offset)",
+        },
+    )
 }
 
 /// Created in the trace = the workload's `spawned` + the runtime's own goroutines, named.

@@ -25,7 +25,7 @@ use crate::measure::loadgen::{self, LoadOptions};
 use crate::measure::probes::{self, ProbeDetail, ProbeTimes};
 use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
 use crate::measure::sentinels::SentinelWatch;
-use crate::measure::{go_trace, perf, preflight};
+use crate::measure::{go_trace, perf, preflight, tokio_trace};
 use crate::record::process::signal_name;
 use crate::record::tree;
 use crate::record::{
@@ -189,7 +189,8 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             (binary, argv[1..].to_vec(), None)
         }
     };
-    // --runtime-trace: the workload's flag for it and the reducer, or a refusal naming why.
+    // --runtime-trace: the workload's flag for it and what records the runtime (Go: the reducer
+    // after the run; tokio: the hooks build in the default binary's place), or a refusal naming why.
     let runtime_trace = match (&opts.target, opts.runtime_trace) {
         (_, false) => None,
         (Target::Workload(inv), true) => {
@@ -197,14 +198,20 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             let flag = d
                 .runtime_trace
                 .map_err(|why| RunError::Usage(format!("--runtime-trace: {}: {why}", d.name)))?;
-            let reducer = go_trace::reducer().map_err(RunError::Usage)?;
-            // The workload checks the flag itself (a binary built before it refuses it).
-            go_trace::validate(inv, flag, &binary).map_err(RunError::Usage)?;
-            Some((flag, reducer))
+            if inv.runtime == Runtime::Tokio {
+                let hooks = tokio_trace::hooks_binary().map_err(RunError::Usage)?;
+                tokio_trace::validate(inv, flag, &hooks).map_err(RunError::Usage)?;
+                Some(RuntimeTracer::TokioHooks { flag, hooks })
+            } else {
+                let reducer = go_trace::reducer().map_err(RunError::Usage)?;
+                // The workload checks the flag itself (a binary built before it refuses it).
+                go_trace::validate(inv, flag, &binary).map_err(RunError::Usage)?;
+                Some(RuntimeTracer::GoReduced { flag, reducer })
+            }
         }
         (Target::Command { .. }, true) => {
             return Err(RunError::Usage(
-                "--runtime-trace is for a workload (--runtime goroutines); a command's Go runtime trace is not yet asked for".into(),
+                "--runtime-trace is for a workload (--runtime goroutines or tokio); a command's Go runtime trace is not yet asked for".into(),
             ))
         }
     };
@@ -355,8 +362,16 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let dir = ResultsDir::create(&opts.out_root, &opts.target, opts.cpu_count, &started)?;
     // The runtime's trace goes into the run directory, raw, as the workload writes it.
     let mut args = args;
-    if let Some((flag, _)) = &runtime_trace {
-        args.extend(go_trace::workload_args(flag, &dir.path));
+    let mut binary = binary;
+    match &runtime_trace {
+        Some(RuntimeTracer::GoReduced { flag, .. }) => {
+            args.extend(go_trace::workload_args(flag, &dir.path))
+        }
+        Some(RuntimeTracer::TokioHooks { flag, hooks }) => {
+            args.extend(tokio_trace::workload_args(flag, &dir.path));
+            binary = hooks.clone();
+        }
+        None => {}
     }
     let mut sysctl_record = SysctlRecord {
         before: read_managed(&store),
@@ -508,7 +523,12 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let oom_killed = cgroup_final.as_ref().is_some_and(|c| c.oom_kills > 0);
     let interrupted_by = interrupts.received();
     left_out.extend(measured.left_out);
-    if let Some((_, reducer)) = &runtime_trace {
+    if let Some(RuntimeTracer::TokioHooks { .. }) = &runtime_trace {
+        if let Err(why) = tokio_trace::written(&dir.path) {
+            left_out.push(format!("--runtime-trace: {why}"));
+        }
+    }
+    if let Some(RuntimeTracer::GoReduced { reducer, .. }) = &runtime_trace {
         eprintln!(
             "spawnscope: reducing the Go execution trace ({})",
             record::GO_TRACE
@@ -1245,4 +1265,15 @@ mod tests {
             (Some("4".into()), Some("4750".into()))
         );
     }
+}
+
+/// What records a runtime-traced run's runtime (`--runtime-trace`).
+enum RuntimeTracer {
+    /// goroutines: the workload's `flag` writes the Go execution trace; `reducer` reduces it after.
+    GoReduced {
+        flag: &'static str,
+        reducer: PathBuf,
+    },
+    /// tokio: the hooks build runs in the default binary's place, its `flag` writing the records.
+    TokioHooks { flag: &'static str, hooks: PathBuf },
 }
