@@ -52,7 +52,7 @@ fn runtimes_without_a_runtime_trace_are_bad_input() {
             "--runtime-trace",
         ]
     };
-    let (threads, tokio) = (run("threads"), run("tokio"));
+    let threads = run("threads");
     let mut no_probes = run("goroutines");
     no_probes.push("--no-probes");
     let command = ["--runtime-trace", "--", "true"];
@@ -61,10 +61,7 @@ fn runtimes_without_a_runtime_trace_are_bad_input() {
         (&no_probes, "--no-probes"),
         (&command, "--runtime-trace is for a workload"),
     ];
-    // tokio's binary is cargo's, built by a workspace test run; refused by name once it is there.
-    if spawnscope_bin().with_file_name("tokio-tasks").is_file() {
-        cases.push((&tokio, "--runtime-trace: tokio: not yet"));
-    }
+    // tokio takes it through its hooks build: tests/runtime_trace_tokio.rs.
     assert_runs_refused(&sandbox, &cases);
 }
 

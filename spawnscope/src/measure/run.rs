@@ -1167,6 +1167,17 @@ fn measure(
     })
 }
 
+/// What records a runtime-traced run's runtime (`--runtime-trace`).
+enum RuntimeTracer {
+    /// goroutines: the workload's `flag` writes the Go execution trace; `reducer` reduces it after.
+    GoReduced {
+        flag: &'static str,
+        reducer: PathBuf,
+    },
+    /// tokio: the hooks build runs in the default binary's place, its `flag` writing the records.
+    TokioHooks { flag: &'static str, hooks: PathBuf },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1265,15 +1276,4 @@ mod tests {
             (Some("4".into()), Some("4750".into()))
         );
     }
-}
-
-/// What records a runtime-traced run's runtime (`--runtime-trace`).
-enum RuntimeTracer {
-    /// goroutines: the workload's `flag` writes the Go execution trace; `reducer` reduces it after.
-    GoReduced {
-        flag: &'static str,
-        reducer: PathBuf,
-    },
-    /// tokio: the hooks build runs in the default binary's place, its `flag` writing the records.
-    TokioHooks { flag: &'static str, hooks: PathBuf },
 }
