@@ -50,6 +50,7 @@ pub fn check(
     let tol = clocks.tolerance_ns;
     let (mut checked, mut inside, mut farthest, mut unfollowed) = (0u64, 0u64, 0u64, 0u64);
     let mut before_first = 0u64;
+    let mut outside_by_tid: BTreeMap<u32, u64> = BTreeMap::new();
     for e in events {
         let (ts_ns, tid) = e?;
         let Some(tid) = tid else { continue };
@@ -78,6 +79,7 @@ pub fn check(
             inside += 1;
         } else {
             farthest = farthest.max(distance);
+            *outside_by_tid.entry(tid).or_default() += 1;
         }
     }
     let fraction = if checked == 0 {
@@ -103,6 +105,16 @@ pub fn check(
                 }
             }
         ));
+    }
+    if !passed && !outside_by_tid.is_empty() {
+        let mut by: Vec<(u32, u64)> = outside_by_tid.into_iter().collect();
+        by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let most: Vec<String> = by
+            .iter()
+            .take(3)
+            .map(|(tid, n)| format!("TID {tid}: {n}"))
+            .collect();
+        says.push_str(&format!("; outside, by thread: {}", most.join(", ")));
     }
     if unfollowed > 0 {
         says.push_str(&format!(

@@ -126,7 +126,7 @@ pub fn markdown(md: &mut String, f: &TokioSchedFigures, kernel: Option<&SchedFig
     md.push_str(&w.markdown());
     let _ = writeln!(
         md,
-        "\nA parked worker waits on a futex (no I/O driver outside serve): its parks against the kernel's futex waits of its thread (the kernel's also count the runtime's other futex waits).\n\n{}\n\n{}\n\nMethod: {}.",
+        "\nA parked worker waits on a futex (no I/O driver outside serve): its parks against the kernel's futex waits of its thread (the kernel's also count the runtime's other futex waits). tokio's poll count leaves out the polls of tasks a worker runs from its LIFO slot in the same turn; the hooks see every poll (those kept are counted here).\n\n{}\n\n{}\n\nMethod: {}.",
         spawn_line(f),
         check_line(f.on_cpu.as_ref()),
         f.method
