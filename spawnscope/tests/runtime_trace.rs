@@ -56,7 +56,7 @@ fn runtimes_without_a_runtime_trace_are_bad_input() {
     let mut no_probes = run("goroutines");
     no_probes.push("--no-probes");
     let command = ["--runtime-trace", "--", "true"];
-    let mut cases: Vec<(&[&str], &str)> = vec![
+    let cases: Vec<(&[&str], &str)> = vec![
         (&threads, "--runtime-trace: threads"),
         (&no_probes, "--no-probes"),
         (&command, "--runtime-trace is for a workload"),
