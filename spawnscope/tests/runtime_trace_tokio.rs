@@ -20,15 +20,21 @@ use perfetto_protos::trace_packet::TracePacket;
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::CodedInputStream;
 
-/// The hooks build beside spawnscope (where it is looked for), built the one way it is built.
+/// The hooks build beside spawnscope (where it is looked for), built the one way it is built,
+/// once for all the tests here (they run in parallel; one build, one copy).
 fn ensure_hooks() -> PathBuf {
-    let path = spawnscope_bin().with_file_name("tokio-tasks-hooks");
-    let status = Command::new(repo_root().join("scripts/build-tokio-hooks.sh"))
-        .arg(&path)
-        .status()
-        .unwrap();
-    assert!(status.success(), "building tokio-tasks-hooks: {status}");
-    path
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let path = spawnscope_bin().with_file_name("tokio-tasks-hooks");
+            let status = Command::new(repo_root().join("scripts/build-tokio-hooks.sh"))
+                .arg(&path)
+                .status()
+                .unwrap();
+            assert!(status.success(), "building tokio-tasks-hooks: {status}");
+            path
+        })
+        .clone()
 }
 
 /// A tokio task's hooks are compiled into the hooks build only: the default binary, which memory
