@@ -94,7 +94,7 @@ var flags = []struct {
 	{"--type", chainWorkload}, {"--size", chainWorkload}, {"--port", serveWorkload},
 	{"--addrs", serveWorkload}, {"--backlog", serveWorkload}, {"--work", serveWorkload},
 	{"--serve-for", serveWorkload}, {"--stack-size", ""}, {"--gomaxprocs", ""}, {"--workers", ""},
-	{"--reserve", ""}, {"--go-trace", ""},
+	{"--reserve", ""}, {"--go-trace", ""}, {"--tokio-trace", ""},
 }
 
 func usage() string {
@@ -137,6 +137,7 @@ flags:
   --workers N         tokio-tasks only: refused here (use --gomaxprocs)
   --go-trace FILE     write the Go runtime's execution trace (runtime/trace) of the run to FILE:
                       from the `+"`start`"+` event to after the `+"`result`"+`
+  --tokio-trace FILE  tokio-tasks-hooks only: refused here (use --go-trace)
   --reserve BYTES     stop spawning when free memory (MemAvailable or the cgroup's headroom)
                       falls below this; 0 = never [2%% of usable memory, 32..512 MiB]
   --dry-run           check the arguments, print the `+"`start`"+` event, spawn nothing
@@ -220,6 +221,9 @@ func parseArgs(args []string) (*config, error) {
 		}
 		if flag == "--stack-size" {
 			return nil, errors.New("flag '--stack-size' is not supported: goroutine stacks start small and grow on demand; Go has no per-goroutine stack size")
+		}
+		if flag == "--tokio-trace" {
+			return nil, errors.New("flag '--tokio-trace' is not supported: it records tokio's task hooks (the tokio workload's hooks build, tokio-tasks-hooks); Go's scheduler is recorded with --go-trace")
 		}
 		if flag == "--workers" {
 			return nil, errors.New("flag '--workers' is not supported: it sets an async runtime's worker threads; the Go scheduler's processors are set with --gomaxprocs")

@@ -17,6 +17,8 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=TOKIO_VERSION={tokio_version}");
     println!("cargo:rustc-env=TOKIO_RUNTIME_VERSION=tokio {tokio_version}, {rustc_version}");
+    // The hooks build's cfg (a RUSTFLAGS cfg tokio reads, not a feature).
+    println!("cargo::rustc-check-cfg=cfg(tokio_unstable)");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=../Cargo.lock");
 }

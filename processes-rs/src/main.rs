@@ -32,6 +32,9 @@ static PROCESSES: Program = Program {
         "it sets an async runtime's worker threads; here every task is its own process",
     ),
     gomaxprocs_refusal: "it sets the Go scheduler's processor count, which processes do not have",
+    tokio_trace: RuntimeFlag::Refuses(
+        "it records tokio's task hooks (the tokio workload's hooks build, tokio-tasks-hooks)",
+    ),
 };
 
 fn main() {

@@ -137,6 +137,7 @@ mod tests {
             stack_size: workload::RuntimeFlag::Refuses(""),
             workers: workload::RuntimeFlag::Refuses(""),
             gomaxprocs_refusal: "",
+            tokio_trace: workload::RuntimeFlag::Refuses(""),
         };
         match workload::cli::parse(&program, &["hold".to_string()]) {
             Ok(workload::cli::Command::Run(cfg)) => cfg,

@@ -249,6 +249,10 @@ build_workloads() {
   # The Go trace reducer (run --runtime-trace): without a go1.26 toolchain, those runs are refused.
   "$REPO_ROOT/scripts/build-gotrace-reduce.sh" "$BIN_DIR/gotrace-reduce" ||
     warn "gotrace-reduce not built: run --runtime-trace on goroutines will be refused"
+  # The tokio workload's hooks build (run --runtime tokio --runtime-trace), in its own target
+  # directory (--cfg tokio_unstable): the default tokio-tasks stays as it is.
+  "$REPO_ROOT/scripts/build-tokio-hooks.sh" "$BIN_DIR/tokio-tasks-hooks" ||
+    warn "tokio-tasks-hooks not built: run --runtime-trace on tokio will be refused"
   build_coroutines || true
 }
 

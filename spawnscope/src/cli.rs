@@ -473,12 +473,13 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Measuring")]
     pub perfetto: bool,
     /// Record the runtime's own scheduler too (goroutines: the Go execution trace, reduced by
-    /// gotrace-reduce): goroutines' running slices on their OS threads in the Perfetto trace, the
-    /// runtime's counts and readied→running in the summary. Implies --perfetto (root). The
-    /// tracer adds memory and time: such a run is runtime-traced, its memory and time figures
-    /// not the runtime's own. Not for threads and processes (the kernel's trace is theirs), nor
-    /// yet for tokio. A command after -- is given $SPAWNSCOPE_GO_TRACE, a file in the run
-    /// directory: a Go program that starts runtime/trace on it gets the same view.
+    /// gotrace-reduce; tokio: its task hooks, by the workload's hooks build tokio-tasks-hooks):
+    /// goroutines' running slices or tokio's polls on their OS threads in the Perfetto trace, the
+    /// runtime's counts and readied→running (scheduled→polled) in the summary. Implies
+    /// --perfetto (root). The tracer adds memory and time: such a run is runtime-traced, its
+    /// memory and time figures not the runtime's own. Not for threads and processes (the
+    /// kernel's trace is theirs). A command after -- is given $SPAWNSCOPE_GO_TRACE, a file in
+    /// the run directory: a Go program that starts runtime/trace on it gets the same view.
     #[arg(long, conflicts_with = "no_probes", help_heading = "Measuring")]
     pub runtime_trace: bool,
     /// perf's sampling rate, Hz [default: a fixed sample budget over the CPU time the

@@ -55,17 +55,14 @@ fn runtimes_without_a_runtime_trace_are_bad_input() {
             "--runtime-trace",
         ]
     };
-    let (threads, tokio) = (run("threads"), run("tokio"));
+    let threads = run("threads");
     let mut no_probes = run("goroutines");
     no_probes.push("--no-probes");
-    let mut cases: Vec<(&[&str], &str)> = vec![
+    let cases: Vec<(&[&str], &str)> = vec![
         (&threads, "--runtime-trace: threads"),
         (&no_probes, "--no-probes"),
     ];
-    // tokio's binary is cargo's, built by a workspace test run; refused by name once it is there.
-    if spawnscope_bin().with_file_name("tokio-tasks").is_file() {
-        cases.push((&tokio, "--runtime-trace: tokio: not yet"));
-    }
+    // tokio takes it through its hooks build: tests/runtime_trace_tokio.rs.
     assert_runs_refused(&sandbox, &cases);
 }
 

@@ -27,6 +27,9 @@ static THREADS: Program = Program {
     ),
     gomaxprocs_refusal:
         "it sets the Go scheduler's processor count, which OS threads do not have",
+    tokio_trace: RuntimeFlag::Refuses(
+        "it records tokio's task hooks (the tokio workload's hooks build, tokio-tasks-hooks)",
+    ),
 };
 
 fn main() {

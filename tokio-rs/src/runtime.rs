@@ -15,6 +15,9 @@ use workload::json::Obj;
 pub struct TokioTasks {
     pub runtime: Runtime,
     threads_started: Arc<AtomicU64>,
+    /// The hooks build's --tokio-trace, written at the exit.
+    #[cfg(all(tokio_unstable, feature = "hooks"))]
+    trace: Option<crate::hooks::Trace>,
 }
 
 impl TokioTasks {
@@ -22,7 +25,11 @@ impl TokioTasks {
     /// with `net`, the I/O driver too (serve's sockets). Only serve has it: with it, an idle
     /// worker parks in epoll_wait and is woken through an eventfd rather than a futex, which the
     /// other workloads would then measure.
-    pub fn build(workers: Option<u64>, net: bool) -> io::Result<Self> {
+    pub fn build(
+        workers: Option<u64>,
+        net: bool,
+        #[cfg(all(tokio_unstable, feature = "hooks"))] trace: Option<crate::hooks::Trace>,
+    ) -> io::Result<Self> {
         let threads_started = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&threads_started);
         let mut builder = Builder::new_multi_thread();
@@ -35,9 +42,15 @@ impl TokioTasks {
         if let Some(n) = workers {
             builder.worker_threads(n as usize);
         }
+        #[cfg(all(tokio_unstable, feature = "hooks"))]
+        if trace.is_some() {
+            crate::hooks::install(&mut builder, Arc::clone(&threads_started));
+        }
         Ok(TokioTasks {
             runtime: builder.build()?,
             threads_started,
+            #[cfg(all(tokio_unstable, feature = "hooks"))]
+            trace,
         })
     }
 }
@@ -55,6 +68,19 @@ impl Tasks for TokioTasks {
             .with("workers", self.runtime.metrics().num_workers())
             .with("os_threads_created", self.threads_started.load(Relaxed) + 1)
             .with("tokio_version", env!("TOKIO_VERSION"))
+    }
+
+    /// The hooks build: the runtime shut down and its task events written.
+    #[cfg(all(tokio_unstable, feature = "hooks"))]
+    fn before_exit(&mut self) -> Result<(), String> {
+        let Some(trace) = self.trace.take() else {
+            return Ok(());
+        };
+        // A runtime with no threads in its place: the workers' is shut down, joined.
+        let idle = Builder::new_current_thread()
+            .build()
+            .map_err(|e| format!("--tokio-trace: {e}"))?;
+        crate::hooks::write(trace, std::mem::replace(&mut self.runtime, idle))
     }
 }
 

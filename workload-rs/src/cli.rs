@@ -142,6 +142,8 @@ pub struct Config {
     pub workers: Option<u64>,
     /// None: the automatic reserve (see limits::Limits::auto_reserve).
     pub reserve: Option<u64>,
+    /// --tokio-trace: where the hooks build writes its task events (None: no hooks set).
+    pub tokio_trace: Option<String>,
     /// Validate, print the `start` event, spawn nothing.
     pub dry_run: bool,
     /// The start gate: after `start`, wait for a line (or EOF) on stdin before the first phase,
@@ -158,6 +160,8 @@ const SWITCHES: &[(&str, Switch)] = &[
     ("--wait-to-start", |c| c.wait_to_start = true),
 ];
 
+// Parsed once per process: boxing the run's Config would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     Run(Config),
     Help,
@@ -185,6 +189,7 @@ const FLAGS: &[(&str, Option<Workload>)] = &[
     ("--workers", None),
     ("--reserve", None),
     ("--go-trace", None),
+    ("--tokio-trace", None),
 ];
 
 /// Why the Rust workloads refuse --go-trace (goroutines' runtime/trace).
@@ -203,6 +208,12 @@ fn runtime_flag_lines(program: &Program) -> String {
         line("--gomaxprocs", "N", "goroutines only: refused here"),
         takes_or(program.workers, "--workers", "N", "tokio-tasks"),
         line("--go-trace", "FILE", "goroutines only: refused here"),
+        takes_or(
+            program.tokio_trace,
+            "--tokio-trace",
+            "FILE",
+            "tokio-tasks-hooks",
+        ),
     ]
     .concat()
 }
@@ -300,6 +311,7 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
         stack_size: None,
         workers: None,
         reserve: None,
+        tokio_trace: None,
         dry_run: false,
         wait_to_start: false,
     };
@@ -337,6 +349,7 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
             "--go-trace" => Some(GO_TRACE_REFUSAL),
             "--stack-size" => refusal(program.stack_size),
             "--workers" => refusal(program.workers),
+            "--tokio-trace" => refusal(program.tokio_trace),
             _ => None,
         };
         if let Some(reason) = refused {
@@ -384,6 +397,8 @@ pub fn parse(program: &Program, args: &[String]) -> Result<Command, String> {
                 cfg.stack_size = Some(bytes);
             }
             "--workers" => cfg.workers = Some(parse_count(&value, 1, MAX_WORKERS).map_err(bad)?),
+            // Whether FILE can be written is the hooks build's to check (it opens it).
+            "--tokio-trace" => cfg.tokio_trace = Some(value),
             "--reserve" => {
                 cfg.reserve = match value.as_str() {
                     "auto" => None,
@@ -474,6 +489,7 @@ mod tests {
         stack_size: RuntimeFlag::Takes("stack of each thread"),
         workers: RuntimeFlag::Refuses("OS threads have no worker pool"),
         gomaxprocs_refusal: "not Go",
+        tokio_trace: RuntimeFlag::Refuses("not the hooks build"),
     };
     /// One that takes --workers (as `tokio-tasks` does).
     const TOKIO_LIKE: Program = Program {
@@ -548,6 +564,26 @@ mod tests {
             .unwrap_err()
             .contains("does not apply to sleep"));
         assert!(run("--n 3").unwrap_err().contains("missing workload"));
+    }
+
+    /// --tokio-trace: the hooks build takes it (its FILE kept as given), every other refuses it.
+    #[test]
+    fn tokio_trace_is_the_hooks_builds() {
+        assert!(run("hold --tokio-trace /tmp/t.bin")
+            .unwrap_err()
+            .contains("'--tokio-trace' is not supported: not the hooks build"));
+        let hooks = Program {
+            tokio_trace: RuntimeFlag::Takes("record the hooks"),
+            ..TOKIO_LIKE
+        };
+        let cfg = run_as(&hooks, "pingpong --tokio-trace /tmp/t.bin").unwrap();
+        assert_eq!(cfg.tokio_trace.as_deref(), Some("/tmp/t.bin"));
+        assert_eq!(run_as(&hooks, "hold").unwrap().tokio_trace, None);
+        assert!(run_as(&hooks, "hold --tokio-trace")
+            .unwrap_err()
+            .contains("needs a value"));
+        assert!(usage(&hooks).contains("--tokio-trace FILE  record the hooks"));
+        assert!(usage(&TOKIO_LIKE).contains("tokio-tasks-hooks only: refused here"));
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub trait Tasks {
     fn rusage(&self) -> Obj {
         sys::rusage()
     }
+    /// After `result`, before the exit: what the runtime still has to write (the tokio hooks
+    /// build's --tokio-trace). Err: why it could not (exit 1, output failed).
+    fn before_exit(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// One workload of a runtime: spawns and waits through the harness, and says what it did.
@@ -623,6 +628,10 @@ impl<T: Tasks> Harness<T> {
             .with("status_at_peak", status)
             .with("runtime_stats", self.tasks.stats(&self.cfg));
         self.emit(event);
+        if let Err(why) = self.tasks.before_exit() {
+            eprintln!("{}: {why}", self.program.name);
+            self.output_failed = true;
+        }
         match (self.output_failed, self.failure.is_some()) {
             (true, _) => 1,
             (false, true) => 3,

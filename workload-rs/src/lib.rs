@@ -36,4 +36,7 @@ pub struct Program {
     pub workers: RuntimeFlag,
     /// Why --gomaxprocs (the Go scheduler's processor count) does not apply.
     pub gomaxprocs_refusal: &'static str,
+    /// --tokio-trace: tokio's task hooks recorded to a file; only the tokio workload's hooks
+    /// build (`--cfg tokio_unstable`, tokio-tasks-hooks) takes it.
+    pub tokio_trace: RuntimeFlag,
 }

@@ -213,6 +213,7 @@ mod tests {
         stack_size: RuntimeFlag::Refuses(""),
         workers: RuntimeFlag::Refuses(""),
         gomaxprocs_refusal: "",
+        tokio_trace: RuntimeFlag::Refuses(""),
     };
 
     fn config(port: u16, addrs: u64) -> Config {

@@ -10,7 +10,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyse::sched_trace::{LatencyRow, MissedSwitchIn, PhaseEdges, PhaseHistograms};
+use crate::analyse::sched_trace::{LatencyRow, PhaseEdges, PhaseHistograms};
 use crate::record::go_sched::{GoChange, GoSchedSummary};
 
 /// The package a workload's own goroutines start in: the goroutines binary is package main.
@@ -57,204 +57,37 @@ pub struct GoSchedFigures {
     pub notes: Vec<String>,
 }
 
-/// The runtime's events against the kernel's: each change was emitted by its thread (`tid`), so
-/// that thread was on a CPU then, by the kernel's switches. A goroutine's slice may still be
-/// open while the kernel has switched its M out: that is a slice, not an event, and not checked.
-#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct OnCpuCheck {
-    /// Records with a thread that the kernel's trace followed.
-    pub checked: u64,
-    /// At their own time, within a running span of that thread, give or take `tolerance_ns`.
-    pub inside: u64,
-    /// Of `checked`, those whose time the trace's parser moved forward (x/exp/trace hands an
-    /// event read after a later one of another thread that one's time + 1 ns): their own time
-    /// is not in the trace as read, only that it lies between their thread's previous record of
-    /// its own time and the moved one. Not judged at a time: one whose interval meets no running
-    /// span of its thread is outside (against the check); the rest are `time_moved_consistent`.
-    #[serde(default)]
-    pub time_moved: u64,
-    /// Of `time_moved`, those whose interval meets a running span of their thread: counted
-    /// apart, neither inside nor against the check.
-    #[serde(default)]
-    pub time_moved_consistent: u64,
-    /// Of `checked`, those outside every running span the kernel's trace recorded but within a
-    /// stint whose switch-in it missed (their thread switched out while the trace had it off its
-    /// CPU: `sched_trace::missed_switch_ins`): on a CPU then or not, the trace cannot say.
-    /// Counted apart: neither inside nor against the check.
-    #[serde(default)]
-    pub in_missed_switch_ins: u64,
-    /// How far outside (ns) the farthest one lay.
-    pub farthest_outside_ns: u64,
-    /// The runtime tracer's clock resolution (64 ns ticks on linux/amd64) twice over (the event
-    /// and the Sync snapshot that puts it on CLOCK_MONOTONIC).
-    pub tolerance_ns: u64,
-    /// Passes at `PASS_FRACTION` of the records inside or more (of those checked less those
-    /// counted apart).
-    pub passed: bool,
-    pub says: String,
-}
+pub use crate::analyse::on_cpu::{OnCpuCheck, OnCpuSpans};
 
-/// The share of the runtime's events that must lie on-CPU for the check to pass.
-pub const PASS_FRACTION: f64 = 0.999;
 /// The tracer's 64 ns tick, for the event and for its clock snapshot.
 pub const ON_CPU_TOLERANCE_NS: u64 = 2 * 64;
 
-/// The kernel's view of the threads the check reads (BOOTTIME): each thread's running spans
-/// (`sched_trace::thread_states`, and where its trace missed a switch-in, from a record showing
-/// the thread current to its switch-out), and the windows before those where it may have run
-/// unseen (`add_missed_switch_ins`).
-pub struct OnCpuSpans {
-    pub running: BTreeMap<u32, Vec<(u64, u64)>>,
-    pub missed: BTreeMap<u32, Vec<(u64, u64)>>,
-}
-
-/// The stints whose switch-in the kernel's trace missed, into the check's terms: from where a
-/// record shows the thread current to its switch-out it was on a CPU (added to `running`, which
-/// stays sorted); before that, from when it could run, it may have been (the windows returned,
-/// whose events are counted apart).
-pub fn add_missed_switch_ins(
-    running: &mut BTreeMap<u32, Vec<(u64, u64)>>,
-    missed: BTreeMap<u32, Vec<MissedSwitchIn>>,
-) -> BTreeMap<u32, Vec<(u64, u64)>> {
-    let mut windows = BTreeMap::new();
-    for (tid, stints) in missed {
-        let spans = running.entry(tid).or_default();
-        let mut unknown = Vec::new();
-        for m in stints {
-            let seen = m.seen_on_cpu.unwrap_or(m.out);
-            if seen < m.out {
-                spans.push((seen, m.out));
-            }
-            unknown.push((m.since, seen));
-        }
-        spans.sort_unstable();
-        windows.insert(tid, unknown);
-    }
-    windows
-}
-
-/// Whether a span of `spans` (sorted, disjoint) meets [lo, hi] widened by `tol`; else how far
-/// the nearest one lies.
-fn distance_to(spans: &[(u64, u64)], lo: u64, hi: u64, tol: u64) -> Option<u64> {
-    // The last span beginning at or before hi (+ tolerance).
-    let i = spans.partition_point(|&(begin, _)| begin <= hi + tol);
-    match i.checked_sub(1).map(|i| spans[i]) {
-        Some((_, end)) if lo <= end + tol => None,
-        Some((_, end)) => {
-            let after = lo - end;
-            Some(
-                spans
-                    .get(i)
-                    .map_or(after, |&(begin, _)| after.min(begin - hi)),
-            )
-        }
-        None => Some(spans.first().map_or(u64::MAX, |&(begin, _)| begin - hi)),
-    }
-}
-
-/// Holds each change with a thread to that thread's running spans (the kernel's trace, BOOTTIME;
-/// `offset_ns` = BOOTTIME − MONOTONIC puts the changes there). A change whose time the parser
-/// moved is held over [its thread's last record of its own time, the moved time]. Threads the
-/// kernel's trace does not follow are not checked (said in `says`).
+/// Holds each change with a thread to that thread's running spans (analyse/on_cpu.rs: the
+/// kernel's trace, BOOTTIME; `offset_ns` = BOOTTIME − MONOTONIC puts the changes there). Each
+/// change was emitted by its thread (`tid`), so that thread was on a CPU then; a change whose
+/// time the parser moved is held over [its thread's last record of its own time, the moved time].
 pub fn on_cpu_check(
     changes: impl Iterator<Item = io::Result<GoChange>>,
     kernel: &OnCpuSpans,
     offset_ns: i64,
     switches_unseen: Option<u64>,
 ) -> io::Result<OnCpuCheck> {
-    let tol = ON_CPU_TOLERANCE_NS;
-    let (mut checked, mut inside, mut farthest, mut unfollowed) = (0u64, 0u64, 0u64, 0u64);
-    let (mut before_first, mut moved, mut moved_consistent, mut apart) = (0u64, 0u64, 0u64, 0u64);
-    // Each thread's last record of its own time (not moved), BOOTTIME.
-    let mut own: HashMap<u32, u64> = HashMap::new();
-    for c in changes {
-        let c = c?;
-        let Some(tid) = c.tid else { continue };
-        let Some(spans) = kernel.running.get(&tid).filter(|s| !s.is_empty()) else {
-            unfollowed += 1;
-            continue;
-        };
-        checked += 1;
-        let ts = crate::analyse::sched_trace::boot(c.ts_ns, offset_ns);
-        // A moved time is an upper bound; its thread's previous own time a lower one.
-        let lo = if c.time_moved {
-            moved += 1;
-            own.get(&tid).copied().unwrap_or(ts).min(ts)
-        } else {
-            own.insert(tid, ts);
-            ts
-        };
-        let Some(distance) = distance_to(spans, lo, ts, tol) else {
-            if c.time_moved {
-                moved_consistent += 1;
-            } else {
-                inside += 1;
-            }
-            continue;
-        };
-        let missed = kernel.missed.get(&tid).map(|m| &m[..]).unwrap_or(&[]);
-        if distance_to(missed, lo, ts, tol).is_none() {
-            apart += 1;
-            continue;
-        }
-        if ts + tol < spans[0].0 {
-            before_first += 1;
-        }
-        farthest = farthest.max(distance);
-    }
-    let judged = checked - apart - moved_consistent;
-    let fraction = if judged == 0 {
-        0.0
-    } else {
-        inside as f64 / judged as f64
-    };
-    let passed = judged > 0 && fraction >= PASS_FRACTION;
-    let mut says = format!(
-        "{inside} of {judged} runtime events ({:.3} %) lie within a kernel on-CPU span of the thread that emitted them (±{tol} ns)",
-        100.0 * fraction
-    );
-    if moved > 0 {
-        says.push_str(&format!(
-            "; {moved} more carry a time the trace's parser moved forward to keep its order (x/exp/trace: an event read after a later one of another thread takes that one's time + 1 ns), their own not in the trace as read: not judged at a time, {moved_consistent} of them consistent (a running span of their thread meets [its previous own time, the moved time]), {} not (outside, counted above)",
-            moved - moved_consistent
-        ));
-    }
-    if apart > 0 {
-        says.push_str(&format!(
-            "; {apart} more not judged: outside the spans the kernel's trace recorded, within a stint of their thread whose switch-in it missed ({} switches unseen in collector.json's trace section)",
-            switches_unseen.map_or("no count of".to_string(), |n| n.to_string())
-        ));
-    }
-    if !passed && judged > 0 {
-        says.push_str(&format!(
-            "; below {:.1} %: the farthest {farthest} ns outside{}",
-            100.0 * PASS_FRACTION,
-            if before_first * 2 > judged - inside {
-                " — most before their thread's first switch-in: the runtime's clock runs behind the kernel's (the Sync snapshot's MONOTONIC against the capture's BOOTTIME offset)".to_string()
-            } else {
-                match switches_unseen {
-                    Some(n) if n > 0 => format!(" — the kernel's trace missed {n} switches of the run's tasks (collector.json's trace.switches_unseen): a stint of a thread on a CPU it did not record leaves the runtime's events of that stint outside"),
-                    _ => " — the runtime's clock and the kernel's disagree".to_string(),
-                }
-            }
-        ));
-    }
-    if unfollowed > 0 {
-        says.push_str(&format!(
-            "; {unfollowed} events of threads the kernel's trace did not follow not checked"
-        ));
-    }
-    Ok(OnCpuCheck {
-        checked,
-        inside,
-        time_moved: moved,
-        time_moved_consistent: moved_consistent,
-        in_missed_switch_ins: apart,
-        farthest_outside_ns: farthest,
-        tolerance_ns: tol,
-        passed,
-        says,
-    })
+    crate::analyse::on_cpu::check(
+        changes.map(|c| {
+            c.map(|c| crate::analyse::on_cpu::Event {
+                ts_ns: c.ts_ns,
+                tid: c.tid,
+                time_moved: c.time_moved,
+            })
+        }),
+        kernel,
+        offset_ns,
+        switches_unseen,
+        &crate::analyse::on_cpu::Clocks {
+            tolerance_ns: ON_CPU_TOLERANCE_NS,
+            behind: "the runtime's clock runs behind the kernel's (the Sync snapshot's MONOTONIC against the capture's BOOTTIME offset)",
+        },
+    )
 }
 
 /// Created in the trace = the workload's `spawned` + the runtime's own goroutines, named.
@@ -512,6 +345,8 @@ pub fn derive(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyse::on_cpu::add_missed_switch_ins;
+    use crate::analyse::sched_trace::MissedSwitchIn;
     use crate::record::go_sched::GoState::{self, *};
 
     fn change(ts_ns: u64, goid: u64, tid: u32, from: GoState, to: GoState) -> GoChange {

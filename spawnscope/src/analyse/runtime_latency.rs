@@ -34,8 +34,7 @@ pub fn of(summary: &Summary) -> Option<RuntimeLatency<'_>> {
         .find(|r| Some(r.name()) == summary.runtime.as_deref())?;
     let rows: &[LatencyRow] = match runtime {
         Runtime::Goroutines => &summary.runtime_trace.as_ref()?.readied_to_running,
-        // tokio's figures plug in here: `&summary.tokio_trace.as_ref()?.scheduled_to_polled`.
-        Runtime::Tokio => return None,
+        Runtime::Tokio => &summary.tokio_trace.as_ref()?.scheduled_to_polled,
         // Their scheduler is the kernel's: the scheduler trace's wake→run, not a runtime's.
         Runtime::Threads | Runtime::Processes => return None,
     };
@@ -439,7 +438,7 @@ mod tests {
         assert_eq!(c.sides[2].latency, None);
         assert_eq!(
             c.sides[2].missing.as_deref(),
-            Some("tokio: not yet: it needs the tokio workload's hooks build (tokio_unstable), not built yet")
+            Some("no runtime-traced run (--runtime-trace)")
         );
         // Without a runtime-traced run there is no table.
         assert!(table(&taken(&runs[..3])).is_empty());
@@ -458,8 +457,8 @@ mod tests {
             clause(&sides),
             "; a woken thread waits 13.0 µs to run, a goroutine 3.0 µs (p50; p99 52.0 µs, 12.0 µs; \
              N = 10,000; the thread's the kernel's wake→run, the goroutine's its runtime's \
-             readied→running); a tokio task's scheduled→polled is missing: tokio: not yet: it needs \
-             the tokio workload's hooks build (tokio_unstable), not built yet"
+             readied→running); a tokio task's scheduled→polled is missing: no runtime-traced run \
+             (--runtime-trace)"
         );
     }
 

@@ -262,6 +262,12 @@ pub struct Summary {
     /// tracer's cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_trace: Option<crate::analyse::go_sched::GoSchedFigures>,
+    /// `--runtime-trace` (tokio): tokio's own scheduler from its task hooks (the workload's
+    /// hooks build) — spawns, polls, scheduled→polled per phase, spawns against the workload's
+    /// count, workers' parks and steals (analyse::tokio_sched). Such a run is runtime-traced: its
+    /// memory and time figures carry the hooks' cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokio_trace: Option<crate::analyse::tokio_sched::TokioSchedFigures>,
 }
 
 /// Which way a threads run's threads ended, from the madvise calls after release: each thread

@@ -206,7 +206,14 @@ fn runtime_trace_ready(runtimes: &[Runtime]) -> Result<(), String> {
             format!("no runtime swept has a runtime trace ({})", why.join("; "))
         });
     }
-    crate::measure::go_trace::reducer().map(|_| ())
+    // Each traced runtime's own tool: Go's reducer, tokio's hooks build.
+    for runtime in runtimes.iter().filter(|r| r.runtime_trace_flag().is_ok()) {
+        match runtime {
+            Runtime::Tokio => crate::measure::tokio_trace::hooks_binary().map(|_| ())?,
+            _ => crate::measure::go_trace::reducer().map(|_| ())?,
+        }
+    }
+    Ok(())
 }
 
 fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {

@@ -24,6 +24,7 @@ use crate::analyse::sched_trace::{self, SchedFigures};
 use crate::analyse::summary::{summarize, Summary};
 use crate::analyse::swimlane::{self, Swimlane};
 use crate::analyse::timeline;
+use crate::analyse::tokio_sched::TokioSchedFigures;
 use crate::analyse::trace_cut;
 use crate::analyse::verdict::{self, KernelCounts};
 use crate::analyse::waits::{self, Waits};
@@ -31,6 +32,7 @@ use crate::analyse::{sentinels, serving};
 use crate::measure;
 use crate::record::go_sched::GoSchedSummary;
 use crate::record::perf::{read_samples, write_folded, PerfRecord, Profile, Samples};
+use crate::record::tokio_sched::TokioSchedSummary;
 use crate::record::{self, LoadedRun, Plan};
 use crate::render;
 use crate::runtime::result_event;
@@ -192,9 +194,23 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
             )),
         }
     }
+    let mut tokio = None;
+    if record::tokio_sched::has_records(dir) {
+        match super::runtime_trace::tokio_figures(dir, &loaded) {
+            Ok((figures, written)) => {
+                summary.tokio_trace = Some(figures.clone());
+                tokio = Some((figures, written));
+            }
+            Err(err) => summary.left_out.push(format!(
+                "tokio's task hooks' records could not be read: {err:#} ({} and {} are kept)",
+                record::TOKIO_SCHED,
+                record::TOKIO_SCHED_SUMMARY
+            )),
+        }
+    }
     let mut swimlane = None;
     if record::trace::has_events(dir) {
-        match scheduler_trace(dir, &loaded, writes, go.as_ref()) {
+        match scheduler_trace(dir, &loaded, writes, go.as_ref(), tokio.as_ref()) {
             Ok((figures, lanes)) => {
                 summary.scheduler_trace = Some(figures);
                 match lanes {
@@ -250,6 +266,7 @@ fn scheduler_trace(
     loaded: &LoadedRun,
     writes: Writes,
     go: Option<&(GoSchedFigures, GoSchedSummary)>,
+    tokio: Option<&(TokioSchedFigures, TokioSchedSummary)>,
 ) -> Result<(SchedFigures, Result<Swimlane>)> {
     let capture = record::trace::read_capture(dir);
     let context = sched_trace::Context::of_run(&loaded.run, &loaded.memory, capture.as_ref());
@@ -278,7 +295,7 @@ fn scheduler_trace(
     }
     let path = dir.join(record::PERFETTO_TRACE);
     if writes == Writes::Run || !path.exists() {
-        if let Err(err) = write_perfetto(dir, loaded, &trace, capture.as_ref(), go) {
+        if let Err(err) = write_perfetto(dir, loaded, &trace, capture.as_ref(), go, tokio) {
             figures.notes.push(format!(
                 "the Perfetto trace is incomplete: {err:#} (what was written is {}.incomplete; {} is kept, and `spawnscope report` writes the trace again)",
                 record::PERFETTO_TRACE,
@@ -323,33 +340,15 @@ fn runtime_trace(dir: &Path, loaded: &LoadedRun) -> Result<(GoSchedFigures, GoSc
 /// trace-events.bin for those threads: their states, the switch-ins it missed; one over
 /// go-sched.bin). None without the clocks' offset.
 fn on_cpu(dir: &Path, threads: &[u32]) -> Result<Option<go_sched::OnCpuCheck>> {
-    let capture = record::trace::read_capture(dir);
-    let Some(offset) = capture.as_ref().and_then(|c| c.boottime_minus_monotonic_ns) else {
+    let tids: BTreeSet<u32> = threads.iter().copied().collect();
+    let Some(r) = super::runtime_trace::running(dir, &tids)? else {
         return Ok(None);
     };
-    let tids: BTreeSet<u32> = threads.iter().copied().collect();
-    let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
-    let states = sched_trace::thread_states(events, &tids, u64::MAX)?;
-    let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
-    let missed = sched_trace::missed_switch_ins(events, &tids)?;
-    let mut running: BTreeMap<u32, Vec<(u64, u64)>> = states
-        .into_iter()
-        .map(|(tid, spans)| {
-            let on: Vec<(u64, u64)> = spans
-                .iter()
-                .filter(|s| s.state == sched_trace::State::Running)
-                .map(|s| (s.begin, s.end))
-                .collect();
-            (tid, on)
-        })
-        .collect();
-    let missed = go_sched::add_missed_switch_ins(&mut running, missed);
-    let unseen = capture.and_then(|c| c.switches_unseen);
     let check = go_sched::on_cpu_check(
         record::go_sched::open_changes(dir)?,
-        &go_sched::OnCpuSpans { running, missed },
-        offset,
-        unseen,
+        &r.spans,
+        r.offset_ns,
+        r.switches_unseen,
     )?;
     Ok(Some(check))
 }
@@ -393,6 +392,7 @@ fn write_perfetto(
     trace: &sched_trace::SchedTrace,
     capture: Option<&record::trace::TraceCapture>,
     go: Option<&(GoSchedFigures, GoSchedSummary)>,
+    tokio: Option<&(TokioSchedFigures, TokioSchedSummary)>,
 ) -> Result<()> {
     let tracks = sched_trace::run_tracks(
         &loaded.run,
@@ -420,6 +420,18 @@ fn write_perfetto(
                 &described,
                 launched,
                 &reduced.functions,
+                tracks.offset_ns,
+            )?;
+        }
+        if let Some(tokio) = tokio {
+            // The tokio tasks' polls on their threads' tracks, after the kernel's packets.
+            let described: BTreeSet<u32> = trace.threads.keys().copied().collect();
+            super::runtime_trace::write_polls(
+                &mut out,
+                dir,
+                tokio,
+                &described,
+                launched,
                 tracks.offset_ns,
             )?;
         }

@@ -14,6 +14,7 @@ pub mod probe_cost;
 pub mod published;
 pub mod report;
 pub mod run;
+pub mod runtime_trace;
 pub mod schema;
 pub mod sysctl;
 pub mod warmup;

@@ -20,4 +20,5 @@ pub mod sampler;
 pub mod sentinels;
 pub mod stop;
 pub mod sweep;
+pub mod tokio_trace;
 pub mod warmup;

@@ -25,7 +25,7 @@ use crate::measure::loadgen::{self, LoadOptions};
 use crate::measure::probes::{self, ProbeDetail, ProbeTimes};
 use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
 use crate::measure::sentinels::SentinelWatch;
-use crate::measure::{go_trace, perf, preflight};
+use crate::measure::{go_trace, perf, preflight, tokio_trace};
 use crate::record::process::signal_name;
 use crate::record::tree;
 use crate::record::{
@@ -190,8 +190,9 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             (binary, argv[1..].to_vec(), None)
         }
     };
-    // --runtime-trace: the workload's flag for it (a command is told through its environment,
-    // `measure`) and the reducer, or a refusal naming why.
+    // --runtime-trace: the workload's flag for it and what records the runtime (Go: the reducer
+    // after the run; tokio: the hooks build in the default binary's place; a command is told
+    // through its environment, `measure`, and reduced as Go), or a refusal naming why.
     let runtime_trace = match (&opts.target, opts.runtime_trace) {
         (_, false) => None,
         (Target::Workload(inv), true) => {
@@ -199,14 +200,24 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
                 .runtime
                 .runtime_trace_flag()
                 .map_err(|why| RunError::Usage(format!("--runtime-trace: {why}")))?;
-            let reducer = go_trace::reducer().map_err(RunError::Usage)?;
-            // The workload checks the flag itself (a binary built before it refuses it).
-            go_trace::validate(inv, flag, &binary).map_err(RunError::Usage)?;
-            Some((Some(flag), reducer))
+            if inv.runtime == Runtime::Tokio {
+                let hooks = tokio_trace::hooks_binary().map_err(RunError::Usage)?;
+                tokio_trace::validate(inv, flag, &hooks).map_err(RunError::Usage)?;
+                Some(RuntimeTracer::TokioHooks { flag, hooks })
+            } else {
+                let reducer = go_trace::reducer().map_err(RunError::Usage)?;
+                // The workload checks the flag itself (a binary built before it refuses it).
+                go_trace::validate(inv, flag, &binary).map_err(RunError::Usage)?;
+                Some(RuntimeTracer::GoReduced {
+                    flag: Some(flag),
+                    reducer,
+                })
+            }
         }
-        (Target::Command { .. }, true) => {
-            Some((None, go_trace::reducer().map_err(RunError::Usage)?))
-        }
+        (Target::Command { .. }, true) => Some(RuntimeTracer::GoReduced {
+            flag: None,
+            reducer: go_trace::reducer().map_err(RunError::Usage)?,
+        }),
     };
     let threads_needed = match &opts.target {
         // A process takes a kernel task and a PID as a thread does.
@@ -355,8 +366,16 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let dir = ResultsDir::create(&opts.out_root, &opts.target, opts.cpu_count, &started)?;
     // The runtime's trace goes into the run directory, raw, as the workload writes it.
     let mut args = args;
-    if let Some((Some(flag), _)) = &runtime_trace {
-        args.extend(go_trace::workload_args(flag, &dir.path));
+    let mut binary = binary;
+    match &runtime_trace {
+        Some(RuntimeTracer::GoReduced {
+            flag: Some(flag), ..
+        }) => args.extend(go_trace::workload_args(flag, &dir.path)),
+        Some(RuntimeTracer::TokioHooks { flag, hooks }) => {
+            args.extend(tokio_trace::workload_args(flag, &dir.path));
+            binary = hooks.clone();
+        }
+        _ => {}
     }
     let mut sysctl_record = SysctlRecord {
         before: read_managed(&store),
@@ -509,12 +528,19 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     let interrupted_by = interrupts.received();
     left_out.extend(measured.left_out);
     match &runtime_trace {
+        Some(RuntimeTracer::TokioHooks { .. }) => {
+            if let Err(why) = tokio_trace::written(&dir.path) {
+                left_out.push(format!("--runtime-trace: {why}"));
+            }
+        }
         // A command need not be a Go program that starts the tracer: said, not an error.
-        Some((None, _)) if !dir.path.join(record::GO_TRACE).exists() => {
+        Some(RuntimeTracer::GoReduced { flag: None, .. })
+            if !dir.path.join(record::GO_TRACE).exists() =>
+        {
             eprintln!("spawnscope: {}", go_trace::NO_TRACE_FROM_COMMAND);
             left_out.push(go_trace::NO_TRACE_FROM_COMMAND.into())
         }
-        Some((_, reducer)) => {
+        Some(RuntimeTracer::GoReduced { reducer, .. }) => {
             eprintln!(
                 "spawnscope: reducing the Go execution trace ({})",
                 record::GO_TRACE
@@ -1160,6 +1186,18 @@ fn measure(
         cpus_seen,
         left_out,
     })
+}
+
+/// What records a runtime-traced run's runtime (`--runtime-trace`).
+enum RuntimeTracer {
+    /// goroutines: the workload's `flag` writes the Go execution trace (a command, no flag: told
+    /// the file through its environment); `reducer` reduces it after.
+    GoReduced {
+        flag: Option<&'static str>,
+        reducer: PathBuf,
+    },
+    /// tokio: the hooks build runs in the default binary's place, its `flag` writing the records.
+    TokioHooks { flag: &'static str, hooks: PathBuf },
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod process;
 pub mod run;
 pub mod sentinels;
 pub mod sysctl;
+pub mod tokio_sched;
 pub mod trace;
 pub mod tree;
 pub mod warmup;
@@ -83,6 +84,11 @@ pub const GO_TRACE: &str = "go-execution.trace";
 /// (record/go_sched.rs; layout: schema/go-sched-record.tsv), and its tables and counts.
 pub const GO_SCHED: &str = "go-sched.bin";
 pub const GO_SCHED_SUMMARY: &str = "go-sched.json";
+/// `--runtime-trace` (tokio): what the workload's hooks build wrote (`tokio-tasks-hooks
+/// --tokio-trace`), raw: one task hook's event each (record/tokio_sched.rs; layout:
+/// schema/tokio-sched-record.tsv), and beside it its threads, counts and tokio's metrics.
+pub const TOKIO_SCHED: &str = "tokio-sched.bin";
+pub const TOKIO_SCHED_SUMMARY: &str = "tokio-sched.json";
 pub use perf::{PERF_FOLDED, PERF_RECORD};
 
 // A compare directory's files (beside its run directories), written by `compare` and `report`.

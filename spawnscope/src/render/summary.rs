@@ -463,6 +463,13 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if s.runtime_trace.is_some() {
         let _ = writeln!(md, "- Runtime-traced: {}", super::go_sched::RUNTIME_TRACED);
     }
+    if s.tokio_trace.is_some() {
+        let _ = writeln!(
+            md,
+            "- Runtime-traced: {}",
+            super::tokio_sched::RUNTIME_TRACED
+        );
+    }
     if let Some(v) = &s.verdict {
         let _ = writeln!(md, "- Time figures: {}", v.line());
     }
@@ -559,6 +566,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     }
     if let Some(f) = &s.runtime_trace {
         super::go_sched::markdown(&mut md, f, s.scheduler_trace.as_ref());
+    }
+    if let Some(f) = &s.tokio_trace {
+        super::tokio_sched::markdown(&mut md, f, s.scheduler_trace.as_ref());
     }
     if let Some(a) = &s.attribution {
         md.push_str(&attribution::markdown(a));
@@ -1007,6 +1017,10 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     if let Some(f) = &s.runtime_trace {
         let _ = writeln!(out, "  {}", super::go_sched::terminal_line(f));
         let _ = writeln!(out, "  {}", super::go_sched::RUNTIME_TRACED);
+    }
+    if let Some(f) = &s.tokio_trace {
+        let _ = writeln!(out, "  {}", super::tokio_sched::terminal_line(f));
+        let _ = writeln!(out, "  {}", super::tokio_sched::RUNTIME_TRACED);
     }
     if let Some(w) = &s.waits {
         waits::terminal(&mut out, w);

@@ -182,9 +182,8 @@ pub const DESCRIPTORS: [Descriptor; 4] = [
         threads_at_gate: None,
         rough_task_bytes: 0.44 * 1024.0,
         perf_call_graph: "dwarf,4096",
-        runtime_trace: Err(
-            "not yet: it needs the tokio workload's hooks build (tokio_unstable), not built yet",
-        ),
+        // The hooks build's flag (tokio-tasks-hooks: measure/tokio_trace.rs runs it instead).
+        runtime_trace: Ok("--tokio-trace"),
         colors: [(44, 160, 44), (152, 223, 138)],
     },
     Descriptor {
