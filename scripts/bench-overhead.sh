@@ -275,7 +275,7 @@ cost_table() {
 probe_cost_json="$out/probe-cost.json"
 say "probe-cost: $probe_cost_rounds cycles, about $probe_cost_seconds s of rounds (PROBE_COST_ROUNDS, PROBE_COST_SECONDS): the prices the model is checked with"
 "$spawnscope" probe-cost --json --rounds "$probe_cost_rounds" --seconds "$probe_cost_seconds" >"$probe_cost_json.partial" 2>"$work/probe-cost.log" ||
-  die "probe-cost failed: $(tail -3 "$work/probe-cost.log")"
+  { rm -f "$probe_cost_json.partial"; die "probe-cost failed: $(tail -3 "$work/probe-cost.log")"; }
 mv "$probe_cost_json.partial" "$probe_cost_json"
 say "probes measured: $probes_mode (PROBES=lean|full); pairs: $min_pairs first, then until the CPU ratio's 95 % half-width is below $margin_pp point(s), at most $max_pairs (REPEATS, MARGIN, MAX_PAIRS); raw data in ${out#"$REPO_ROOT"/}/"
 # The warm-up, not counted (see trace.sh): the first big run after boot or an idle spell pays for

@@ -20,7 +20,7 @@
 #     of the per-pair values with its 95 % t-interval (`spawnscope pairs`; bpf_s is 0, no probes
 #     running, so its time per "program run" with --programs is the CPU difference per event);
 #   - CPU ns per event (that interval), wall ns per event (median, min–max of the pairs);
-#   - peak RSS traced − untraced, MB, and per goroutine the workload spawned, bytes (median,
+#   - peak RSS traced − untraced, MiB, and per goroutine the workload spawned, bytes (median,
 #     min–max; the issue's 15–54 MB a million is 15–54 B each): at small N the tracer's fixed
 #     buffers are all of it, at large N the runtime's heap sizing moves peak RSS by more than the
 #     difference from one run to the next;
@@ -186,7 +186,7 @@ jq -r '
   .measured as $m |
   "The Go execution tracer'"'"'s cost: goroutines with --go-trace against without, \($m.pairs_per_cell) interleaved pairs a cell; \($m.go), kernel \($m.kernel), \($m.cpus) CPUs, load \($m.load_before) before, \($m.load_after) after. Means with their 95 % interval, or median (min–max) of the pairs.",
   "",
-  "| cell | goroutines | events (records) | CPU traced/untraced | wall traced/untraced | CPU ns per event | wall ns per event | peak RSS traced − untraced, MB | per goroutine, B | trace B per event |",
+  "| cell | goroutines | events (records) | CPU traced/untraced | wall traced/untraced | CPU ns per event | wall ns per event | peak RSS traced − untraced, MiB | per goroutine, B | trace B per event |",
   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   (.cells[] | "| \(.cell) | \(.spawned) | \(.events.median) | \(.cpu_ratio | ci(2)) | \(.wall_ratio | ci(2)) | \(.cpu_ns_per_event | ci(0)) | \(.wall_ns_per_event | mmm(0)) | \(.rss_difference_mb | mmm(1)) | \(.rss_bytes_per_goroutine | mmm(1)) | \(.trace_bytes_per_event | mmm(2)) |")
 ' "$out/figures.json" | tee "$out/table.md"

@@ -83,7 +83,8 @@ static __always_inline void trace_emit(__u32 kind, __u64 task, __u64 other, __u6
 		/* Atomic: another program (an interrupt's) may run between a load and a store on
 		 * this CPU, and a count it lost would hide a lost record. */
 		__sync_fetch_and_add(&c->v[SC_TC_LOST], 1);
-		c->v[SC_TC_EMITTER] = outer;
+		if (c->v[SC_TC_EMITTER] == me)
+			c->v[SC_TC_EMITTER] = outer;
 		c->v[SC_TC_NESTING] -= 1;
 		return;
 	}
@@ -116,7 +117,10 @@ static __always_inline void trace_emit(__u32 kind, __u64 task, __u64 other, __u6
 	bpf_ringbuf_submit(r, bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA) > TRACE_RING / 2
 				      ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	__sync_fetch_and_add(&c->v[SC_TC_EMITTED], 1);
-	c->v[SC_TC_EMITTER] = outer;
+	/* Preempted emissions need not end last-in first-out: the emitter named is left alone when
+	 * a later one took the slot (it is still inside), and the nesting gates a stale one. */
+	if (c->v[SC_TC_EMITTER] == me)
+		c->v[SC_TC_EMITTER] = outer;
 	c->v[SC_TC_NESTING] -= 1;
 }
 

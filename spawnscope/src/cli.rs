@@ -736,7 +736,7 @@ pub struct CompareArgs {
     /// trace of it (root; as `run --perfetto`).
     #[arg(long)]
     pub perfetto: bool,
-    /// Add to each cell of a runtime that has a runtime trace (goroutines) one runtime-traced run
+    /// Add to each cell of a runtime that has a runtime trace (goroutines, tokio) one runtime-traced run
     /// (`run --runtime-trace`) beside its ordinary runs: the runtime's readied→running beside the
     /// kernel's wake-to-run in the headline of pingpong and chain and in a table per workload × N.
     /// Its memory, fault and time figures are left out of the comparison's (the tracer's cost).

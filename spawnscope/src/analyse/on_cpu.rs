@@ -139,6 +139,7 @@ pub fn check(
     let tol = clocks.tolerance_ns;
     let (mut checked, mut inside, mut farthest, mut unfollowed) = (0u64, 0u64, 0u64, 0u64);
     let (mut before_first, mut moved, mut moved_consistent, mut apart) = (0u64, 0u64, 0u64, 0u64);
+    let mut moved_outside = 0u64;
     let mut outside_by_tid: BTreeMap<u32, u64> = BTreeMap::new();
     // Each thread's last record of its own time (not moved), BOOTTIME.
     let mut own: HashMap<u32, u64> = HashMap::new();
@@ -175,6 +176,7 @@ pub fn check(
         if ts + tol < spans[0].0 {
             before_first += 1;
         }
+        moved_outside += u64::from(e.time_moved);
         farthest = farthest.max(distance);
         *outside_by_tid.entry(tid).or_default() += 1;
     }
@@ -191,8 +193,11 @@ pub fn check(
     );
     if moved > 0 {
         says.push_str(&format!(
-            "; {moved} more carry a time the trace's parser moved forward to keep its order (x/exp/trace: an event read after a later one of another thread takes that one's time + 1 ns), their own not in the trace as read: not judged at a time, {moved_consistent} of them consistent (a running span of their thread meets [its previous own time, the moved time]), {} not (outside, counted above)",
-            moved - moved_consistent
+            "; {moved} more carry a time the trace's parser moved forward to keep its order (x/exp/trace: an event read after a later one of another thread takes that one's time + 1 ns), their own not in the trace as read: not judged at a time, {moved_consistent} of them consistent (a running span of their thread meets [its previous own time, the moved time]), {moved_outside} not (outside, counted above){}",
+            match moved - moved_consistent - moved_outside {
+                0 => String::new(),
+                n => format!(", {n} in a stint whose switch-in the kernel's trace missed (counted apart below)"),
+            }
         ));
     }
     if apart > 0 {

@@ -117,8 +117,9 @@ pub struct CostFormula {
     pub share_of_cpu: Option<f64>,
 }
 
-/// One program's part: the run's own events (its runs less those filtered out) × its ns per
-/// event (the calibration's, or this run's statistics').
+/// One program's part: the run's own events (its runs less those filtered out) and their time
+/// (the program's whole time at its ns per run, the calibration's or this run's statistics', less
+/// its filtered-out runs at the hook's floor); `ns_per_event` is that time over those events.
 #[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct CostTerm {
     pub program: String,
@@ -148,20 +149,34 @@ pub struct HostTerm {
 }
 
 /// The formula's parts from the programs' rows and the calibration's floors (hook, runs, ns).
+/// A program's ns per run is an average over all its runs, the cheap filtered-out ones among
+/// them (the statistics time every run), so the run's own part is not its own events × that
+/// average: it is the program's whole time less what its filtered-out runs took, priced at the
+/// hook's floor (the least any run there costs). The host's share is those filtered-out runs at
+/// the floor: at least what the other processes paid. The parts add up to every run × its ns.
 pub fn cost_formula(
     programs: &[ProgramCostRow],
     floors: &[crate::record::FloorRate],
     cpu_us: Option<u64>,
 ) -> CostFormula {
+    let floor_of = |hook: &str| {
+        floors
+            .iter()
+            .find(|f| f.hook == hook && f.runs > 0)
+            .map(|f| f.ns as f64 / f.runs as f64)
+    };
     let mut terms: Vec<CostTerm> = programs
         .iter()
         .map(|p| {
             let events = p.events.saturating_sub(p.filtered_out);
+            let all_ns = p.events as f64 * p.ns_per_event;
+            let filtered_ns = floor_of(&p.tracepoint).map_or(0.0, |f| f * p.filtered_out as f64);
+            let ns = (all_ns - filtered_ns).max(0.0);
             CostTerm {
                 program: p.program.clone(),
                 events,
-                ns_per_event: p.ns_per_event,
-                ns: events as f64 * p.ns_per_event,
+                ns_per_event: if events > 0 { ns / events as f64 } else { 0.0 },
+                ns,
             }
         })
         .filter(|t| t.events > 0)
@@ -177,10 +192,7 @@ pub fn cost_formula(
         .map(|p| HostTerm {
             hook: p.tracepoint.clone(),
             filtered_out: p.filtered_out,
-            floor_ns: floors
-                .iter()
-                .find(|f| f.hook == p.tracepoint && f.runs > 0)
-                .map(|f| f.ns as f64 / f.runs as f64),
+            floor_ns: floor_of(&p.tracepoint),
         })
         .collect();
     let host = (!hooks.is_empty()).then(|| HostShare {

@@ -120,7 +120,8 @@ pub struct RunRecord {
     /// analysis after it is not in it). Empty in records from before it was kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<Stage>,
-    /// `--runtime-trace`: the runtime's own tracer ran through this run (Go's execution tracer),
+    /// `--runtime-trace`: the runtime's own tracer ran through this run (Go's execution tracer, or
+    /// tokio's task hooks in its hooks build),
     /// adding its memory, faults and time: a run of its own kind, kept out of a comparison's
     /// memory, fault and time figures (it gives the runtime's latencies and trace).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -139,8 +139,10 @@ pub fn sweep_table(runs: &[crate::analyse::compare::RunPoint]) -> Table {
         "what happened",
     ])
     .right_aligned(1..=10);
+    // A runtime-traced run's figures carry its tracer's cost: not the runtime's (listed apart).
     let mut serve: Vec<_> = runs
         .iter()
+        .filter(|r| !r.runtime_traced)
         .filter_map(|r| Some((r, r.serve.as_ref()?)))
         .collect();
     let order = crate::analyse::compare::ordered_runtimes(
