@@ -135,6 +135,12 @@ pub fn open(path: &str, dry_run: bool) -> Result<Option<Trace>, String> {
     }
     let existed = p.symlink_metadata().is_ok();
     let summary = p.with_extension("json");
+    // The summary goes beside the records as FILE.json: a FILE named so would be overwritten.
+    if summary == p {
+        return Err(format!(
+            "--tokio-trace '{path}': ends in .json, the name of the summary written beside it"
+        ));
+    }
     let opened = |p: &Path| {
         OpenOptions::new()
             .write(true)

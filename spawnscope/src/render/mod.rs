@@ -14,6 +14,7 @@ pub mod html;
 pub mod pages;
 pub mod perfetto;
 pub mod perfetto_goroutines;
+pub mod perfetto_runtime;
 pub mod perfetto_tokio;
 pub mod probe_cost;
 pub mod repeats;
