@@ -8,6 +8,12 @@
 //!   /proc/stat; idle, iowait and steal excluded) less the run's own CPU time (its cgroup's
 //!   counter, else its process's utime+stime). /proc/stat counts in USER_HZ ticks: a few ticks per
 //!   phase are rounding, not noise. Floored at 0.
+//! - kernel threads' CPU: the growth of each kernel thread's utime+stime (/proc/PID/stat of
+//!   kthreadd and its children, read at every mark) between the two marks, summed, and by family
+//!   (kworker, rcu, ksoftirqd…). Machine-wide: a run held to K CPUs gets none (its CPU outside
+//!   the run is read over those CPUs alone, and a kernel thread's /proc times do not say where it
+//!   ran). A thread that exited before the second mark took its time with it: that time stays
+//!   with other programs.
 //! - memory used for the first time: MemTotal less the zones' managed pages fell (pages the
 //!   kernel initialized only now: deferred page init, lazy on some VMs).
 //! - memory handed back: the page_reporting module's reported_kib counter (kernels that publish
@@ -18,13 +24,15 @@
 //!   tick's wall). An estimate: procs_running is an instant, the run's share an average.
 //! - frequency: the lowest and highest scaling_cur_freq over the CPUs and the phase's ticks.
 
+use std::collections::{BTreeMap, HashMap};
+
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::phases::shown_name;
 use crate::record::sentinels::{
-    BALLOON, FREQUENCY, OUTSIDE_CPU, PAGE_REPORTING, RUNNABLE, STEAL, VMSTAT,
+    BALLOON, FREQUENCY, KERNEL_THREADS, OUTSIDE_CPU, PAGE_REPORTING, RUNNABLE, STEAL, VMSTAT,
 };
-use crate::record::{SentinelMark, SentinelTick, SentinelsRecord};
+use crate::record::{KernelThreads, SentinelMark, SentinelTick, SentinelsRecord};
 
 /// One phase's sentinels. None: not available here (see `SentinelFigures::unavailable`) or not
 /// read at one of the phase's edges.
@@ -38,6 +46,16 @@ pub struct PhaseSentinels {
     pub machine_busy_ns: Option<u64>,
     pub run_cpu_ns: Option<u64>,
     pub outside_cpu_ns: Option<u64>,
+    /// Kernel threads' CPU time in the phase (Σ utime+stime growth, /proc/PID/stat), ns: on a
+    /// whole-machine run it is inside `machine_busy_ns` and so inside `outside_cpu_ns` (up to
+    /// tick rounding). None: a run held to K CPUs, kernel threads not visible, or a record from
+    /// before they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_threads_cpu_ns: Option<u64>,
+    /// The same by family ("kworker", "rcu", "ksoftirqd"…: `kernel_thread_family`), the
+    /// families that ran in the phase, ns.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kernel_threads_by_family_ns: BTreeMap<String, u64>,
     /// Free memory reported to the host (page_reporting reported_kib), bytes.
     pub reported_bytes: Option<u64>,
     /// Memory used for the first time since boot (the kernel initialized it in this phase),
@@ -137,6 +155,51 @@ fn stalls(m0: &SentinelMark, m1: &SentinelMark) -> Option<u64> {
     keys.iter().map(|k| counter(m0, m1, k)).sum()
 }
 
+/// A kernel thread's family from its name: "kworker/u4:2-events_unbound" → kworker, "rcuop/1"
+/// and "rcu_preempt" → rcu (RCU's threads, which run the callbacks that free exited tasks),
+/// "ksoftirqd/0" → ksoftirqd, "kswapd0" → kswapd, "irq/24-virtio0" → irq.
+pub fn kernel_thread_family(comm: &str) -> &str {
+    if comm.starts_with("rcu") {
+        return "rcu";
+    }
+    let head = comm.split(['/', ':', '-']).next().unwrap_or(comm);
+    let family = head.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '_');
+    if family.is_empty() {
+        comm
+    } else {
+        family
+    }
+}
+
+/// Kernel threads' CPU time between two readings, ticks: in all and by family.
+fn kernel_threads_ticks(a: &KernelThreads, b: &KernelThreads) -> (u64, BTreeMap<String, u64>) {
+    let before: HashMap<(u32, u64), u64> = a
+        .threads
+        .iter()
+        .map(|t| ((t.pid, t.start_ticks), t.cpu_ticks))
+        .collect();
+    let mut total = 0;
+    let mut by_family = BTreeMap::new();
+    for t in &b.threads {
+        let grew = match before.get(&(t.pid, t.start_ticks)) {
+            Some(&was) => t.cpu_ticks.saturating_sub(was),
+            // Started after the first reading: all its time is the phase's.
+            None if t.start_ticks >= a.boot_ticks => t.cpu_ticks,
+            // There before but not listed then (kthreadd's children changing as they were
+            // read): how much of its time is the phase's is unknown; it stays with other
+            // programs.
+            None => 0,
+        };
+        if grew > 0 {
+            total += grew;
+            *by_family
+                .entry(kernel_thread_family(&t.comm).to_string())
+                .or_insert(0) += grew;
+        }
+    }
+    (total, by_family)
+}
+
 /// Runnable tasks outside the run at each tick, in order (see the module's definition).
 fn runnable_outside(ticks: &[SentinelTick]) -> Vec<(u64, f64)> {
     let mut out = Vec::new();
@@ -162,6 +225,8 @@ fn runnable_outside(ticks: &[SentinelTick]) -> Vec<(u64, f64)> {
 
 pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
     let gone = |name: &str| record.unavailable.contains_key(name);
+    // Kernel threads' times are the whole machine's: not set against a reading of K CPUs.
+    let held_to_cpus = record.cpus.is_some();
     let tick_ns = 1e9 / record.ticks_per_second.max(1) as f64;
     let ticks_ns = |t: u64| (t as f64 * tick_ns).round() as u64;
     // The first mark gives the first tick a reading of the run's CPU time to go from.
@@ -193,6 +258,12 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
                 .zip(m1.run_cpu_ns)
                 .map(|(a, b)| b.saturating_sub(a));
             let vm = |key: &str| counter(m0, m1, key).filter(|_| !gone(VMSTAT));
+            let kernel_threads = m0
+                .kernel_threads
+                .as_ref()
+                .zip(m1.kernel_threads.as_ref())
+                .filter(|_| !held_to_cpus)
+                .map(|(a, b)| kernel_threads_ticks(a, b));
             let in_phase = |t: u64| t >= m0.t_ns && t < m1.t_ns;
             let runnable: Vec<f64> = runnable
                 .iter()
@@ -218,6 +289,10 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
                 outside_cpu_ns: machine_busy_ns
                     .zip(run_cpu_ns)
                     .map(|(busy, run)| busy.saturating_sub(run)),
+                kernel_threads_cpu_ns: kernel_threads.as_ref().map(|(all, _)| ticks_ns(*all)),
+                kernel_threads_by_family_ns: kernel_threads
+                    .map(|(_, by)| by.into_iter().map(|(f, t)| (f, ticks_ns(t))).collect())
+                    .unwrap_or_default(),
                 reported_bytes: m0
                     .page_reporting
                     .as_ref()
@@ -277,26 +352,32 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
                 boot_id: record.boot_id.clone(),
             })
         });
+    let mut unavailable: Vec<Unavailable> = record
+        .unavailable
+        .iter()
+        .map(|(sentinel, reason)| Unavailable {
+            sentinel: sentinel.clone(),
+            reason: reason.clone(),
+        })
+        .collect();
+    if held_to_cpus && record.marks.iter().any(|m| m.kernel_threads.is_some()) {
+        unavailable.push(Unavailable {
+            sentinel: KERNEL_THREADS.to_string(),
+            reason: "a run held to K CPUs: kernel threads' /proc times are the whole machine's and do not say on which CPUs they ran, so they are not set against the K CPUs' reading".into(),
+        });
+    }
     SentinelFigures {
         run_cpu_source: record.run_cpu_source.map(|s| s.describe().to_string()),
         reported_at,
         per_phase,
-        unavailable: record
-            .unavailable
-            .iter()
-            .map(|(sentinel, reason)| Unavailable {
-                sentinel: sentinel.clone(),
-                reason: reason.clone(),
-            })
-            .collect(),
+        unavailable,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{MachineCpu, RunCpuSource};
-    use std::collections::BTreeMap;
+    use crate::record::{KernelThreadTime, MachineCpu, RunCpuSource};
 
     fn mark(name: &str, t_s: u64, busy_ticks: u64, steal: u64, run_s: u64) -> SentinelMark {
         SentinelMark {
@@ -330,6 +411,7 @@ mod tests {
                 ]
                 .into(),
             ),
+            kernel_threads: None,
         }
     }
 
@@ -448,5 +530,134 @@ mod tests {
         assert_eq!(p.direct_reclaim_stalls, None);
         assert_eq!(p.runnable_outside_max, None);
         assert_eq!(p.outside_cpu_ns, Some(0), "busy 1 s, all the run's");
+    }
+
+    fn kthread(pid: u32, start_ticks: u64, cpu_ticks: u64, comm: &str) -> KernelThreadTime {
+        KernelThreadTime {
+            pid,
+            start_ticks,
+            cpu_ticks,
+            comm: comm.into(),
+        }
+    }
+
+    #[test]
+    fn kernel_thread_families_from_their_names() {
+        for (comm, family) in [
+            ("kworker/u4:2-events_unbound", "kworker"),
+            ("kworker/R-rcu_gp", "kworker"),
+            ("kworker/1:1H-kblockd", "kworker"),
+            ("rcuop/1", "rcu"),
+            ("rcu_preempt", "rcu"),
+            ("rcu_exp_gp_kthread_worker", "rcu"),
+            ("ksoftirqd/0", "ksoftirqd"),
+            ("kswapd0", "kswapd"),
+            ("kdamond.0", "kdamond"),
+            ("irq/24-virtio0", "irq"),
+            ("scsi_eh_0", "scsi_eh"),
+            ("khugepaged", "khugepaged"),
+            ("jbd2/vda1-8", "jbd2"),
+            ("0", "0"),
+        ] {
+            assert_eq!(kernel_thread_family(comm), family, "{comm}");
+        }
+    }
+
+    /// A threads exit: kworkers and RCU free what the run's threads left.
+    fn exit_record(cpus: Option<&str>) -> SentinelsRecord {
+        let mut start = mark("start", 0, 0, 0, 0);
+        let mut end = mark("end", 1, 10, 0, 0);
+        let mut reaped = mark("reaped", 3, 150, 0, 0);
+        start.kernel_threads = Some(KernelThreads {
+            boot_ticks: 1000,
+            read_us: 300,
+            threads: vec![
+                kthread(2, 0, 3, "kthreadd"),
+                kthread(12, 30, 101, "kworker/u4:2-events_unbound"),
+                kthread(14, 30, 34, "ksoftirqd/0"),
+                kthread(15, 30, 104, "rcu_preempt"),
+                // Exits during the exit: its time there is lost (stays outside).
+                kthread(40, 500, 7, "kworker/0:2-mm_percpu_wq"),
+            ],
+        });
+        end.kernel_threads = Some(KernelThreads {
+            boot_ticks: 1100,
+            read_us: 280,
+            threads: vec![
+                kthread(2, 0, 3, "kthreadd"),
+                kthread(12, 30, 102, "kworker/u4:2-events_unbound"),
+                kthread(14, 30, 34, "ksoftirqd/0"),
+                kthread(15, 30, 104, "rcu_preempt"),
+                kthread(40, 500, 9, "kworker/0:2-mm_percpu_wq"),
+            ],
+        });
+        reaped.kernel_threads = Some(KernelThreads {
+            boot_ticks: 1300,
+            read_us: 310,
+            threads: vec![
+                kthread(2, 0, 3, "kthreadd"),
+                kthread(12, 30, 152, "kworker/u4:2-events_unbound"),
+                kthread(14, 30, 54, "ksoftirqd/0"),
+                kthread(15, 30, 114, "rcu_preempt"),
+                // Born in the phase, after the mark before: all its 30 ticks count.
+                kthread(77, 1150, 30, "kworker/u4:0-events_unbound"),
+                // PID 40 reused by a new kworker: its 5 ticks are the phase's, not 5 − 9.
+                kthread(40, 1200, 5, "kworker/1:0-events"),
+                // There before the end mark but not listed then: left out, not counted whole.
+                kthread(90, 800, 400, "kworker/1:3-events"),
+            ],
+        });
+        SentinelsRecord {
+            ticks_per_second: 100,
+            cpus: cpus.map(String::from),
+            marks: vec![start, end, reaped],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn kernel_threads_cpu_per_phase_from_their_proc_times() {
+        let f = figures(&exit_record(None));
+        let (run, exit) = (&f.per_phase[0], &f.per_phase[1]);
+        assert_eq!((run.name.as_str(), exit.name.as_str()), ("startup", "exit"));
+        // startup: kworker 1 tick + the one that exits later 2 ticks.
+        assert_eq!(run.kernel_threads_cpu_ns, Some(30_000_000));
+        assert_eq!(
+            run.kernel_threads_by_family_ns,
+            BTreeMap::from([("kworker".to_string(), 30_000_000)])
+        );
+        // exit: kworker 50 + 30 (new) + 5 (PID reused), ksoftirqd 20, rcu 10 = 115 ticks.
+        assert_eq!(exit.kernel_threads_cpu_ns, Some(1_150_000_000));
+        assert_eq!(
+            exit.kernel_threads_by_family_ns,
+            BTreeMap::from([
+                ("kworker".to_string(), 850_000_000),
+                ("ksoftirqd".to_string(), 200_000_000),
+                ("rcu".to_string(), 100_000_000),
+            ])
+        );
+        // Within the machine's busy time outside the run (1.4 s), as it should be.
+        assert_eq!(exit.outside_cpu_ns, Some(1_400_000_000));
+        assert!(f.unavailable.is_empty());
+    }
+
+    #[test]
+    fn a_run_held_to_k_cpus_sets_no_machine_wide_kernel_threads_against_them() {
+        let f = figures(&exit_record(Some("1")));
+        assert!(f.per_phase.iter().all(|p| p.kernel_threads_cpu_ns.is_none()
+            && p.kernel_threads_by_family_ns.is_empty()));
+        assert_eq!(f.unavailable.len(), 1);
+        assert_eq!(f.unavailable[0].sentinel, KERNEL_THREADS);
+        assert!(f.unavailable[0].reason.contains("K CPUs"));
+        // A record from before kernel threads were read: no figure, nothing said.
+        let mut old = exit_record(None);
+        for m in &mut old.marks {
+            m.kernel_threads = None;
+        }
+        let f = figures(&old);
+        assert!(f.per_phase.iter().all(|p| p.kernel_threads_cpu_ns.is_none()));
+        let json = serde_json::to_string(&f).unwrap();
+        assert!(!json.contains("kernel_threads"), "{json}");
+        assert!(f.unavailable.is_empty());
     }
 }

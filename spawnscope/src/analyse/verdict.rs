@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use spawnscope_collector::Report as CollectorReport;
 
-use crate::analyse::sentinels::SentinelFigures;
+use crate::analyse::sentinels::{PhaseSentinels, SentinelFigures};
 use crate::units::{bytes, count};
 
 /// What one phase of a run shows about the machine and the workload's waits. `None`: not
@@ -19,11 +19,12 @@ pub struct PhaseEvidence {
     pub wall_ns: u64,
     /// Time the hypervisor ran something else while a CPU of this VM wanted to run.
     pub steal_ns: Option<u64>,
-    /// CPU time of everything outside the run: other processes, and kernel threads where the
-    /// collector could not tell them apart (the sentinels' /proc/stat reading).
+    /// CPU time of everything outside the run: other processes, and kernel threads where
+    /// neither the collector nor the sentinels told them apart.
     pub outside_cpu_ns: Option<u64>,
-    /// Of that, kernel threads' CPU time, told apart by the collector (and then left out of
-    /// `outside_cpu_ns`): at a big run's exit they free what it left — its threads' stacks,
+    /// Of that, kernel threads' CPU time, told apart by the collector, else by the sentinels
+    /// (their /proc times; a run on the whole machine only), and then left out of
+    /// `outside_cpu_ns`: at a big run's exit they free what it left — its threads' stacks,
     /// their task structs through RCU — on its behalf; their other work is judged by the
     /// reclaim, compaction, THP and page-reporting rules.
     pub kernel_threads_cpu_ns: Option<u64>,
@@ -116,7 +117,7 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "outside_cpu",
-        rule: "CPU time of other programs' tasks ≥ 10 % of the phase's CPU capacity and ≥ 100 ms (kernel threads apart where the collector tells them: they free what the run leaves, and their other work has its own rules)",
+        rule: "CPU time of other programs' tasks ≥ 10 % of the phase's CPU capacity and ≥ 100 ms (kernel threads apart where the collector tells them or the sentinels read their /proc times: they free what the run leaves, and their other work has its own rules)",
         check: |p, cpus| {
             check_opt(p.outside_cpu_ns, |ns| {
                 (ns as f64 >= 0.10 * capacity_ns(p, cpus) && ns >= 100_000_000).then(|| {
@@ -352,17 +353,13 @@ pub fn evidence(sentinels: &SentinelFigures, kernel: &KernelCounts, cpus: u32) -
                     .then(|| kernel.phases.first())
                     .flatten()
             });
+            let (outside_cpu_ns, kernel_threads_cpu_ns) = outside_cpu(p, k);
             PhaseEvidence {
                 phase: p.name.clone(),
                 wall_ns: p.wall_ns,
                 steal_ns: p.steal_ns,
-                outside_cpu_ns: k
-                    .and_then(|k| {
-                        let all = k.outside_oncpu_ns?;
-                        Some(all.saturating_sub(k.outside_kthread_oncpu_ns.unwrap_or(0)))
-                    })
-                    .or(p.outside_cpu_ns),
-                kernel_threads_cpu_ns: k.and_then(|k| k.outside_kthread_oncpu_ns),
+                outside_cpu_ns,
+                kernel_threads_cpu_ns,
                 reported_to_host_bytes: p.reported_bytes,
                 first_used_bytes: p.first_used_bytes,
                 balloon_change_bytes: p.balloon_pages.map(|pages| pages * PAGE_BYTES),
@@ -382,6 +379,23 @@ pub fn evidence(sentinels: &SentinelFigures, kernel: &KernelCounts, cpus: u32) -
         cpus,
         phases,
         emulator: None,
+    }
+}
+
+/// CPU time outside the run, kernel threads' left out, and the kernel threads' share: the
+/// collector's exact on-CPU times where it counted them (its pair, never mixed with the
+/// sentinels'), else the sentinels' /proc/stat reading less the kernel threads' /proc times (at
+/// most all of it: both are tick-grained).
+fn outside_cpu(p: &PhaseSentinels, k: Option<&KernelPhase>) -> (Option<u64>, Option<u64>) {
+    if let Some((all, kthreads)) = k.and_then(|k| Some((k.outside_oncpu_ns?, k.outside_kthread_oncpu_ns))) {
+        return (Some(all.saturating_sub(kthreads.unwrap_or(0))), kthreads);
+    }
+    match (p.outside_cpu_ns, p.kernel_threads_cpu_ns) {
+        (Some(all), Some(kthreads)) => {
+            let kthreads = kthreads.min(all);
+            (Some(all - kthreads), Some(kthreads))
+        }
+        (all, _) => (all, None),
     }
 }
 
@@ -413,7 +427,8 @@ impl KernelCounts {
 
     /// For a run held to K CPUs (`--cpu-count`): the probes count other tasks' CPU time on every
     /// CPU of the machine, so their figure is left out and the sentinels' reading over the K
-    /// CPUs judges (kernel threads included there: /proc/stat cannot tell them apart).
+    /// CPUs judges (kernel threads included there: /proc/stat cannot tell them apart, and their
+    /// /proc times are the whole machine's: analyse::sentinels gives none for such a run).
     pub fn without_outside_cpu(mut self) -> Self {
         for p in &mut self.phases {
             p.outside_oncpu_ns = None;
@@ -697,5 +712,56 @@ mod tests {
         );
         assert_eq!(e.phases[1].outside_cpu_ns, Some(1_100_000_000));
         assert_eq!(judge(&e).findings[0].rule, "outside_cpu");
+    }
+
+    #[test]
+    fn an_untraced_run_tells_kernel_threads_apart_by_their_proc_times() {
+        // A threads exit of 2 s on 2 CPUs (capacity 4 CPU-s; the rule's 10 % is 400 ms), with
+        // 700 ms outside the run by /proc/stat and no collector.
+        let untraced = |kthreads_ms: Option<u64>| {
+            let mut s = sentinels(&["startup", "exit"]);
+            let exit = &mut s.per_phase[1];
+            exit.wall_ns = 2_000_000_000;
+            exit.outside_cpu_ns = Some(700_000_000);
+            exit.kernel_threads_cpu_ns = kthreads_ms.map(|ms| ms * 1_000_000);
+            super::evidence(&s, &KernelCounts::default(), 2)
+        };
+        // 650 ms of it kworkers and RCU freeing the threads: 50 ms of other programs, clean.
+        let e = untraced(Some(650));
+        assert_eq!(e.phases[1].outside_cpu_ns, Some(50_000_000));
+        assert_eq!(e.phases[1].kernel_threads_cpu_ns, Some(650_000_000));
+        assert!(judge(&e).trustworthy, "{:?}", judge(&e).findings);
+        // 100 ms of kernel threads: 600 ms of other programs is still past the rule.
+        let v = judge(&untraced(Some(100)));
+        assert_eq!(v.cause_ids(), "outside_cpu");
+        assert_eq!(v.findings[0].phase, "exit");
+        assert!(v.findings[0].found.starts_with("600 ms of CPU used by other programs' tasks"));
+        // A record without their /proc times (older, or held to K CPUs): judged as before.
+        let e = untraced(None);
+        assert_eq!(e.phases[1].outside_cpu_ns, Some(700_000_000));
+        assert_eq!(e.phases[1].kernel_threads_cpu_ns, None);
+        assert!(!judge(&e).trustworthy);
+        // More kernel-thread ticks than busy ticks outside (both rounded to ticks): none left,
+        // and the kernel threads' share is at most the whole.
+        let e = untraced(Some(710));
+        assert_eq!(e.phases[1].outside_cpu_ns, Some(0));
+        assert_eq!(e.phases[1].kernel_threads_cpu_ns, Some(700_000_000));
+    }
+
+    #[test]
+    fn the_collector_s_counts_win_over_the_sentinels_proc_times() {
+        // Traced: the collector saw 1.0 s outside, 0.2 s of it kernel threads; the sentinels'
+        // /proc times said 0.9 s. The collector's pair judges, never mixed with the sentinels'.
+        let phases = ["startup", "exit"].map(String::from);
+        let report = collector(vec![
+            metric("outside_oncpu_ns", 0, &[1_000_000_000]),
+            metric("outside_kthread_oncpu_ns", 0, &[200_000_000]),
+        ]);
+        let mut s = sentinels(&["startup", "exit"]);
+        s.per_phase[1].outside_cpu_ns = Some(1_000_000_000);
+        s.per_phase[1].kernel_threads_cpu_ns = Some(900_000_000);
+        let e = super::evidence(&s, &KernelCounts::from_report(&report, &phases), 2);
+        assert_eq!(e.phases[1].outside_cpu_ns, Some(800_000_000));
+        assert_eq!(e.phases[1].kernel_threads_cpu_ns, Some(200_000_000));
     }
 }

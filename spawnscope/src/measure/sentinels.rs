@@ -9,7 +9,8 @@ use crate::host::clock::monotonic_ns;
 use crate::host::procfs;
 use crate::host::sentinels::{self as read, RunCpuReader};
 use crate::record::sentinels::{
-    BALLOON, FREQUENCY, OUTSIDE_CPU, PAGE_REPORTING, PRESSURE, RUNNABLE, STEAL, VMSTAT,
+    BALLOON, FREQUENCY, KERNEL_THREADS, OUTSIDE_CPU, PAGE_REPORTING, PRESSURE, RUNNABLE, STEAL,
+    VMSTAT,
 };
 use crate::record::{SentinelMark, SentinelTick, SentinelsRecord};
 
@@ -68,6 +69,12 @@ fn unavailable_here() -> BTreeMap<String, String> {
         say(
             PRESSURE,
             "no /proc/pressure: this kernel has no pressure stall information (or psi=0)".into(),
+        );
+    }
+    if read::kernel_threads().is_none() {
+        say(
+            KERNEL_THREADS,
+            "kthreadd (PID 2) is not visible as a kernel thread: a PID namespace other than the machine's".into(),
         );
     }
     if read::cpu_frequencies_khz().is_empty() {
@@ -142,6 +149,9 @@ fn read_mark(name: &str, run_cpu_ns: Option<u64>, cpus: Option<&[usize]>) -> Sen
         name: name.to_string(),
         t_ns: monotonic_ns(),
         machine_cpu: read::proc_stat_over(cpus).map(|s| s.cpu),
+        // Next to /proc/stat (a struct literal is evaluated in the order written), so that both
+        // cover the same window.
+        kernel_threads: read::kernel_threads(),
         run_cpu_ns,
         vmstat: read::vmstat(),
         page_reporting: read::page_reporting_parameters().map(|p| read::numeric(&p)),
@@ -178,6 +188,9 @@ mod tests {
         let names: Vec<&str> = record.marks.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["start", "spawn", "reaped"]);
         assert!(record.marks[0].machine_cpu.is_some());
+        // Every mark reads the kernel threads where they are visible.
+        let visible = !record.unavailable.contains_key(KERNEL_THREADS);
+        assert!(record.marks.iter().all(|m| m.kernel_threads.is_some() == visible));
         assert!(record.marks[1].run_cpu_ns.is_some());
         assert_eq!(
             record.marks[2].run_cpu_ns,

@@ -39,7 +39,10 @@ pub use run::{
     Calibration, CpuConfinement, Estimate, FloorRate, PidsLimit, ProbeCalibration, RunRecord,
     Stage, StoppedBy, Target, TraceCalibration,
 };
-pub use sentinels::{MachineCpu, RunCpuSource, SentinelMark, SentinelTick, SentinelsRecord};
+pub use sentinels::{
+    KernelThreadTime, KernelThreads, MachineCpu, RunCpuSource, SentinelMark, SentinelTick,
+    SentinelsRecord,
+};
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};
 pub use tree::ProcessReading;
 pub use warmup::{Touched, TouchedChunk, WarmUpCalibration, WarmUpRecord};

@@ -79,6 +79,35 @@ pub struct SentinelMark {
     /// read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pressure_us: Option<BTreeMap<String, u64>>,
+    /// Every kernel thread's CPU time so far (kthreadd and its children): what tells their share
+    /// of the CPU outside the run apart without the collector. None where they are not visible
+    /// (another PID namespace), or in records from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_threads: Option<KernelThreads>,
+}
+
+/// The kernel threads' CPU times at one mark (/proc/PID/stat of kthreadd and its children).
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelThreads {
+    /// CLOCK_BOOTTIME when the reading began, clock ticks (the clock of a thread's start time):
+    /// a thread the mark before did not list counts in full only if it started after that mark.
+    pub boot_ticks: u64,
+    /// How long the reading took, µs (it runs in the conductor, between two phases).
+    pub read_us: u64,
+    /// Every kernel thread read, those that never ran included.
+    pub threads: Vec<KernelThreadTime>,
+}
+
+/// One kernel thread at a mark.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelThreadTime {
+    pub pid: u32,
+    /// Its start time, clock ticks since boot: with the PID it names the thread, PIDs reused.
+    pub start_ticks: u64,
+    /// utime + stime, clock ticks (`ticks_per_second`).
+    pub cpu_ticks: u64,
+    /// Its name as /proc/PID/stat gives it ("kworker/u4:2-events_unbound", "rcuop/1").
+    pub comm: String,
 }
 
 /// One sampler tick.
@@ -126,3 +155,4 @@ pub const VMSTAT: &str = "vmstat";
 pub const RUNNABLE: &str = "runnable_outside_run";
 pub const FREQUENCY: &str = "cpu_frequency";
 pub const PRESSURE: &str = "pressure";
+pub const KERNEL_THREADS: &str = "kernel_threads";

@@ -28,7 +28,32 @@ fn pair(a: Option<u64>, a_name: &str, b: Option<u64>, b_name: &str) -> Option<St
     }
 }
 
-const COLUMNS: [Column; 10] = [
+/// Kernel threads' CPU and its largest families: "650 ms (kworker 420 ms, rcu 150 ms, …)".
+fn kernel_threads_cell(p: &PhaseSentinels) -> Option<String> {
+    let all = p.kernel_threads_cpu_ns?;
+    let mut families: Vec<(&String, &u64)> = p.kernel_threads_by_family_ns.iter().collect();
+    families.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = families
+        .iter()
+        .take(KERNEL_THREAD_FAMILIES_SHOWN)
+        .map(|(f, ns)| format!("{f} {}", ms(**ns)))
+        .collect();
+    let more = if families.len() > KERNEL_THREAD_FAMILIES_SHOWN {
+        ", …"
+    } else {
+        ""
+    };
+    Some(if shown.is_empty() {
+        ms(all)
+    } else {
+        format!("{} ({}{more})", ms(all), shown.join(", "))
+    })
+}
+
+/// The kernel threads' families named in a cell, largest first (the rest are in summary.json).
+const KERNEL_THREAD_FAMILIES_SHOWN: usize = 3;
+
+const COLUMNS: [Column; 11] = [
     Column {
         header: "steal",
         cell: |p| p.steal_ns.map(ms),
@@ -44,6 +69,10 @@ const COLUMNS: [Column; 10] = [
             };
             Some(format!("{} ({cpus:.2} CPUs)", ms(outside)))
         },
+    },
+    Column {
+        header: "of it kernel threads",
+        cell: kernel_threads_cell,
     },
     Column {
         header: "first used since boot",
@@ -134,7 +163,7 @@ pub fn markdown(f: &SentinelFigures) -> String {
     let _ = writeln!(md, "\n## Noise sentinels\n");
     let _ = writeln!(
         md,
-        "What else the machine did in each phase (read only). CPU outside the run: the machine's busy time (user, nice, system, irq, softirq; /proc/stat, in 1/100 s ticks, coarse for short phases) less the run's ({}). Runnable outside: procs_running at each 100 ms tick less the sampler and the run's average concurrency, an estimate; — where no tick fell in the phase.\n",
+        "What else the machine did in each phase (read only). CPU outside the run: the machine's busy time (user, nice, system, irq, softirq; /proc/stat, in 1/100 s ticks, coarse for short phases) less the run's ({}). Of it kernel threads: the growth of every kernel thread's utime+stime (/proc/PID/stat of kthreadd and its children, read at each mark; one that exited meanwhile is not counted), by family; the time verdict leaves it out of other programs' CPU where the collector did not count it. Runnable outside: procs_running at each 100 ms tick less the sampler and the run's average concurrency, an estimate; — where no tick fell in the phase.\n",
         f.run_cpu_source.as_deref().unwrap_or("?")
     );
     md.push_str(&table(f).markdown());
@@ -183,5 +212,43 @@ mod tests {
         ), "{md}");
         assert!(md.contains("- cpu_frequency: not available here (no cpufreq)"));
         assert!(md.contains("(cgroup v1 cpuacct.usage)"));
+        assert!(
+            !md.contains("of it kernel threads |"),
+            "no column without the figure"
+        );
+    }
+
+    #[test]
+    fn kernel_threads_with_their_largest_families() {
+        let mut p = PhaseSentinels {
+            name: "exit".into(),
+            wall_ns: 2_000_000_000,
+            outside_cpu_ns: Some(700_000_000),
+            kernel_threads_cpu_ns: Some(650_000_000),
+            kernel_threads_by_family_ns: [
+                ("kworker", 420_000_000),
+                ("rcu", 150_000_000),
+                ("ksoftirqd", 60_000_000),
+                ("kdamond", 20_000_000),
+            ]
+            .into_iter()
+            .map(|(f, ns)| (f.to_string(), ns))
+            .collect(),
+            ..Default::default()
+        };
+        assert_eq!(
+            kernel_threads_cell(&p).unwrap(),
+            "650 ms (kworker 420 ms, rcu 150 ms, ksoftirqd 60 ms, …)"
+        );
+        let f = SentinelFigures {
+            per_phase: vec![p.clone()],
+            ..Default::default()
+        };
+        let md = markdown(&f);
+        assert!(md.contains("| phase | wall | CPU outside the run | of it kernel threads |"), "{md}");
+        assert!(md.contains("/proc/PID/stat of kthreadd and its children"), "{md}");
+        p.kernel_threads_by_family_ns.clear();
+        p.kernel_threads_cpu_ns = Some(0);
+        assert_eq!(kernel_threads_cell(&p).unwrap(), "0 ms");
     }
 }
