@@ -89,3 +89,71 @@ fn cpu_burnt_beside_the_run_shows_as_outside_the_run() {
     );
     assert!(run_cgroups().is_empty(), "{:?}", run_cgroups());
 }
+
+#[test]
+fn an_untraced_run_tells_the_kernel_threads_that_free_its_threads_apart() {
+    if skip_unless_root("an_untraced_run_tells_the_kernel_threads_that_free_its_threads_apart") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let out = sandbox.run(&[
+        "--no-probes",
+        "--runtime",
+        "threads",
+        "--workload",
+        "hold",
+        "--n",
+        "20000",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = sandbox.only_results_dir();
+    let (summary, sentinels) = (
+        read_json(dir.join("summary.json")),
+        read_json(dir.join("sentinels.json")),
+    );
+    // Every mark read the kernel threads, kthreadd first, in a few ms at most.
+    for mark in sentinels["marks"].as_array().unwrap() {
+        let k = &mark["kernel_threads"];
+        assert_eq!(k["threads"][0]["pid"], 2, "{}: {k}", mark["name"]);
+        let read_us = k["read_us"].as_u64().unwrap();
+        eprintln!(
+            "{}: {} kernel threads read in {read_us} µs",
+            mark["name"],
+            k["threads"].as_array().unwrap().len()
+        );
+        assert!(read_us < 50_000, "{read_us} µs");
+    }
+    // 20,000 threads' stacks and task structs freed by kworkers and RCU: their CPU in the
+    // phases the threads end in, told by family.
+    let ended_in: Vec<&Value> = ["join", "exit"]
+        .into_iter()
+        .filter_map(|name| {
+            summary["sentinels"]["per_phase"]
+                .as_array()?
+                .iter()
+                .find(|p| p["name"] == name)
+        })
+        .collect();
+    assert!(!ended_in.is_empty(), "{}", summary["sentinels"]);
+    let kthreads_ns: u64 = ended_in
+        .iter()
+        .map(|p| p["kernel_threads_cpu_ns"].as_u64().expect("the figure, whole machine"))
+        .sum();
+    for p in &ended_in {
+        eprintln!(
+            "{}: outside {} ms, of it kernel threads {} ms {}",
+            p["name"],
+            p["outside_cpu_ns"].as_u64().unwrap_or(0) / 1_000_000,
+            p["kernel_threads_cpu_ns"].as_u64().unwrap_or(0) / 1_000_000,
+            p["kernel_threads_by_family_ns"]
+        );
+    }
+    assert!(kthreads_ns > 0, "{ended_in:?}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("of it kernel threads"), "{md}");
+}

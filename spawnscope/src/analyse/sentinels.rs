@@ -162,8 +162,12 @@ pub fn kernel_thread_family(comm: &str) -> &str {
     if comm.starts_with("rcu") {
         return "rcu";
     }
-    let head = comm.split(['/', ':', '-']).next().unwrap_or(comm);
-    let family = head.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '_');
+    // A per-CPU or per-device thread names its family before the slash ("jbd2/vda1-8"); one
+    // per node or instance ends in its number ("kswapd0", "kdamond.0").
+    let family = match comm.split_once('/') {
+        Some((head, _)) => head,
+        None => comm.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '_'),
+    };
     if family.is_empty() {
         comm
     } else {
