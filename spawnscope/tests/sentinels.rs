@@ -142,7 +142,11 @@ fn an_untraced_run_tells_the_kernel_threads_that_free_its_threads_apart() {
     assert!(!ended_in.is_empty(), "{}", summary["sentinels"]);
     let kthreads_ns: u64 = ended_in
         .iter()
-        .map(|p| p["kernel_threads_cpu_ns"].as_u64().expect("the figure, whole machine"))
+        .map(|p| {
+            p["kernel_threads_cpu_ns"]
+                .as_u64()
+                .expect("the figure, whole machine")
+        })
         .sum();
     for p in &ended_in {
         eprintln!(

@@ -648,8 +648,12 @@ mod tests {
     #[test]
     fn a_run_held_to_k_cpus_sets_no_machine_wide_kernel_threads_against_them() {
         let f = figures(&exit_record(Some("1")));
-        assert!(f.per_phase.iter().all(|p| p.kernel_threads_cpu_ns.is_none()
-            && p.kernel_threads_by_family_ns.is_empty()));
+        assert!(
+            f.per_phase
+                .iter()
+                .all(|p| p.kernel_threads_cpu_ns.is_none()
+                    && p.kernel_threads_by_family_ns.is_empty())
+        );
         assert_eq!(f.unavailable.len(), 1);
         assert_eq!(f.unavailable[0].sentinel, KERNEL_THREADS);
         assert!(f.unavailable[0].reason.contains("K CPUs"));
@@ -659,7 +663,10 @@ mod tests {
             m.kernel_threads = None;
         }
         let f = figures(&old);
-        assert!(f.per_phase.iter().all(|p| p.kernel_threads_cpu_ns.is_none()));
+        assert!(f
+            .per_phase
+            .iter()
+            .all(|p| p.kernel_threads_cpu_ns.is_none()));
         let json = serde_json::to_string(&f).unwrap();
         assert!(!json.contains("kernel_threads"), "{json}");
         assert!(f.unavailable.is_empty());

@@ -387,7 +387,9 @@ pub fn evidence(sentinels: &SentinelFigures, kernel: &KernelCounts, cpus: u32) -
 /// sentinels'), else the sentinels' /proc/stat reading less the kernel threads' /proc times (at
 /// most all of it: both are tick-grained).
 fn outside_cpu(p: &PhaseSentinels, k: Option<&KernelPhase>) -> (Option<u64>, Option<u64>) {
-    if let Some((all, kthreads)) = k.and_then(|k| Some((k.outside_oncpu_ns?, k.outside_kthread_oncpu_ns))) {
+    if let Some((all, kthreads)) =
+        k.and_then(|k| Some((k.outside_oncpu_ns?, k.outside_kthread_oncpu_ns)))
+    {
         return (Some(all.saturating_sub(kthreads.unwrap_or(0))), kthreads);
     }
     match (p.outside_cpu_ns, p.kernel_threads_cpu_ns) {
@@ -735,7 +737,9 @@ mod tests {
         let v = judge(&untraced(Some(100)));
         assert_eq!(v.cause_ids(), "outside_cpu");
         assert_eq!(v.findings[0].phase, "exit");
-        assert!(v.findings[0].found.starts_with("600 ms of CPU used by other programs' tasks"));
+        assert!(v.findings[0]
+            .found
+            .starts_with("600 ms of CPU used by other programs' tasks"));
         // A record without their /proc times (older, or held to K CPUs): judged as before.
         let e = untraced(None);
         assert_eq!(e.phases[1].outside_cpu_ns, Some(700_000_000));

@@ -241,7 +241,9 @@ fn task_stat(pid: u32) -> Option<TaskStat> {
 
 /// The PIDs listed in a /proc/PID/task/TID/children file.
 pub fn parse_children(text: &str) -> Vec<u32> {
-    text.split_whitespace().filter_map(|w| w.parse().ok()).collect()
+    text.split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect()
 }
 
 /// Every kernel thread's CPU time now. The threads are kthreadd's children (one small file,
@@ -476,7 +478,10 @@ procs_blocked 0
         assert_eq!(kthreadd.pid, 2);
         assert_eq!(kthreadd.comm, "kthreadd");
         assert_eq!((kthreadd.ppid, kthreadd.flags), (0, 2_129_984));
-        assert!(kthreadd.is_kernel_thread(), "2129984 = 0x208040 has PF_KTHREAD");
+        assert!(
+            kthreadd.is_kernel_thread(),
+            "2129984 = 0x208040 has PF_KTHREAD"
+        );
         assert_eq!((kthreadd.cpu_ticks, kthreadd.start_ticks), (3, 30));
         let kworker = parse_task_stat(
             "1234 (kworker/u4:2-events_unbound) I 2 0 0 0 -1 69238880 0 0 0 0 0 187 0 0 20 0 1 \
@@ -515,7 +520,11 @@ procs_blocked 0
         assert_eq!(k.threads[0].pid, KTHREADD);
         assert!(k.threads.len() > 1, "kthreadd has children: {k:?}");
         assert!(k.threads.iter().any(|t| t.comm.starts_with("ksoftirqd/")));
-        assert!(k.read_us < 1_000 * k.threads.len() as u64, "{} µs", k.read_us);
+        assert!(
+            k.read_us < 1_000 * k.threads.len() as u64,
+            "{} µs",
+            k.read_us
+        );
         // Not this test process: it is no kernel thread.
         assert!(k.threads.iter().all(|t| t.pid != std::process::id()));
     }

@@ -190,7 +190,10 @@ mod tests {
         assert!(record.marks[0].machine_cpu.is_some());
         // Every mark reads the kernel threads where they are visible.
         let visible = !record.unavailable.contains_key(KERNEL_THREADS);
-        assert!(record.marks.iter().all(|m| m.kernel_threads.is_some() == visible));
+        assert!(record
+            .marks
+            .iter()
+            .all(|m| m.kernel_threads.is_some() == visible));
         assert!(record.marks[1].run_cpu_ns.is_some());
         assert_eq!(
             record.marks[2].run_cpu_ns,

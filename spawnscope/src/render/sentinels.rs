@@ -163,8 +163,13 @@ pub fn markdown(f: &SentinelFigures) -> String {
     let _ = writeln!(md, "\n## Noise sentinels\n");
     let _ = writeln!(
         md,
-        "What else the machine did in each phase (read only). CPU outside the run: the machine's busy time (user, nice, system, irq, softirq; /proc/stat, in 1/100 s ticks, coarse for short phases) less the run's ({}). Of it kernel threads: the growth of every kernel thread's utime+stime (/proc/PID/stat of kthreadd and its children, read at each mark; one that exited meanwhile is not counted), by family; the time verdict leaves it out of other programs' CPU where the collector did not count it. Runnable outside: procs_running at each 100 ms tick less the sampler and the run's average concurrency, an estimate; — where no tick fell in the phase.\n",
-        f.run_cpu_source.as_deref().unwrap_or("?")
+        "What else the machine did in each phase (read only). CPU outside the run: the machine's busy time (user, nice, system, irq, softirq; /proc/stat, in 1/100 s ticks, coarse for short phases) less the run's ({}). Runnable outside: procs_running at each 100 ms tick less the sampler and the run's average concurrency, an estimate; — where no tick fell in the phase.{}\n",
+        f.run_cpu_source.as_deref().unwrap_or("?"),
+        if f.per_phase.iter().any(|p| p.kernel_threads_cpu_ns.is_some()) {
+            " Of it kernel threads: the growth of every kernel thread's utime+stime (/proc/PID/stat of kthreadd and its children, read at each mark; one that exited meanwhile is not counted), by family; the time verdict leaves it out of other programs' CPU where the collector did not count it."
+        } else {
+            ""
+        }
     );
     md.push_str(&table(f).markdown());
     if !f.unavailable.is_empty() {
@@ -213,8 +218,8 @@ mod tests {
         assert!(md.contains("- cpu_frequency: not available here (no cpufreq)"));
         assert!(md.contains("(cgroup v1 cpuacct.usage)"));
         assert!(
-            !md.contains("of it kernel threads |"),
-            "no column without the figure"
+            !md.contains("of it kernel threads |") && !md.contains("Of it kernel threads"),
+            "no column, no words without the figure"
         );
     }
 
@@ -245,8 +250,14 @@ mod tests {
             ..Default::default()
         };
         let md = markdown(&f);
-        assert!(md.contains("| phase | wall | CPU outside the run | of it kernel threads |"), "{md}");
-        assert!(md.contains("/proc/PID/stat of kthreadd and its children"), "{md}");
+        assert!(
+            md.contains("| phase | wall | CPU outside the run | of it kernel threads |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("/proc/PID/stat of kthreadd and its children"),
+            "{md}"
+        );
         p.kernel_threads_by_family_ns.clear();
         p.kernel_threads_cpu_ns = Some(0);
         assert_eq!(kernel_threads_cell(&p).unwrap(), "0 ms");
