@@ -440,7 +440,9 @@ pub struct Context {
     /// The launched process: its threads are the run's from their first switch.
     pub launched: Option<u32>,
     pub phases: PhaseEdges,
-    /// The reap on the trace's clock, when known: open waits are closed there.
+    /// The reap on the trace's clock, when known: open waits are closed there. A capped trace's
+    /// end is where its kept window ends (`TraceCapture::kept_until_ns`): a wait open there is
+    /// closed there, not stretched over the records not kept.
     pub run_end_ts: Option<u64>,
 }
 
@@ -450,7 +452,10 @@ impl Context {
         Context {
             launched: run.pid,
             phases: PhaseEdges::of_run(run, memory, offset),
-            run_end_ts: offset.zip(run.reaped_t_ns).map(|(o, t)| boot(t, o)),
+            run_end_ts: match capture.and_then(|c| c.kept_until_ns) {
+                Some(kept_until) => Some(kept_until),
+                None => offset.zip(run.reaped_t_ns).map(|(o, t)| boot(t, o)),
+            },
         }
     }
 }
@@ -1011,6 +1016,11 @@ pub fn figures(
             "the capture stopped early ({why}): the figures are of the records written"
         ));
     }
+    if let Some(window) = capture.and_then(|c| c.capped.as_deref()) {
+        notes.push(format!(
+            "{window}: the figures cover the kept window only"
+        ));
+    }
     let lost = capture.and_then(|c| c.records_lost);
     match lost {
         Some(0) => {}
@@ -1154,6 +1164,11 @@ pub fn run_tracks(
     if let Some(why) = capture.and_then(|c| c.incomplete.as_deref()) {
         tracks.notes.push(format!(
             "the capture stopped early ({why}): this trace holds the records written before"
+        ));
+    }
+    if let Some(window) = capture.and_then(|c| c.capped.as_deref()) {
+        tracks.notes.push(format!(
+            "{window}: this trace shows the kept window only"
         ));
     }
     let Some(offset) = capture.and_then(|c| c.boottime_minus_monotonic_ns) else {
