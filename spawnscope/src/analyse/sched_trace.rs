@@ -979,6 +979,10 @@ pub struct SchedFigures {
     /// (`report --perfetto`; analyse::trace_cut, `UI_TRACE_BYTES`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub too_big_for_the_ui: Option<String>,
+    /// The trace was capped (`--trace-max-size`): its kept window in words; these figures cover
+    /// it only (`TraceCapture::capped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_window: Option<String>,
 }
 
 impl SchedFigures {
@@ -1073,6 +1077,7 @@ pub fn figures(
         }
     });
     SchedFigures {
+        kept_window: capture.and_then(|c| c.capped.clone()),
         method: METHOD.into(),
         wake_to_run: trace.wake_to_run.rows(&trace.phases),
         preempted_to_run: trace.preempted_to_run.rows(&trace.phases),
