@@ -1021,9 +1021,7 @@ pub fn figures(
         ));
     }
     if let Some(window) = capture.and_then(|c| c.capped.as_deref()) {
-        notes.push(format!(
-            "{window}: the figures cover the kept window only"
-        ));
+        notes.push(format!("{window}: the figures cover the kept window only"));
     }
     let lost = capture.and_then(|c| c.records_lost);
     match lost {
@@ -1172,9 +1170,9 @@ pub fn run_tracks(
         ));
     }
     if let Some(window) = capture.and_then(|c| c.capped.as_deref()) {
-        tracks.notes.push(format!(
-            "{window}: this trace shows the kept window only"
-        ));
+        tracks
+            .notes
+            .push(format!("{window}: this trace shows the kept window only"));
     }
     let Some(offset) = capture.and_then(|c| c.boottime_minus_monotonic_ns) else {
         tracks.notes.push("no phases or counters: the capture did not give the offset between its clock (BOOTTIME) and the conductor's (MONOTONIC)".into());

@@ -9,8 +9,8 @@ use spawnscope_collector::{
 
 use crate::host::procfs;
 use crate::host::tracefs;
-use crate::record::TraceCalibration;
 use crate::measure::trace_cap::TraceCap;
+use crate::record::TraceCalibration;
 use crate::units::{bytes, count};
 
 /// What the collector keeps (`run --probes`); its cost grows with it.

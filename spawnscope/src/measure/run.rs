@@ -224,7 +224,10 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     // The trace's cap, from the results filesystem's free room now: too little is refused here,
     // before anything changes.
     let trace_cap = if opts.perfetto && root && opts.probes.is_some() {
-        Some(trace_cap::for_results(&opts.out_root, opts.trace_max_bytes).map_err(RunError::Refused)?)
+        Some(
+            trace_cap::for_results(&opts.out_root, opts.trace_max_bytes)
+                .map_err(RunError::Refused)?,
+        )
     } else {
         None
     };

@@ -97,12 +97,18 @@ mod tests {
     fn the_default_is_the_smaller_of_4_gib_and_half_the_free_space() {
         let small = default_cap(&room(9 << 30));
         assert_eq!(small.bytes, 4 << 30);
-        assert!(small.rule.starts_with("the default: 4.0 GiB"), "{}", small.rule);
+        assert!(
+            small.rule.starts_with("the default: 4.0 GiB"),
+            "{}",
+            small.rule
+        );
         assert!(small.rule.contains("9.0 GiB free on /"), "{}", small.rule);
         let tight = default_cap(&room(3 << 30));
         assert_eq!(tight.bytes, 3 << 29);
         assert!(
-            tight.rule.starts_with("the default: half the 3.0 GiB free on /"),
+            tight
+                .rule
+                .starts_with("the default: half the 3.0 GiB free on /"),
             "{}",
             tight.rule
         );
@@ -115,7 +121,10 @@ mod tests {
         let why = choose(Some(1 << 30), &room(100 << 20)).unwrap_err();
         assert!(why.contains("/ has 100 MiB"), "{why}");
         assert!(!why.contains('\n'));
-        assert_eq!(choose(None, &room(LEAST_FREE)).unwrap().bytes, LEAST_FREE / 2);
+        assert_eq!(
+            choose(None, &room(LEAST_FREE)).unwrap().bytes,
+            LEAST_FREE / 2
+        );
         let given = choose(Some(2 << 30), &room(1 << 30)).unwrap();
         assert_eq!(given.bytes, 2 << 30);
         assert_eq!(given.rule, "given by --trace-max-size");

@@ -320,7 +320,9 @@ pub fn markdown(f: &SwimlaneFigures) -> String {
         f.rule
     );
     if let Some(window) = &f.kept_window {
-        md.push_str(&format!("{window}: the lanes cover the kept window only.\n\n"));
+        md.push_str(&format!(
+            "{window}: the lanes cover the kept window only.\n\n"
+        ));
     }
     let mut t = Table::new([
         "tid",
