@@ -55,6 +55,11 @@ const DRAIN_FIFO_PRIORITY: i32 = 10;
 pub(crate) struct Drained {
     /// Records taken from the ring.
     pub taken: u64,
+    /// Records taken once the file held its cap: counted, not written.
+    pub past_cap: u64,
+    /// Past the cap, the earliest stamp of the last record kept and of every record not kept
+    /// (CLOCK_BOOTTIME ns): every record stamped before it is in the file (`Trace::kept_until_ns`).
+    pub kept_until_ns: Option<u64>,
     /// The priority it drained at, in words (`Trace::drain_priority`).
     pub priority: String,
     /// The first write error; nothing is written after it.
@@ -62,14 +67,15 @@ pub(crate) struct Drained {
 }
 
 impl Capture {
-    /// Makes (or empties) `path` and starts draining `ring` into it.
-    pub fn start(ring: MapHandle, path: &Path) -> Result<Capture, String> {
+    /// Makes (or empties) `path` and starts draining `ring` into it, at most `max_bytes` of
+    /// whole records (None: no cap).
+    pub fn start(ring: MapHandle, path: &Path, max_bytes: Option<u64>) -> Result<Capture, String> {
         let file = File::create(path).map_err(|err| format!("making {}: {err}", path.display()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
         let thread = thread::Builder::new()
             .name("trace-drain".into())
-            .spawn(move || drain(&ring, file, &stopping))
+            .spawn(move || drain(&ring, file, Cap::of(max_bytes), &stopping))
             .map_err(|err| format!("starting the trace's drain: {err}"))?;
         Ok(Capture {
             path: path.to_path_buf(),
@@ -101,9 +107,59 @@ impl Capture {
     }
 }
 
+/// The file's cap, in records, and where the records past it begin.
+///
+/// The ring is one for every CPU, its records in the order their programs reserved room in it
+/// (the reservation takes the ring's lock); each program stamps its record right after reserving
+/// (trace.bpf.c). So the ring is in time order but for two records reserved on two CPUs within
+/// one reserve-to-stamp window of each other (a few instructions; longer only if an interrupt's
+/// program comes in between), and a record past the cap may be stamped a little before the last
+/// one kept: the time up to which the file is whole is the earliest stamp of the last kept
+/// record and every one past the cap — a record read each, no more.
+#[derive(Debug)]
+struct Cap {
+    records: u64,
+    /// The last kept record's stamp.
+    last_kept_ns: u64,
+}
+
+impl Cap {
+    fn of(max_bytes: Option<u64>) -> Cap {
+        Cap {
+            records: max_bytes.map_or(u64::MAX, |b| b / RECORD_BYTES as u64),
+            last_kept_ns: 0,
+        }
+    }
+
+    /// Counts a record taken from the ring: true when it goes in the file.
+    fn keep(&mut self, drained: &mut Drained, bytes: &[u8]) -> bool {
+        let ts = stamp(bytes);
+        drained.taken += 1;
+        if drained.taken <= self.records {
+            self.last_kept_ns = ts;
+            return true;
+        }
+        drained.past_cap += 1;
+        let until = drained.kept_until_ns.unwrap_or(self.last_kept_ns);
+        drained.kept_until_ns = Some(until.min(ts));
+        false
+    }
+}
+
+/// A raw record's timestamp (trace_events.rs: the first slot, little-endian); 0 for a record
+/// too short to hold one (the ring gives whole records).
+fn stamp(bytes: &[u8]) -> u64 {
+    let at = crate::layout::trace_field::TS * 8;
+    bytes
+        .get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
 /// Polls the ring until asked to stop, then takes what is left: the programs are detached by
-/// then, so nothing more comes.
-fn drain(ring: &MapHandle, file: File, stop: &AtomicBool) -> Drained {
+/// then, so nothing more comes. Past the cap the records are still taken, so that the ring
+/// never fills and the programs lose none for that, but only counted.
+fn drain(ring: &MapHandle, file: File, mut cap: Cap, stop: &AtomicBool) -> Drained {
     let mut out = BufWriter::with_capacity(BUFFER_BYTES, file);
     let mut drained = Drained {
         priority: raise_priority(),
@@ -112,8 +168,7 @@ fn drain(ring: &MapHandle, file: File, stop: &AtomicBool) -> Drained {
     let consumed = {
         let mut builder = RingBufferBuilder::new();
         let added = builder.add(ring, |bytes: &[u8]| {
-            drained.taken += 1;
-            if drained.error.is_none() {
+            if cap.keep(&mut drained, bytes) && drained.error.is_none() {
                 if let Err(err) = out.write_all(bytes) {
                     drained.error = Some(format!("writing the trace: {err}"));
                 }
@@ -200,6 +255,8 @@ fn whole_records(path: &Path) -> Result<u64, String> {
 /// The report's section: `trace_cpu` is the kernel's per-CPU words summed.
 pub(crate) struct Section<'a> {
     pub path: &'a Path,
+    pub max_bytes: Option<u64>,
+    pub max_rule: &'a str,
     pub ring_bytes: u64,
     pub ring_rule: &'a str,
     pub clock: (u64, u64),
@@ -218,11 +275,11 @@ impl Section<'_> {
     ) -> Trace {
         let emitted = trace_cpu_words[trace_cpu::EMITTED];
         let lost = trace_cpu_words[trace_cpu::LOST];
-        let (records, error, drain_priority) = match drained {
-            Ok((d, records)) => (records, d.error, d.priority),
-            Err(why) => (0, Some(why), String::new()),
+        let (records, error, drain_priority, past_cap, kept_until_ns) = match drained {
+            Ok((d, records)) => (records, d.error, d.priority, d.past_cap, d.kept_until_ns),
+            Err(why) => (0, Some(why), String::new(), 0, None),
         };
-        let lost_writing = emitted.saturating_sub(records);
+        let lost_writing = emitted.saturating_sub(records + past_cap);
         Trace {
             file: self
                 .path
@@ -232,6 +289,10 @@ impl Section<'_> {
             lost,
             emitted,
             lost_writing,
+            max_bytes: self.max_bytes,
+            max_rule: self.max_rule.to_string(),
+            past_cap,
+            kept_until_ns,
             switches_unseen: trace_cpu_words[trace_cpu::UNSEEN],
             runs_skipped: self
                 .program_costs
@@ -245,7 +306,7 @@ impl Section<'_> {
             boottime_minus_monotonic_ns: self.clock.0,
             clock_offset_uncertainty_ns: self.clock.1,
             gaps: gaps(self.probes, self.per_thread, self.task_storage),
-            complete: error.is_none() && lost == 0 && lost_writing == 0,
+            complete: error.is_none() && lost == 0 && lost_writing == 0 && past_cap == 0,
             error,
             memory: format!(
                 "the trace moves no memory figure: its ring buffer ({} MiB, kernel pages) is made when the probes load, before the run's base reading, and its file's page cache is written by the conductor, outside the run's cgroup, and counted as available",
@@ -375,6 +436,36 @@ mod tests {
         assert!(said[2].why.contains("hidden"), "{:?}", said[2]);
         assert!(said[1].why.starts_with("none"), "{:?}", said[1]);
         assert!(gaps(&probes, true, false)[1].why.contains("tgid is 0"));
+    }
+
+    fn record(ts: u64) -> Vec<u8> {
+        let mut bytes = vec![0u8; RECORD_BYTES];
+        let at = crate::layout::trace_field::TS * 8;
+        bytes[at..at + 8].copy_from_slice(&ts.to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn past_the_cap_records_are_counted_and_the_whole_window_ends_at_the_earliest_not_kept() {
+        // Room for two records and a half: two kept.
+        let mut cap = Cap::of(Some(2 * RECORD_BYTES as u64 + 10));
+        let mut drained = Drained::default();
+        let kept: Vec<bool> = [100, 200, 300, 150, 400]
+            .iter()
+            .map(|&ts| cap.keep(&mut drained, &record(ts)))
+            .collect();
+        assert_eq!(kept, [true, true, false, false, false]);
+        assert_eq!((drained.taken, drained.past_cap), (5, 3));
+        // 150, past the cap, was stamped before 200, the last kept: the file is whole to 150.
+        assert_eq!(drained.kept_until_ns, Some(150));
+        let mut uncapped = Cap::of(None);
+        let mut drained = Drained::default();
+        assert!(cap_all(&mut uncapped, &mut drained, 1000));
+        assert_eq!((drained.past_cap, drained.kept_until_ns), (0, None));
+    }
+
+    fn cap_all(cap: &mut Cap, drained: &mut Drained, n: u64) -> bool {
+        (0..n).all(|ts| cap.keep(drained, &record(ts)))
     }
 
     #[test]

@@ -90,6 +90,12 @@ pub struct TraceConfig {
     pub ring_bytes: u64,
     /// How the caller chose that size, in words: said in the report.
     pub ring_rule: String,
+    /// The most the file may hold, bytes (whole records: a partial one is not written); past
+    /// it records are still taken from the ring, so that it never fills, but counted, not
+    /// written. None: no cap (the conductor always gives one: `run --trace-max-size`).
+    pub max_bytes: Option<u64>,
+    /// How the caller chose the cap, in words ("4 GiB, the default"): said in the report.
+    pub max_rule: String,
 }
 
 impl Config {

@@ -134,7 +134,7 @@ impl Collector {
         // until then.
         let capture = cfg.trace.as_ref().map(|trace| {
             loaded.kernel.trace.clone()?;
-            capture::Capture::start(loaded.trace_ring()?, &trace.path)
+            capture::Capture::start(loaded.trace_ring()?, &trace.path, trace.max_bytes)
         });
         Ok(Collector {
             loaded,
@@ -231,6 +231,8 @@ impl Collector {
         if let (Some(trace), Some(drained)) = (&cfg.trace, drained) {
             let section = capture::Section {
                 path: &trace.path,
+                max_bytes: trace.max_bytes,
+                max_rule: &trace.max_rule,
                 ring_bytes: sizing.ring_bytes as u64,
                 ring_rule: &trace.ring_rule,
                 clock: clock_offset,

@@ -354,10 +354,23 @@ pub struct Trace {
     /// Records the BPF programs could not keep: the ring was full (bpf_ringbuf_reserve failed).
     /// Nothing else drops one.
     pub lost: u64,
-    /// Records the programs put in the ring. `records + lost_writing = emitted` once drained.
+    /// Records the programs put in the ring. `records + past_cap + lost_writing = emitted` once
+    /// drained.
     pub emitted: u64,
     /// Records taken from the ring but not in the file: after a write error, or cut short.
     pub lost_writing: u64,
+    /// The most the file may hold, bytes (None: no cap), and the rule that chose it.
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+    #[serde(default)]
+    pub max_rule: String,
+    /// Records taken from the ring once the file held `max_bytes`: counted, not written.
+    #[serde(default)]
+    pub past_cap: u64,
+    /// Where records went past the cap: every record stamped before this time (CLOCK_BOOTTIME
+    /// ns, the records' clock) is in the file, save the `lost` ones. None: nothing past the cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_until_ns: Option<u64>,
     /// Switches of the run's tasks that no program saw: a CPU's next switch showed as prev a
     /// task other than the one its last switch put there (trace.bpf.c, trace_switch_seen). The
     /// kernel's doing, not the ring's; not in `complete`, which is about the capture.
@@ -383,7 +396,7 @@ pub struct Trace {
     /// What the records leave out on this kernel, hook by hook (a missing tracepoint, a classic
     /// twin's record lacking a field): empty when every kind is recorded in full.
     pub gaps: Vec<TraceGap>,
-    /// Every record the programs emitted is in the file, and none was lost.
+    /// Every record the programs emitted is in the file, and none was lost (false past the cap).
     pub complete: bool,
     /// Why the capture stopped short (a write error: the records before it are kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]

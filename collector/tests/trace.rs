@@ -37,6 +37,8 @@ impl TraceFile {
             path: self.0.clone(),
             ring_bytes,
             ring_rule: "the test's: 16 MiB".into(),
+            max_bytes: None,
+            max_rule: "none".into(),
         }
     }
 }

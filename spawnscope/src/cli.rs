@@ -472,6 +472,12 @@ pub struct RunArgs {
     /// into trace-events.bin, raw, for a Perfetto trace of the run (root; the eBPF probes).
     #[arg(long, help_heading = "Measuring")]
     pub perfetto: bool,
+    /// The most trace-events.bin may hold (e.g. 2G, 500M): past it the records are counted, not
+    /// written, and the trace's figures cover the time up to the cap [default: the smaller of
+    /// 4 GiB and half the results filesystem's free space; a traced run with under 256 MiB free
+    /// there is refused].
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes, help_heading = "Measuring")]
+    pub trace_max_size: Option<u64>,
     /// Record the runtime's own scheduler too (goroutines: the Go execution trace, reduced by
     /// gotrace-reduce; tokio: its task hooks, by the workload's hooks build tokio-tasks-hooks):
     /// goroutines' running slices or tokio's polls on their OS threads in the Perfetto trace, the
@@ -736,6 +742,10 @@ pub struct CompareArgs {
     /// trace of it (root; as `run --perfetto`).
     #[arg(long)]
     pub perfetto: bool,
+    /// The most each run's trace-events.bin may hold (e.g. 2G, 500M), as `run --trace-max-size`
+    /// [default: each run's, the smaller of 4 GiB and half the free space at its start].
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub trace_max_size: Option<u64>,
     /// Add to each cell of a runtime that has a runtime trace (goroutines, tokio) one runtime-traced run
     /// (`run --runtime-trace`) beside its ordinary runs: the runtime's readied→running beside the
     /// kernel's wake-to-run in the headline of pingpong and chain and in a table per workload × N.

@@ -477,6 +477,7 @@ mod tests {
         let mut s = run(runtime, n, memory_kb, 10.0);
         s.workload = Some("pingpong".into());
         s.scheduler_trace = Some(SchedFigures {
+            kept_window: None,
             method: String::new(),
             wake_to_run: vec![LatencyRow {
                 phase: WHOLE_RUN.into(),

@@ -440,7 +440,9 @@ pub struct Context {
     /// The launched process: its threads are the run's from their first switch.
     pub launched: Option<u32>,
     pub phases: PhaseEdges,
-    /// The reap on the trace's clock, when known: open waits are closed there.
+    /// The reap on the trace's clock, when known: open waits are closed there. A capped trace's
+    /// end is where its kept window ends (`TraceCapture::kept_until_ns`): a wait open there is
+    /// closed there, not stretched over the records not kept.
     pub run_end_ts: Option<u64>,
 }
 
@@ -450,7 +452,10 @@ impl Context {
         Context {
             launched: run.pid,
             phases: PhaseEdges::of_run(run, memory, offset),
-            run_end_ts: offset.zip(run.reaped_t_ns).map(|(o, t)| boot(t, o)),
+            run_end_ts: match capture.and_then(|c| c.kept_until_ns) {
+                Some(kept_until) => Some(kept_until),
+                None => offset.zip(run.reaped_t_ns).map(|(o, t)| boot(t, o)),
+            },
         }
     }
 }
@@ -974,6 +979,10 @@ pub struct SchedFigures {
     /// (`report --perfetto`; analyse::trace_cut, `UI_TRACE_BYTES`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub too_big_for_the_ui: Option<String>,
+    /// The trace was capped (`--trace-max-size`): its kept window in words; these figures cover
+    /// it only (`TraceCapture::capped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_window: Option<String>,
 }
 
 impl SchedFigures {
@@ -1010,6 +1019,9 @@ pub fn figures(
         notes.push(format!(
             "the capture stopped early ({why}): the figures are of the records written"
         ));
+    }
+    if let Some(window) = capture.and_then(|c| c.capped.as_deref()) {
+        notes.push(format!("{window}: the figures cover the kept window only"));
     }
     let lost = capture.and_then(|c| c.records_lost);
     match lost {
@@ -1063,6 +1075,7 @@ pub fn figures(
         }
     });
     SchedFigures {
+        kept_window: capture.and_then(|c| c.capped.clone()),
         method: METHOD.into(),
         wake_to_run: trace.wake_to_run.rows(&trace.phases),
         preempted_to_run: trace.preempted_to_run.rows(&trace.phases),
@@ -1155,6 +1168,11 @@ pub fn run_tracks(
         tracks.notes.push(format!(
             "the capture stopped early ({why}): this trace holds the records written before"
         ));
+    }
+    if let Some(window) = capture.and_then(|c| c.capped.as_deref()) {
+        tracks
+            .notes
+            .push(format!("{window}: this trace shows the kept window only"));
     }
     let Some(offset) = capture.and_then(|c| c.boottime_minus_monotonic_ns) else {
         tracks.notes.push("no phases or counters: the capture did not give the offset between its clock (BOOTTIME) and the conductor's (MONOTONIC)".into());

@@ -399,11 +399,16 @@ pub struct SwimlaneFigures {
     /// CPUs with a switch touching the run, of which `cpus` are drawn (the longest held by it).
     pub cpus_seen: u64,
     pub cpus: Vec<CpuFigures>,
+    /// A capped trace's kept window, in words (`TraceCapture::capped`): the lanes end there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_window: Option<String>,
 }
 
 impl Swimlane {
-    pub fn figures(&self) -> SwimlaneFigures {
+    /// Its figures; `kept_window`: a capped trace's window, said beside them.
+    pub fn figures(&self, kept_window: Option<String>) -> SwimlaneFigures {
         SwimlaneFigures {
+            kept_window,
             rule: rule(),
             threads: self.threads,
             begin_ns: self.begin,
@@ -521,7 +526,7 @@ mod tests {
             s.phases.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
             ["startup", "spawn"]
         );
-        let f = s.figures();
+        let f = s.figures(None);
         // Thread 101: runnable 5 ns (wakeup_new at 11 to its switch-in at 16), running 10.
         assert_eq!((f.lanes[1].runnable_ns, f.lanes[1].running_ns), (5, 10));
     }
@@ -571,7 +576,7 @@ mod tests {
     fn a_cpu_s_time_is_bucketed_exactly_by_holder() {
         let events = spawned(50, |i| 5 + i as u64);
         let (_, s) = swimlane(&events);
-        let f = s.figures();
+        let f = s.figures(None);
         let cpu1 = f.cpus.iter().find(|c| c.cpu == 1).unwrap();
         // Each thread holds CPU 1 from its switch-in to its switch out (12 ns), idle between.
         assert_eq!(cpu1.run_ns, 50 * 12);

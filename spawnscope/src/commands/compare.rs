@@ -9,7 +9,9 @@ use crate::cli::{exit_code, usage_error, CompareArgs, Ended};
 use crate::commands::derive;
 use crate::commands::run::finish;
 use crate::host::signals::Interrupts;
+use crate::measure::run::RunError;
 use crate::measure::sweep::{compare, CompareOptions, RunVerdict, DEFAULT_NS};
+use crate::measure::trace_cap;
 use crate::record;
 use crate::render;
 use crate::runtime::command::SweptCommand;
@@ -108,12 +110,21 @@ pub fn command(args: CompareArgs) -> ExitCode {
             cpus: args.cpus.clone(),
             cpu_counts: Vec::new(),
             perfetto: false,
+            trace_max_bytes: None,
             runtime_trace: false,
         },
     };
     // Every run of the sweep is traced (lean probes): with --perfetto each streams its trace.
     // --runtime-trace implies it, as on `run`: the threads' side of the latencies is the kernel's.
     opts.perfetto = args.perfetto || args.runtime_trace;
+    opts.trace_max_bytes = args.trace_max_size;
+    // A traced sweep on a filesystem without room for its traces is refused before it starts
+    // (each run chooses its own default cap again at its start).
+    if opts.perfetto && crate::host::privileges::is_root() {
+        if let Err(why) = trace_cap::for_results(&opts.out, opts.trace_max_bytes) {
+            return exit_code(Err(RunError::Refused(why)));
+        }
+    }
     if args.runtime_trace {
         if let Err(why) = runtime_trace_ready(&opts.runtimes) {
             return usage_error(format!("--runtime-trace: {why}"));

@@ -215,7 +215,8 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
                 summary.scheduler_trace = Some(figures);
                 match lanes {
                     Ok(lanes) => {
-                        summary.swimlane = Some(lanes.figures());
+                        let capped = record::trace::read_capture(dir).and_then(|c| c.capped);
+                        summary.swimlane = Some(lanes.figures(capped));
                         swimlane = Some(lanes);
                     }
                     Err(err) => summary.left_out.push(format!(
@@ -366,7 +367,15 @@ fn swimlane_of(
         .with_context(|| format!("reading {}", record::TRACE_EVENTS))?;
     let path = dir.join(record::SWIMLANE);
     if writes == Writes::Run || !path.exists() {
-        let svg = render::swimlane::svg(&lanes, &loaded.run.target.label())?;
+        // A capped trace's swimlane says so in its title: its lanes end with the kept window.
+        let title = match record::trace::read_capture(dir).and_then(|c| c.capped) {
+            Some(_) => format!(
+                "{} (the trace capped: the kept window only)",
+                loaded.run.target.label()
+            ),
+            None => loaded.run.target.label(),
+        };
+        let svg = render::swimlane::svg(&lanes, &title)?;
         fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(lanes)

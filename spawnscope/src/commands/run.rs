@@ -113,6 +113,7 @@ pub fn command(args: RunArgs) -> ExitCode {
         guess_task_kind: args.task_kind.is_none() && !args.command.is_empty(),
         // --runtime-trace puts the runtime's events on the kernel trace's threads.
         perfetto: args.perfetto || args.runtime_trace,
+        trace_max_bytes: args.trace_max_size,
         runtime_trace: args.runtime_trace,
     };
     let json = args.json;

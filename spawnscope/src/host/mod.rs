@@ -6,6 +6,7 @@ pub mod binary;
 pub mod cgroup;
 pub mod clock;
 pub mod cpu_order;
+pub mod disk;
 pub mod jdk;
 pub mod limits;
 pub mod machine;

@@ -21,4 +21,5 @@ pub mod sentinels;
 pub mod stop;
 pub mod sweep;
 pub mod tokio_trace;
+pub mod trace_cap;
 pub mod warmup;

@@ -275,6 +275,8 @@ fn attach(
             path: PathBuf::from(trace_file),
             ring_bytes: 32 << 20,
             ring_rule: "probe-cost: 32 MiB".into(),
+            max_bytes: None,
+            max_rule: "none: probe-cost's loops are short".into(),
         });
     }
     let collector = Collector::start(&config).context("loading the eBPF probes")?;

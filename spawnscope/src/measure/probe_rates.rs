@@ -59,7 +59,7 @@ pub fn calibrate(
         "spawnscope-calibration-{}.trace-events.bin",
         std::process::id()
     ));
-    let trace = traced.then(|| probes::trace_config(&records, None, Some(n)));
+    let trace = traced.then(|| probes::trace_config(&records, None, Some(n), None));
     // The raw_syscalls pair's floor beside the probes, timed by the same statistics: what a
     // syscall the pair filters out costs at least (the host's share of a run's cost). Its failure
     // leaves the floor unmeasured, not the calibration.

@@ -9,8 +9,9 @@ use spawnscope_collector::{
 
 use crate::host::procfs;
 use crate::host::tracefs;
+use crate::measure::trace_cap::TraceCap;
 use crate::record::TraceCalibration;
-use crate::units::bytes;
+use crate::units::{bytes, count};
 
 /// What the collector keeps (`run --probes`); its cost grows with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -157,24 +158,32 @@ fn prev_power_of_two(x: u64) -> u64 {
     }
 }
 
-/// The trace's configuration: its records to `path`, its ring sized by `trace_ring`.
+/// The trace's configuration: its records to `path`, its ring sized by `trace_ring`, the file
+/// capped by `cap` (None: a calibration's short run, uncapped).
 pub fn trace_config(
     path: &Path,
     calibration: Option<&TraceCalibration>,
     tasks: Option<u64>,
+    cap: Option<&TraceCap>,
 ) -> TraceConfig {
     let (ring_bytes, ring_rule) = trace_ring(calibration, tasks);
     TraceConfig {
         path: path.to_path_buf(),
         ring_bytes,
         ring_rule,
+        max_bytes: cap.map(|c| c.bytes),
+        max_rule: cap.map_or_else(|| "none".into(), |c| c.rule.clone()),
     }
 }
 
-/// What a run's trace did not keep, in the run's words (its "left out"): records lost or not
-/// written, hooks this kernel lacks, switches no program saw.
-pub fn trace_left_out(trace: &Trace) -> Vec<String> {
+/// What a run's trace did not keep, in the run's words (its "left out"): records past its cap,
+/// lost or not written, hooks this kernel lacks, switches no program saw. `t0_ns`: the run's
+/// start (collector.json's, MONOTONIC), for where the kept window ends.
+pub fn trace_left_out(trace: &Trace, t0_ns: u64) -> Vec<String> {
     let mut said = Vec::new();
+    if trace.past_cap > 0 {
+        said.push(past_cap_said(trace, t0_ns));
+    }
     if trace.lost > 0 {
         said.push(format!(
             "trace: {} of {} records lost, the ring ({}) full",
@@ -210,6 +219,30 @@ pub fn trace_left_out(trace: &Trace) -> Vec<String> {
         ));
     }
     said
+}
+
+/// The left-out line of a trace capped: what was kept, up to when, what went past, and why that
+/// cap.
+fn past_cap_said(trace: &Trace, t0_ns: u64) -> String {
+    let until = match trace.kept_until_ns {
+        Some(boot_ns) => format!(
+            "up to {:.3} s into the run",
+            kept_until_s(boot_ns, trace.boottime_minus_monotonic_ns, t0_ns)
+        ),
+        None => "up to an unknown time".into(),
+    };
+    format!(
+        "trace: {} records kept {until}, {} past the cap ({}, {}): the figures from the trace cover that window",
+        count(trace.records),
+        count(trace.past_cap),
+        bytes(trace.max_bytes.unwrap_or(0) as f64),
+        trace.max_rule
+    )
+}
+
+/// Seconds from the run's start (MONOTONIC `t0_ns`) to a record's stamp (BOOTTIME `boot_ns`).
+pub fn kept_until_s(boot_ns: u64, boottime_minus_monotonic_ns: u64, t0_ns: u64) -> f64 {
+    (boot_ns as f64 - boottime_minus_monotonic_ns as f64 - t0_ns as f64) / 1e9
 }
 
 /// Loads the eBPF collector for the workload's PID, sized for `threads` OS threads, keeping what
@@ -319,7 +352,7 @@ mod tests {
             error: Some("writing the trace: No space left on device".into()),
             ..Trace::default()
         };
-        let said = trace_left_out(&trace);
+        let said = trace_left_out(&trace, 0);
         assert_eq!(said.len(), 2, "{said:?}");
         assert!(said[0].contains("5 of 105 records lost"), "{said:?}");
         assert!(
@@ -327,11 +360,30 @@ mod tests {
             "{said:?}"
         );
         trace = Trace::default();
-        assert!(trace_left_out(&trace).is_empty());
+        assert!(trace_left_out(&trace, 0).is_empty());
         trace.error = Some("this kernel makes no BPF ring buffer".into());
         assert_eq!(
-            trace_left_out(&trace),
+            trace_left_out(&trace, 0),
             ["trace: none: this kernel makes no BPF ring buffer"]
+        );
+    }
+
+    #[test]
+    fn a_capped_trace_says_what_it_kept_up_to_when_and_why_that_cap() {
+        let trace = Trace {
+            records: 16_384,
+            emitted: 20_000,
+            past_cap: 3_616,
+            max_bytes: Some(1 << 20),
+            max_rule: "given by --trace-max-size".into(),
+            // Stamped on BOOTTIME, 5 s ahead of MONOTONIC; the run began at 10 s.
+            kept_until_ns: Some(15_250_000_000),
+            boottime_minus_monotonic_ns: 5_000_000_000,
+            ..Trace::default()
+        };
+        assert_eq!(
+            trace_left_out(&trace, 10_000_000_000),
+            ["trace: 16,384 records kept up to 0.250 s into the run, 3,616 past the cap (1.0 MiB, given by --trace-max-size): the figures from the trace cover that window"]
         );
     }
 }

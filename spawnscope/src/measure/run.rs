@@ -25,7 +25,7 @@ use crate::measure::loadgen::{self, LoadOptions};
 use crate::measure::probes::{self, ProbeDetail, ProbeTimes};
 use crate::measure::sampler::{settle, snapshot, Sampled, Sampler};
 use crate::measure::sentinels::SentinelWatch;
-use crate::measure::{go_trace, perf, preflight, tokio_trace};
+use crate::measure::{go_trace, perf, preflight, tokio_trace, trace_cap};
 use crate::record::process::signal_name;
 use crate::record::tree;
 use crate::record::{
@@ -68,6 +68,8 @@ pub struct RunOptions {
     pub guess_task_kind: bool,
     /// `--perfetto`: the collector streams the run's scheduler events to TRACE_EVENTS.
     pub perfetto: bool,
+    /// `--trace-max-size`: the most TRACE_EVENTS may hold [default: trace_cap::default_cap].
+    pub trace_max_bytes: Option<u64>,
     /// `--runtime-trace`: the workload records its runtime's scheduler (goroutines: GO_TRACE,
     /// reduced after the run by measure/go_trace.rs); a runtime without one is refused. A command
     /// is given `$SPAWNSCOPE_GO_TRACE` (go_trace::ENV), the same file, to start runtime/trace on.
@@ -218,6 +220,16 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             flag: None,
             reducer: go_trace::reducer().map_err(RunError::Usage)?,
         }),
+    };
+    // The trace's cap, from the results filesystem's free room now: too little is refused here,
+    // before anything changes.
+    let trace_cap = if opts.perfetto && root && opts.probes.is_some() {
+        Some(
+            trace_cap::for_results(&opts.out_root, opts.trace_max_bytes)
+                .map_err(RunError::Refused)?,
+        )
+    } else {
+        None
     };
     let threads_needed = match &opts.target {
         // A process takes a kernel task and a PID as a thread does.
@@ -499,6 +511,7 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
             .as_ref()
             .and_then(|e| e.calibration.probes.as_ref())
             .filter(|_| opts.probe_times == ProbeTimes::Calibrated),
+        trace_cap.as_ref(),
         &mut clock,
     );
 
@@ -845,6 +858,7 @@ fn measure(
     cpus: Option<&[usize]>,
     held_to: Option<&[usize]>,
     probe_calibration: Option<&record::ProbeCalibration>,
+    trace_cap: Option<&trace_cap::TraceCap>,
     clock: &mut StageClock,
 ) -> Result<Measured> {
     let workload = match &opts.target {
@@ -957,6 +971,7 @@ fn measure(
                 &dir.file(record::TRACE_EVENTS),
                 calibrated.and_then(|p| p.trace.as_ref()),
                 (target_tasks > 0).then_some(target_tasks),
+                trace_cap,
             )
         });
         probes::start(
@@ -1091,7 +1106,12 @@ fn measure(
     let stopped_by = watcher.and_then(leash::Watcher::finish);
     if let Some(c) = collector {
         let report = c.finish();
-        left_out.extend(report.trace.iter().flat_map(probes::trace_left_out));
+        left_out.extend(
+            report
+                .trace
+                .iter()
+                .flat_map(|t| probes::trace_left_out(t, report.t0_ns)),
+        );
         dir.write_json(record::COLLECTOR, &report)?;
     }
     if let Some(recorder) = recorder {

@@ -61,6 +61,9 @@ pub struct CompareOptions {
     pub cpu_counts: Vec<u32>,
     /// `--perfetto`: every run streams its scheduler events to its raw trace file.
     pub perfetto: bool,
+    /// `--trace-max-size`: each traced run's cap on its trace file [default: each run's own,
+    /// from the free room at its start].
+    pub trace_max_bytes: Option<u64>,
     /// `--runtime-trace`: each cell of a runtime that has a runtime trace gets one runtime-traced
     /// run beside its ordinary ones (`runtime_traced_jobs`).
     pub runtime_trace: bool,
@@ -661,6 +664,7 @@ pub fn compare(
                 runtime_trace: job.runtime_traced,
                 // As `run --runtime-trace`: the runtime's events join the kernel's trace.
                 perfetto: opts.perfetto || job.runtime_traced,
+                trace_max_bytes: opts.trace_max_bytes,
             },
             interrupts,
         );

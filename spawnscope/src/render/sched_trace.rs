@@ -178,7 +178,12 @@ pub fn terminal_line(f: &SchedFigures) -> Option<String> {
         ),
         _ => String::new(),
     };
-    (!parts.is_empty()).then(|| format!("Scheduler trace: {}{lost}", parts.join("; ")))
+    // A capped trace's figures cover its kept window: said on the same line too.
+    let window = match &f.kept_window {
+        Some(w) => format!(" — {w}: these cover the kept window only"),
+        None => String::new(),
+    };
+    (!parts.is_empty()).then(|| format!("Scheduler trace: {}{lost}{window}", parts.join("; ")))
 }
 
 /// One run of a comparison with a trace: its name and whole-run rows.
@@ -249,6 +254,7 @@ mod tests {
             probes_runq: None,
             notes: Vec::new(),
             too_big_for_the_ui: None,
+            kept_window: None,
         };
         let md = latency_table(&f).markdown();
         assert!(
@@ -274,5 +280,12 @@ mod tests {
             "{}",
             terminal_line(&lossy).unwrap()
         );
+        let capped = SchedFigures {
+            kept_window: Some("the trace was capped at 1.0 MiB".into()),
+            ..lossy
+        };
+        assert!(terminal_line(&capped)
+            .unwrap()
+            .ends_with("— the trace was capped at 1.0 MiB: these cover the kept window only"));
     }
 }

@@ -319,6 +319,11 @@ pub fn markdown(f: &SwimlaneFigures) -> String {
         count(f.cpus_seen),
         f.rule
     );
+    if let Some(window) = &f.kept_window {
+        md.push_str(&format!(
+            "{window}: the lanes cover the kept window only.\n\n"
+        ));
+    }
     let mut t = Table::new([
         "tid",
         "name",

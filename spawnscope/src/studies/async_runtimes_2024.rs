@@ -62,6 +62,7 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
         cpus: None,
         cpu_counts: Vec::new(),
         perfetto: false,
+        trace_max_bytes: None,
         runtime_trace: false,
     })
 }

@@ -85,6 +85,7 @@ fn plan(asked: &Asked) -> Result<CompareOptions, String> {
         cpus: Some(CPUS.into()),
         cpu_counts: Vec::new(),
         perfetto: false,
+        trace_max_bytes: None,
         runtime_trace: false,
     })
 }
