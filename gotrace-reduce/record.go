@@ -11,7 +11,9 @@ import (
 
 const (
 	recordMagic   = "SPGOSCH1"
-	formatVersion = 2
+	// formatVersion 3: the records are a prefix in time (up to max_records); go-sched.json's
+	// counts stay over the whole trace and say what lies past the cap (records_past_cap).
+	formatVersion = 3
 	recordBytes   = 40
 	headerBytes   = 16
 	// noWait: wait_ns of a change that is not a readied goroutine starting to run.
