@@ -26,7 +26,12 @@ pub struct GoSchedFigures {
     /// This run ran with the runtime's tracer: its memory, fault and time figures carry the
     /// tracer's cost and are not the runtime's own (issue 39: said apart, kept out of comparisons).
     pub runtime_traced: bool,
+    /// The records read (the kept ones: see `kept`).
     pub records: u64,
+    /// Where the reducer cut a long trace (format 3); None: an older reduction, every change
+    /// kept. The counts are of every change; the latencies, slices and on-CPU check of the kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<KeptRecords>,
     /// NotExist → Runnable (or Waiting, Syscall), all goroutines.
     pub created: u64,
     /// The created goroutines by start function.
@@ -58,6 +63,48 @@ pub struct GoSchedFigures {
 }
 
 pub use crate::analyse::on_cpu::{OnCpuCheck, OnCpuSpans};
+
+/// The reducer's cut: the trace's first `records_kept` changes in its time order, the rest counted.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct KeptRecords {
+    /// The reducer's cap (`gotrace-reduce --max-records`).
+    pub max_records: u64,
+    pub records_kept: u64,
+    /// The last kept change, seconds after the trace's first; every change before it is kept.
+    pub kept_until_s: f64,
+    /// The trace's first change to its last, seconds.
+    pub trace_s: f64,
+    /// The run's phase the cut falls in, where the phases are placed (and the cap was reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_in_phase: Option<String>,
+    /// Changes past the cap: in the counts, not in the records.
+    pub past_cap: u64,
+    /// The same by "From->To".
+    pub past_cap_by_transition: BTreeMap<String, u64>,
+    /// Readied→running waits past the cap: not in the latencies.
+    pub past_cap_readied_to_running: u64,
+}
+
+impl KeptRecords {
+    fn of(summary: &GoSchedSummary, phases: &PhaseEdges) -> Option<KeptRecords> {
+        let max_records = summary.max_records?;
+        let past = &summary.records_past_cap;
+        let first = summary.clock.first_ns;
+        let until = summary.kept_until_ns.unwrap_or(summary.clock.last_ns);
+        let seconds = |ns: u64| ns.saturating_sub(first) as f64 / 1e9;
+        Some(KeptRecords {
+            max_records,
+            records_kept: summary.records_kept,
+            kept_until_s: seconds(until),
+            trace_s: seconds(summary.clock.last_ns),
+            cut_in_phase: (past.records > 0 && phases.names.len() > 1)
+                .then(|| phases.names[phases.index(until)].clone()),
+            past_cap: past.records,
+            past_cap_by_transition: past.transitions.clone(),
+            past_cap_readied_to_running: past.readied_to_running,
+        })
+    }
+}
 
 /// The tracer's 64 ns tick, for the event and for its clock snapshot.
 pub const ON_CPU_TOLERANCE_NS: u64 = 2 * 64;
@@ -277,16 +324,17 @@ pub fn derive(
         .partition(|(f, _)| f.starts_with(WORKLOAD_PACKAGE));
     let by_the_workload = workload.values().sum();
     let mut notes = Vec::new();
-    if records != summary.records {
+    if records != summary.records_kept {
         notes.push(format!(
             "{records} records read, the reducer wrote {}: the records are cut short",
-            summary.records
+            summary.records_kept
         ));
     }
-    if seen_waits != c.readied_to_running {
+    let past = &summary.records_past_cap;
+    let kept_waits = c.readied_to_running.saturating_sub(past.readied_to_running);
+    if seen_waits != kept_waits {
         notes.push(format!(
-            "{seen_waits} readied→running samples read, the reducer counted {}",
-            c.readied_to_running
+            "{seen_waits} readied→running samples read, the reducer counted {kept_waits} in the kept records"
         ));
     }
     if cut > 0 {
@@ -316,6 +364,7 @@ pub fn derive(
         method: METHOD.into(),
         runtime_traced: true,
         records,
+        kept: KeptRecords::of(summary, phases),
         created: c.created,
         created_by_function: c.created_by_function.clone(),
         at_start: c.at_start,
@@ -596,7 +645,7 @@ mod tests {
         late.wait_ns = Some(9_000);
         let changes = vec![change(1_000, 1, 100, Undetermined, Runnable), start, late];
         let summary = GoSchedSummary {
-            records: 3,
+            records_kept: 3,
             counts: crate::record::go_sched::GoCounts {
                 created_by_function: [
                     ("main.holdTask".to_string(), 2),

@@ -62,6 +62,33 @@ pub fn created_line(f: &GoSchedFigures) -> String {
     )
 }
 
+/// Where the reducer cut a long trace, in one sentence; None when every change was kept.
+pub fn kept_line(f: &GoSchedFigures) -> Option<String> {
+    let k = f.kept.as_ref().filter(|k| k.past_cap > 0)?;
+    let phase = k
+        .cut_in_phase
+        .as_ref()
+        .map_or(String::new(), |p| format!(", in its {p} phase"));
+    Some(format!(
+        "{} records kept up to {} into the trace (of its {}{phase}); {} more past the cap of {} counted, not kept: {} ({} readied→running waits). The counts are of every change; the readied→running latencies, the running slices and the on-CPU check are of the kept records.",
+        count(k.records_kept),
+        ns((k.kept_until_s * 1e9) as u64),
+        ns((k.trace_s * 1e9) as u64),
+        count(k.past_cap),
+        count(k.max_records),
+        by_name(&k.past_cap_by_transition),
+        count(k.past_cap_readied_to_running),
+    ))
+}
+
+/// The latency rows' name: of the kept records where the reducer cut the trace.
+fn readied_label(f: &GoSchedFigures) -> &'static str {
+    match &f.kept {
+        Some(k) if k.past_cap > 0 => "goroutine readied → running (kept records)",
+        _ => "goroutine readied → running",
+    }
+}
+
 /// summary.md's section.
 pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigures>) {
     let _ = writeln!(
@@ -74,7 +101,7 @@ pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigure
     let mut rows: Vec<(&str, &LatencyRow)> = f
         .readied_to_running
         .iter()
-        .map(|r| ("goroutine readied → running", r))
+        .map(|r| (readied_label(f), r))
         .collect();
     if let Some(k) = kernel.and_then(SchedFigures::wake_whole) {
         rows.push(("OS thread wake-to-run (kernel)", k));
@@ -94,7 +121,7 @@ pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigure
     let _ = writeln!(
         md,
         "\nFrom {} goroutine state changes: {} created ({}), {} already there, {} started, {} blocked ({}), {} unblocked, {} destroyed, {} syscalls; preempted or yielded: {}. {} running slices on {} OS threads (TIDs {}) in the Perfetto trace, each named by its start function with its `goid`.",
-        count(f.records),
+        count(f.records + f.kept.as_ref().map_or(0, |k| k.past_cap)),
         count(f.created),
         by_name(&f.created_by_function),
         count(f.at_start),
@@ -109,6 +136,9 @@ pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigure
         f.threads.len(),
         f.threads.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
     );
+    if let Some(line) = kept_line(f) {
+        let _ = writeln!(md, "\n{line}");
+    }
     let _ = writeln!(
         md,
         "\n{}\n\n{}\n\nMethod: {}.",
@@ -143,8 +173,18 @@ pub fn terminal_line(f: &GoSchedFigures) -> String {
             count(r.count)
         )
     });
+    let kept = match &f.kept {
+        Some(k) if k.past_cap > 0 => format!(
+            " (the first {} of {} kept: {} records, {} more counted)",
+            ns((k.kept_until_s * 1e9) as u64),
+            ns((k.trace_s * 1e9) as u64),
+            count(k.records_kept),
+            count(k.past_cap)
+        ),
+        _ => String::new(),
+    };
     format!(
-        "Go runtime trace: goroutine readied → running {latency}; {} {}",
+        "Go runtime trace: goroutine readied → running {latency}{kept}; {} {}",
         created_line(f),
         on_cpu_line(f)
     )
