@@ -172,6 +172,9 @@ func reduceKeeping(in io.Reader, out io.Writer, maxRecords uint64) (*summary, er
 		moved := r.order.movedByParser(ev.Time())
 		switch ev.Kind() {
 		case trace.EventSync:
+			// A new generation: its stacks are new, and a Stack kept as a key would hold the
+			// last generation's whole table (a long trace's reducer grew to GBs so).
+			clear(r.functions)
 			if snap := ev.Sync().ClockSnapshot; snap != nil {
 				r.offset = int64(snap.Mono) - int64(snap.Trace)
 				if r.sum.Clock.Snapshots == 0 {

@@ -720,4 +720,88 @@ mod tests {
             Some(NO_COUNT_FOR_A_COMMAND)
         );
     }
+
+    /// A reduction cut at its cap: the counts stay the whole trace's, the waits are checked
+    /// against the kept records' (the whole trace's less those past the cap), and the cut is
+    /// placed in the trace's time and the run's phase.
+    #[test]
+    fn a_cut_reduction_says_where_and_checks_the_kept_waits() {
+        let mut start = change(5_000, 1, 100, Runnable, Running);
+        start.wait_ns = Some(400);
+        let summary: GoSchedSummary = serde_json::from_value(serde_json::json!({
+            "format_version": 3, "record_bytes": 40, "max_records": 2,
+            "records_kept": 2, "kept_until_ns": 5_000,
+            "records_past_cap": {"records": 7, "readied_to_running": 3,
+                                 "transitions": {"Runnable->Running": 3, "Running->Waiting": 4}},
+            "reasons": [""], "functions": [],
+            "clock": {"snapshots": 1, "first_mono_minus_trace_ns": 0,
+                      "last_mono_minus_trace_ns": 0, "first_ns": 1_000, "last_ns": 2_000_001_000,
+                      "moved_by_parser": 0},
+            "counts": {"created": 9, "created_by_function": {"main.f": 9}, "at_start": 0,
+                       "started": 4, "blocked": 4, "blocked_by_reason": {}, "unblocked": 0,
+                       "stopped": 0, "stopped_by_reason": {}, "syscalls": 0,
+                       "syscalls_blocked": 0, "destroyed": 0, "readied_to_running": 4,
+                       "transitions": {}},
+            "threads": []
+        }))
+        .unwrap();
+        let phases = PhaseEdges {
+            names: vec!["spawn".into(), "steady".into()],
+            starts: vec![0, 4_000],
+        };
+        let changes = vec![change(1_000, 1, 100, NotExist, Runnable), start];
+        let f = derive(
+            changes.into_iter().map(Ok),
+            &summary,
+            &phases,
+            CountedAgainst::Workload(Some(9)),
+        )
+        .unwrap();
+        assert!(f.notes.is_empty(), "{:?}", f.notes);
+        assert_eq!((f.records, f.created), (2, 9));
+        assert_eq!(f.created_check.agrees, Some(true));
+        let k = f.kept.expect("a format 3 reduction says its cut");
+        assert_eq!((k.max_records, k.records_kept, k.past_cap), (2, 2, 7));
+        assert_eq!(k.past_cap_readied_to_running, 3);
+        assert_eq!((k.kept_until_s, k.trace_s), (4e-6, 2.0));
+        assert_eq!(k.cut_in_phase.as_deref(), Some("steady"));
+        // One kept wait fewer than the reducer counted in the kept records: said.
+        let f = derive(
+            vec![change(1_000, 1, 100, NotExist, Runnable)]
+                .into_iter()
+                .map(Ok),
+            &summary,
+            &phases,
+            CountedAgainst::Workload(Some(9)),
+        )
+        .unwrap();
+        assert_eq!(f.notes.len(), 2, "{:?}", f.notes);
+        assert!(f.notes[1].contains("counted 1 in the kept records"));
+    }
+
+    /// An older reduction (format 1, every change kept, `records`) reads, and says no cut.
+    #[test]
+    fn an_older_reduction_kept_every_change() {
+        let summary: GoSchedSummary = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "record_bytes": 40, "records": 5,
+            "reasons": [""], "functions": [],
+            "clock": {"snapshots": 1, "first_mono_minus_trace_ns": 0,
+                      "last_mono_minus_trace_ns": 0},
+            "counts": {"created": 0, "created_by_function": {}, "at_start": 0,
+                       "started": 0, "blocked": 0, "blocked_by_reason": {}, "unblocked": 0,
+                       "stopped": 0, "stopped_by_reason": {}, "syscalls": 0,
+                       "syscalls_blocked": 0, "destroyed": 0, "readied_to_running": 0}
+        }))
+        .unwrap();
+        assert_eq!(summary.records_kept, 5);
+        assert_eq!(summary.max_records, None);
+        let f = derive(
+            Vec::new().into_iter(),
+            &summary,
+            &PhaseEdges::whole_run(),
+            CountedAgainst::Command,
+        )
+        .unwrap();
+        assert_eq!(f.kept, None);
+    }
 }

@@ -189,3 +189,61 @@ pub fn terminal_line(f: &GoSchedFigures) -> String {
         on_cpu_line(f)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::go_sched::KeptRecords;
+
+    fn figures(kept: Option<KeptRecords>) -> GoSchedFigures {
+        let mut f: GoSchedFigures = serde_json::from_value(serde_json::json!({
+            "method": "m", "runtime_traced": true, "records": 16, "created": 4,
+            "created_by_function": {"main.f": 4}, "at_start": 0, "started": 0, "blocked": 0,
+            "blocked_by_reason": {}, "unblocked": 0, "stopped_by_reason": {}, "syscalls": 0,
+            "destroyed": 0, "readied_to_running": [],
+            "created_check": {"by_the_workload": 4, "workload_spawned": 4, "runtime_own": {},
+                              "agrees": true},
+            "threads": [], "running_slices": 0, "notes": []
+        }))
+        .unwrap();
+        f.kept = kept;
+        f
+    }
+
+    /// The cut is said where the cap was reached, with what lies past it; not otherwise.
+    #[test]
+    fn the_cut_is_said_with_what_lies_past_it() {
+        let mut kept = KeptRecords {
+            max_records: 16,
+            records_kept: 16,
+            kept_until_s: 2.5,
+            trace_s: 400.0,
+            cut_in_phase: Some("steady".into()),
+            past_cap: 1_000_000,
+            past_cap_by_transition: [
+                ("Running->Waiting".to_string(), 600_000),
+                ("Runnable->Running".to_string(), 400_000),
+            ]
+            .into(),
+            past_cap_readied_to_running: 300_000,
+        };
+        let f = figures(Some(kept.clone()));
+        let line = kept_line(&f).unwrap();
+        assert!(
+            line.starts_with("16 records kept up to 2.50 s into the trace (of its 400.00 s, in its steady phase); 1,000,000 more past the cap of 16 counted, not kept: Running->Waiting 600,000, Runnable->Running 400,000 (300,000 readied→running waits)."),
+            "{line}"
+        );
+        let mut md = String::new();
+        markdown(&mut md, &f, None);
+        assert!(
+            md.contains("From 1,000,016 goroutine state changes"),
+            "{md}"
+        );
+        assert!(md.contains(&line));
+        assert!(terminal_line(&f)
+            .contains("(the first 2.50 s of 400.00 s kept: 16 records, 1,000,000 more counted)"));
+        kept.past_cap = 0;
+        assert_eq!(kept_line(&figures(Some(kept))), None);
+        assert_eq!(kept_line(&figures(None)), None);
+    }
+}
