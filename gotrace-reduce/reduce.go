@@ -24,8 +24,14 @@ type summary struct {
 	MaxRecords uint64 `json:"max_records"`
 	// RecordsKept: the records written, the trace's first ones in its time order.
 	RecordsKept uint64 `json:"records_kept"`
-	// KeptUntilNs: the last kept record's time; every change before it is kept.
+	// KeptUntilNs: the last kept record's time; every change the parser handed out before it is
+	// kept. That time may be the parser's (flagTimeMoved), far past the events' own.
 	KeptUntilNs uint64 `json:"kept_until_ns"`
+	// KeptUntilOwnNs: the latest time among the kept records the parser did not move: the kept
+	// records' own times reach here. A long trace's parser may move most of its first records to
+	// one later event's time (a pingpong of 10,000 pairs: 14.8 M of the first 16.8 M records
+	// moved to 210.8 s, their own times within the first 1 s).
+	KeptUntilOwnNs uint64 `json:"kept_until_own_ns"`
 	// RecordsPastCap: the changes after the cap, counted but not written.
 	RecordsPastCap pastCap `json:"records_past_cap"`
 	// Reasons: record.reason indexes it; 0 is "".
@@ -281,6 +287,8 @@ func (r *reducer) transition(ev trace.Event, st trace.StateTransition, moved boo
 	r.sum.KeptUntilNs = ts
 	if moved {
 		r.sum.Clock.MovedByParser++
+	} else {
+		r.sum.KeptUntilOwnNs = max(r.sum.KeptUntilOwnNs, ts)
 	}
 	rec.encode(r.buf[:])
 	_, err := r.out.Write(r.buf[:])

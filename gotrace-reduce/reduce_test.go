@@ -327,16 +327,22 @@ func TestACapKeepsTheFirstRecordsAndCountsTheWholeTrace(t *testing.T) {
 	if !bytes.Equal(cut.Bytes(), whole.Bytes()[:cut.Len()]) {
 		t.Fatal("the kept records are not the uncapped reduction's first ones")
 	}
-	var lastTs, waits uint64
+	var lastTs, waits, lastOwn uint64
 	for off := headerBytes; off < cut.Len(); off += recordBytes {
 		r := decode(cut.Bytes()[off : off+recordBytes])
 		if r.tsNs < lastTs {
 			t.Fatalf("record at %d ns after one at %d: not in time order", r.tsNs, lastTs)
 		}
 		lastTs = r.tsNs
+		if r.flags&flagTimeMoved == 0 {
+			lastOwn = max(lastOwn, r.tsNs)
+		}
 		if r.waitNs != noWait {
 			waits++
 		}
+	}
+	if capped.KeptUntilOwnNs != lastOwn || lastOwn == 0 {
+		t.Errorf("kept_until_own_ns %d, the last kept record not moved at %d", capped.KeptUntilOwnNs, lastOwn)
 	}
 	if capped.KeptUntilNs != lastTs {
 		t.Errorf("kept_until_ns %d, the last kept record's time %d", capped.KeptUntilNs, lastTs)
