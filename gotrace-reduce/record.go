@@ -10,8 +10,8 @@ import (
 )
 
 const (
-	recordMagic   = "SPGOSCH1"
-	// formatVersion 3: the records are a prefix in time (up to max_records); go-sched.json's
+	recordMagic = "SPGOSCH1"
+	// formatVersion 3: the records are the trace's first max_records in the parser's order; go-sched.json's
 	// counts stay over the whole trace and say what lies past the cap (records_past_cap).
 	formatVersion = 3
 	recordBytes   = 40
