@@ -72,6 +72,10 @@ pub struct KeptRecords {
     pub records_kept: u64,
     /// The last kept change, seconds after the trace's first; every change before it is kept.
     pub kept_until_s: f64,
+    /// The latest kept change whose time the parser did not move, seconds after the trace's
+    /// first: the kept records' own times reach here (the parser may move many far forward).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_times_until_s: Option<f64>,
     /// The trace's first change to its last, seconds.
     pub trace_s: f64,
     /// The run's phase the cut falls in, where the phases are placed (and the cap was reached).
@@ -96,6 +100,7 @@ impl KeptRecords {
             max_records,
             records_kept: summary.records_kept,
             kept_until_s: seconds(until),
+            own_times_until_s: summary.kept_until_own_ns.map(seconds),
             trace_s: seconds(summary.clock.last_ns),
             cut_in_phase: (past.records > 0 && phases.names.len() > 1)
                 .then(|| phases.names[phases.index(until)].clone()),
@@ -730,7 +735,7 @@ mod tests {
         start.wait_ns = Some(400);
         let summary: GoSchedSummary = serde_json::from_value(serde_json::json!({
             "format_version": 3, "record_bytes": 40, "max_records": 2,
-            "records_kept": 2, "kept_until_ns": 5_000,
+            "records_kept": 2, "kept_until_ns": 5_000, "kept_until_own_ns": 3_000,
             "records_past_cap": {"records": 7, "readied_to_running": 3,
                                  "transitions": {"Runnable->Running": 3, "Running->Waiting": 4}},
             "reasons": [""], "functions": [],
@@ -764,6 +769,7 @@ mod tests {
         assert_eq!((k.max_records, k.records_kept, k.past_cap), (2, 2, 7));
         assert_eq!(k.past_cap_readied_to_running, 3);
         assert_eq!((k.kept_until_s, k.trace_s), (4e-6, 2.0));
+        assert_eq!(k.own_times_until_s, Some(2e-6));
         assert_eq!(k.cut_in_phase.as_deref(), Some("steady"));
         // One kept wait fewer than the reducer counted in the kept records: said.
         let f = derive(

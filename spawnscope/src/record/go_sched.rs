@@ -117,6 +117,9 @@ pub struct GoSchedSummary {
     /// The last kept record's time (CLOCK_MONOTONIC ns); every change before it is kept.
     #[serde(default)]
     pub kept_until_ns: Option<u64>,
+    /// The latest kept time the parser did not move: where the kept records' own times reach.
+    #[serde(default)]
+    pub kept_until_own_ns: Option<u64>,
     /// The changes past the cap: counted in `counts`, not in GO_SCHED.
     #[serde(default)]
     pub records_past_cap: PastCap,

@@ -69,8 +69,17 @@ pub fn kept_line(f: &GoSchedFigures) -> Option<String> {
         .cut_in_phase
         .as_ref()
         .map_or(String::new(), |p| format!(", in its {p} phase"));
+    // The parser's order is its times; where it moved the kept records' times far forward, the
+    // records' own times end much earlier: both said.
+    let own = match k.own_times_until_s {
+        Some(own) if own < k.kept_until_s => format!(
+            " in the parser's times; their own times, those it did not move, reach {}",
+            ns((own * 1e9) as u64)
+        ),
+        _ => String::new(),
+    };
     Some(format!(
-        "{} records kept up to {} into the trace (of its {}{phase}); {} more past the cap of {} counted, not kept: {} ({} readied→running waits). The counts are of every change; the readied→running latencies, the running slices and the on-CPU check are of the kept records.",
+        "{} records kept up to {} into the trace (of its {}{phase}){own}; {} more past the cap of {} counted, not kept: {} ({} readied→running waits). The counts are of every change; the readied→running latencies, the running slices and the on-CPU check are of the kept records.",
         count(k.records_kept),
         ns((k.kept_until_s * 1e9) as u64),
         ns((k.trace_s * 1e9) as u64),
@@ -217,6 +226,7 @@ mod tests {
             max_records: 16,
             records_kept: 16,
             kept_until_s: 2.5,
+            own_times_until_s: Some(2.5),
             trace_s: 400.0,
             cut_in_phase: Some("steady".into()),
             past_cap: 1_000_000,
@@ -242,6 +252,8 @@ mod tests {
         assert!(md.contains(&line));
         assert!(terminal_line(&f)
             .contains("(the first 2.50 s of 400.00 s kept: 16 records, 1,000,000 more counted)"));
+        kept.own_times_until_s = Some(0.98);
+        assert!(kept_line(&figures(Some(kept.clone()))).unwrap().contains("(of its 400.00 s, in its steady phase) in the parser's times; their own times, those it did not move, reach 980.0 ms; 1,000,000 more"));
         kept.past_cap = 0;
         assert_eq!(kept_line(&figures(Some(kept))), None);
         assert_eq!(kept_line(&figures(None)), None);
