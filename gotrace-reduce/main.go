@@ -9,28 +9,45 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 )
 
-const usage = "usage: gotrace-reduce TRACE RECORDS.bin SUMMARY.json\n"
+const usage = "usage: gotrace-reduce [--max-records N] TRACE RECORDS.bin SUMMARY.json\n"
+
+// defaultMaxRecords bounds RECORDS.bin to 2^24 records × 40 bytes = 671 MB (0.63 GiB), whatever
+// the trace's length: a pingpong of 10,000 pairs at its default 10,000 rounds changes goroutine
+// state about 400 M times (16 GB of records uncut). The conductor passes its own cap (the same,
+// spawnscope/src/measure/go_trace.rs): it also draws a running slice per start into the Perfetto
+// trace, which ui.perfetto.dev must open beside the kernel's packets.
+const defaultMaxRecords = 1 << 24
 
 func main() {
-	if len(os.Args) == 2 && (os.Args[1] == "--help" || os.Args[1] == "-h") {
+	flags := flag.NewFlagSet("gotrace-reduce", flag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	maxRecords := flags.Uint64("max-records", defaultMaxRecords,
+		"write the trace's first N records (in time order); count the rest")
+	if err := flags.Parse(os.Args[1:]); err == flag.ErrHelp {
 		fmt.Print(usage)
 		return
-	}
-	if len(os.Args) != 4 {
-		fmt.Fprintf(os.Stderr, "gotrace-reduce: expected 3 arguments, got %d\n%s", len(os.Args)-1, usage)
+	} else if err != nil {
+		fmt.Fprintf(os.Stderr, "gotrace-reduce: %v\n%s", err, usage)
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2], os.Args[3]); err != nil {
+	args := flags.Args()
+	if len(args) != 3 {
+		fmt.Fprintf(os.Stderr, "gotrace-reduce: expected 3 arguments, got %d\n%s", len(args), usage)
+		os.Exit(2)
+	}
+	if err := run(args[0], args[1], args[2], *maxRecords); err != nil {
 		fmt.Fprintf(os.Stderr, "gotrace-reduce: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(tracePath, binPath, jsonPath string) error {
+func run(tracePath, binPath, jsonPath string, maxRecords uint64) error {
 	in, err := os.Open(tracePath)
 	if err != nil {
 		return err
@@ -40,7 +57,7 @@ func run(tracePath, binPath, jsonPath string) error {
 	if err != nil {
 		return err
 	}
-	sum, err := reduce(in, out)
+	sum, err := reduceKeeping(in, out, maxRecords)
 	if closeErr := out.Close(); err == nil {
 		err = closeErr
 	}

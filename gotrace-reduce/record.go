@@ -10,8 +10,10 @@ import (
 )
 
 const (
-	recordMagic   = "SPGOSCH1"
-	formatVersion = 2
+	recordMagic = "SPGOSCH1"
+	// formatVersion 3: the records are the trace's first max_records in the parser's order; go-sched.json's
+	// counts stay over the whole trace and say what lies past the cap (records_past_cap).
+	formatVersion = 3
 	recordBytes   = 40
 	headerBytes   = 16
 	// noWait: wait_ns of a change that is not a readied goroutine starting to run.

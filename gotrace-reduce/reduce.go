@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 
 	"golang.org/x/exp/trace"
@@ -17,9 +18,22 @@ import (
 
 // summary is go-sched.json: what the records' indexes name, the clock, and the counts.
 type summary struct {
-	FormatVersion int    `json:"format_version"`
-	RecordBytes   int    `json:"record_bytes"`
-	Records       uint64 `json:"records"`
+	FormatVersion int `json:"format_version"`
+	RecordBytes   int `json:"record_bytes"`
+	// MaxRecords: the cap on the records written (--max-records).
+	MaxRecords uint64 `json:"max_records"`
+	// RecordsKept: the records written, the trace's first ones in its time order.
+	RecordsKept uint64 `json:"records_kept"`
+	// KeptUntilNs: the last kept record's time; every change the parser handed out before it is
+	// kept. That time may be the parser's (flagTimeMoved), far past the events' own.
+	KeptUntilNs uint64 `json:"kept_until_ns"`
+	// KeptUntilOwnNs: the latest time among the kept records the parser did not move: the kept
+	// records' own times reach here. A long trace's parser may move most of its first records to
+	// one later event's time (a pingpong of 10,000 pairs: 14.8 M of the first 16.8 M records
+	// moved to 210.8 s, their own times within the first 1 s).
+	KeptUntilOwnNs uint64 `json:"kept_until_own_ns"`
+	// RecordsPastCap: the changes after the cap, counted but not written.
+	RecordsPastCap pastCap `json:"records_past_cap"`
 	// Reasons: record.reason indexes it; 0 is "".
 	Reasons []string `json:"reasons"`
 	// Functions: record.function indexes it (a created goroutine's start function).
@@ -41,7 +55,7 @@ type clock struct {
 	LastMonoMinusTraceNs  int64  `json:"last_mono_minus_trace_ns"`
 	FirstNs               uint64 `json:"first_ns"`
 	LastNs                uint64 `json:"last_ns"`
-	// MovedByParser: records whose time the parser moved forward to keep its order (flag
+	// MovedByParser: kept records whose time the parser moved forward to keep its order (flag
 	// flagTimeMoved): their own time is at or before the one written.
 	MovedByParser uint64 `json:"moved_by_parser"`
 }
@@ -67,10 +81,19 @@ type counts struct {
 	SyscallsBlocked uint64 `json:"syscalls_blocked"`
 	// Destroyed: → NotExist.
 	Destroyed uint64 `json:"destroyed"`
-	// ReadiedToRunning: the records with a wait_ns (the readied→running samples).
+	// ReadiedToRunning: the changes with a wait_ns (the readied→running samples), kept or not.
 	ReadiedToRunning uint64 `json:"readied_to_running"`
 	// Transitions: every change recorded, "From->To".
 	Transitions map[string]uint64 `json:"transitions"`
+}
+
+// pastCap counts the changes read after the cap was reached: all of them, by "From->To", and
+// those that carried a readied→running wait (so the kept records' waits are counts.readied_to_running
+// less these).
+type pastCap struct {
+	Records          uint64            `json:"records"`
+	ReadiedToRunning uint64            `json:"readied_to_running"`
+	Transitions      map[string]uint64 `json:"transitions"`
 }
 
 type threadCount struct {
@@ -91,6 +114,7 @@ type reducer struct {
 	readied   map[trace.GoID]uint64
 	threads   map[trace.ThreadID]uint64
 	order     parserOrder
+	changes   uint64
 }
 
 // parserOrder tells the events whose time x/exp/trace moved. The reader hands out every event
@@ -114,8 +138,14 @@ func (o *parserOrder) movedByParser(t trace.Time) bool {
 	return moved
 }
 
-// reduce reads a whole trace from in and writes the records (header first) to out.
+// reduce reads a whole trace from in and writes every record (header first) to out.
 func reduce(in io.Reader, out io.Writer) (*summary, error) {
+	return reduceKeeping(in, out, math.MaxUint64)
+}
+
+// reduceKeeping reads a whole trace from in and writes its first maxRecords records (header
+// first) to out; the counts are of the whole trace.
+func reduceKeeping(in io.Reader, out io.Writer, maxRecords uint64) (*summary, error) {
 	reader, err := trace.NewReader(bufio.NewReaderSize(in, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("not a Go execution trace this reader knows: %w", err)
@@ -128,8 +158,9 @@ func reduce(in io.Reader, out io.Writer) (*summary, error) {
 		readied:   map[trace.GoID]uint64{},
 		threads:   map[trace.ThreadID]uint64{},
 	}
-	r.sum = summary{FormatVersion: formatVersion, RecordBytes: recordBytes, Reasons: []string{""},
-		Functions: []string{}}
+	r.sum = summary{FormatVersion: formatVersion, RecordBytes: recordBytes, MaxRecords: maxRecords,
+		Reasons: []string{""}, Functions: []string{}}
+	r.sum.RecordsPastCap.Transitions = map[string]uint64{}
 	c := &r.sum.Counts
 	c.CreatedByFunction, c.BlockedByReason, c.StoppedByReason, c.Transitions =
 		map[string]uint64{}, map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
@@ -142,11 +173,14 @@ func reduce(in io.Reader, out io.Writer) (*summary, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading the trace after %d records: %w", r.sum.Records, err)
+			return nil, fmt.Errorf("reading the trace after %d goroutine changes: %w", r.changes, err)
 		}
 		moved := r.order.movedByParser(ev.Time())
 		switch ev.Kind() {
 		case trace.EventSync:
+			// A new generation: its stacks are new, and a Stack kept as a key would hold the
+			// last generation's whole table (a long trace's reducer grew to GBs so).
+			clear(r.functions)
 			if snap := ev.Sync().ClockSnapshot; snap != nil {
 				r.offset = int64(snap.Mono) - int64(snap.Trace)
 				if r.sum.Clock.Snapshots == 0 {
@@ -185,7 +219,6 @@ func (r *reducer) transition(ev trace.Event, st trace.StateTransition, moved boo
 		from: uint8(from), to: uint8(to), function: noFunction}
 	if moved {
 		rec.flags |= flagTimeMoved
-		r.sum.Clock.MovedByParser++
 	}
 	if m := ev.Thread(); m != trace.NoThread {
 		rec.tid = int32(m)
@@ -196,7 +229,8 @@ func (r *reducer) transition(ev trace.Event, st trace.StateTransition, moved boo
 	}
 	rec.reason = r.reason(st.Reason)
 	c := &r.sum.Counts
-	c.Transitions[from.String()+"->"+to.String()]++
+	kind := from.String() + "->" + to.String()
+	c.Transitions[kind]++
 	switch {
 	case from == trace.GoUndetermined:
 		c.AtStart++
@@ -234,11 +268,28 @@ func (r *reducer) transition(ev trace.Event, st trace.StateTransition, moved boo
 	default:
 		delete(r.readied, goid)
 	}
-	if r.sum.Records == 0 {
+	if r.changes == 0 {
 		r.sum.Clock.FirstNs = ts
 	}
 	r.sum.Clock.LastNs = max(r.sum.Clock.LastNs, ts)
-	r.sum.Records++
+	r.changes++
+	// The cut is by time (the reader's one order): past the cap, counted only.
+	if r.sum.RecordsKept >= r.sum.MaxRecords {
+		past := &r.sum.RecordsPastCap
+		past.Records++
+		past.Transitions[kind]++
+		if rec.waitNs != noWait {
+			past.ReadiedToRunning++
+		}
+		return nil
+	}
+	r.sum.RecordsKept++
+	r.sum.KeptUntilNs = ts
+	if moved {
+		r.sum.Clock.MovedByParser++
+	} else {
+		r.sum.KeptUntilOwnNs = max(r.sum.KeptUntilOwnNs, ts)
+	}
 	rec.encode(r.buf[:])
 	_, err := r.out.Write(r.buf[:])
 	return err

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	rtrace "runtime/trace"
 	"strconv"
@@ -76,10 +77,8 @@ func monotonicNs() uint64 {
 
 const spawned = 2000
 
-var gate = make(chan struct{})
-
 // knownTask is the test program's goroutine: it starts, blocks once on the gate, and ends.
-func knownTask(started *sync.WaitGroup, done *sync.WaitGroup) {
+func knownTask(gate chan struct{}, started *sync.WaitGroup, done *sync.WaitGroup) {
 	started.Done()
 	<-gate
 	done.Done()
@@ -93,11 +92,12 @@ func traceKnownProgram(t *testing.T) (data []byte, lockedTid int, before, after 
 	if err := rtrace.Start(&buf); err != nil {
 		t.Fatal(err)
 	}
+	gate := make(chan struct{}) // one per traced program: each test traces its own
 	var started, done sync.WaitGroup
 	started.Add(spawned)
 	done.Add(spawned)
 	for range spawned {
-		go knownTask(&started, &done)
+		go knownTask(gate, &started, &done)
 	}
 	tids := make(chan int)
 	go func() {
@@ -212,8 +212,8 @@ func TestReducerCountsWhatTheParserCounts(t *testing.T) {
 	if !bytes.Equal(records[:headerBytes], header()) || (len(records)-headerBytes)%recordBytes != 0 {
 		t.Fatalf("header %q, %d bytes", records[:headerBytes], len(records))
 	}
-	if got := uint64(len(records)-headerBytes) / recordBytes; got != sum.Records {
-		t.Fatalf("%d records written, the summary says %d", got, sum.Records)
+	if got := uint64(len(records)-headerBytes) / recordBytes; got != sum.RecordsKept {
+		t.Fatalf("%d records written, the summary says %d", got, sum.RecordsKept)
 	}
 	var waits, lockedRecords, moved uint64
 	var lastTs uint64
@@ -299,5 +299,77 @@ func TestNotATraceIsRefused(t *testing.T) {
 	if _, err := reduce(strings.NewReader("hello"), io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "not a Go execution trace") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A cap of K keeps the uncapped reduction's first K records, byte for byte (so in its time
+// order); every count is the uncapped one's, and what lies past the cap is counted: the
+// uncapped records less K, by transition, with their readied→running waits.
+func TestACapKeepsTheFirstRecordsAndCountsTheWholeTrace(t *testing.T) {
+	data, _, _, _ := traceKnownProgram(t)
+	var whole bytes.Buffer
+	all, err := reduce(bytes.NewReader(data), &whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keep = 1000
+	if all.RecordsKept <= keep {
+		t.Fatalf("the test program made only %d records", all.RecordsKept)
+	}
+	var cut bytes.Buffer
+	capped, err := reduceKeeping(bytes.NewReader(data), &cut, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if capped.RecordsKept != keep || cut.Len() != headerBytes+keep*recordBytes {
+		t.Fatalf("kept %d records in %d bytes, want %d", capped.RecordsKept, cut.Len(), keep)
+	}
+	if !bytes.Equal(cut.Bytes(), whole.Bytes()[:cut.Len()]) {
+		t.Fatal("the kept records are not the uncapped reduction's first ones")
+	}
+	var lastTs, waits, lastOwn uint64
+	for off := headerBytes; off < cut.Len(); off += recordBytes {
+		r := decode(cut.Bytes()[off : off+recordBytes])
+		if r.tsNs < lastTs {
+			t.Fatalf("record at %d ns after one at %d: not in time order", r.tsNs, lastTs)
+		}
+		lastTs = r.tsNs
+		if r.flags&flagTimeMoved == 0 {
+			lastOwn = max(lastOwn, r.tsNs)
+		}
+		if r.waitNs != noWait {
+			waits++
+		}
+	}
+	if capped.KeptUntilOwnNs != lastOwn || lastOwn == 0 {
+		t.Errorf("kept_until_own_ns %d, the last kept record not moved at %d", capped.KeptUntilOwnNs, lastOwn)
+	}
+	if capped.KeptUntilNs != lastTs {
+		t.Errorf("kept_until_ns %d, the last kept record's time %d", capped.KeptUntilNs, lastTs)
+	}
+	past := capped.RecordsPastCap
+	if past.Records != all.RecordsKept-keep {
+		t.Errorf("past the cap %d, want %d uncapped less %d", past.Records, all.RecordsKept, keep)
+	}
+	var byKind uint64
+	for _, n := range past.Transitions {
+		byKind += n
+	}
+	if byKind != past.Records {
+		t.Errorf("past the cap by transition %v sums to %d, not %d", past.Transitions, byKind, past.Records)
+	}
+	if waits+past.ReadiedToRunning != all.Counts.ReadiedToRunning {
+		t.Errorf("waits kept %d + past %d, the whole trace's %d", waits, past.ReadiedToRunning,
+			all.Counts.ReadiedToRunning)
+	}
+	if !reflect.DeepEqual(capped.Counts, all.Counts) || !reflect.DeepEqual(capped.Threads, all.Threads) {
+		t.Errorf("the counts moved with the cap:\n%+v\n%+v", capped.Counts, all.Counts)
+	}
+	if capped.Clock.FirstNs != all.Clock.FirstNs || capped.Clock.LastNs != all.Clock.LastNs {
+		t.Errorf("the clock's span moved with the cap: %+v, %+v", capped.Clock, all.Clock)
+	}
+	if all.RecordsPastCap.Records != 0 || all.KeptUntilNs != all.Clock.LastNs {
+		t.Errorf("uncapped: %d past the cap, kept until %d of %d", all.RecordsPastCap.Records,
+			all.KeptUntilNs, all.Clock.LastNs)
 	}
 }

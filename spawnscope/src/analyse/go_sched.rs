@@ -26,7 +26,12 @@ pub struct GoSchedFigures {
     /// This run ran with the runtime's tracer: its memory, fault and time figures carry the
     /// tracer's cost and are not the runtime's own (issue 39: said apart, kept out of comparisons).
     pub runtime_traced: bool,
+    /// The records read (the kept ones: see `kept`).
     pub records: u64,
+    /// Where the reducer cut a long trace (format 3); None: an older reduction, every change
+    /// kept. The counts are of every change; the latencies, slices and on-CPU check of the kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<KeptRecords>,
     /// NotExist → Runnable (or Waiting, Syscall), all goroutines.
     pub created: u64,
     /// The created goroutines by start function.
@@ -58,6 +63,53 @@ pub struct GoSchedFigures {
 }
 
 pub use crate::analyse::on_cpu::{OnCpuCheck, OnCpuSpans};
+
+/// The reducer's cut: the trace's first `records_kept` changes in its time order, the rest counted.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct KeptRecords {
+    /// The reducer's cap (`gotrace-reduce --max-records`).
+    pub max_records: u64,
+    pub records_kept: u64,
+    /// The last kept change, seconds after the trace's first; every change before it is kept.
+    pub kept_until_s: f64,
+    /// The latest kept change whose time the parser did not move, seconds after the trace's
+    /// first: the kept records' own times reach here (the parser may move many far forward).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_times_until_s: Option<f64>,
+    /// The trace's first change to its last, seconds.
+    pub trace_s: f64,
+    /// The run's phase the cut falls in, where the phases are placed (and the cap was reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_in_phase: Option<String>,
+    /// Changes past the cap: in the counts, not in the records.
+    pub past_cap: u64,
+    /// The same by "From->To".
+    pub past_cap_by_transition: BTreeMap<String, u64>,
+    /// Readied→running waits past the cap: not in the latencies.
+    pub past_cap_readied_to_running: u64,
+}
+
+impl KeptRecords {
+    fn of(summary: &GoSchedSummary, phases: &PhaseEdges) -> Option<KeptRecords> {
+        let max_records = summary.max_records?;
+        let past = &summary.records_past_cap;
+        let first = summary.clock.first_ns;
+        let until = summary.kept_until_ns.unwrap_or(summary.clock.last_ns);
+        let seconds = |ns: u64| ns.saturating_sub(first) as f64 / 1e9;
+        Some(KeptRecords {
+            max_records,
+            records_kept: summary.records_kept,
+            kept_until_s: seconds(until),
+            own_times_until_s: summary.kept_until_own_ns.map(seconds),
+            trace_s: seconds(summary.clock.last_ns),
+            cut_in_phase: (past.records > 0 && phases.names.len() > 1)
+                .then(|| phases.names[phases.index(until)].clone()),
+            past_cap: past.records,
+            past_cap_by_transition: past.transitions.clone(),
+            past_cap_readied_to_running: past.readied_to_running,
+        })
+    }
+}
 
 /// The tracer's 64 ns tick, for the event and for its clock snapshot.
 pub const ON_CPU_TOLERANCE_NS: u64 = 2 * 64;
@@ -277,16 +329,17 @@ pub fn derive(
         .partition(|(f, _)| f.starts_with(WORKLOAD_PACKAGE));
     let by_the_workload = workload.values().sum();
     let mut notes = Vec::new();
-    if records != summary.records {
+    if records != summary.records_kept {
         notes.push(format!(
             "{records} records read, the reducer wrote {}: the records are cut short",
-            summary.records
+            summary.records_kept
         ));
     }
-    if seen_waits != c.readied_to_running {
+    let past = &summary.records_past_cap;
+    let kept_waits = c.readied_to_running.saturating_sub(past.readied_to_running);
+    if seen_waits != kept_waits {
         notes.push(format!(
-            "{seen_waits} readied→running samples read, the reducer counted {}",
-            c.readied_to_running
+            "{seen_waits} readied→running samples read, the reducer counted {kept_waits} in the kept records"
         ));
     }
     if cut > 0 {
@@ -316,6 +369,7 @@ pub fn derive(
         method: METHOD.into(),
         runtime_traced: true,
         records,
+        kept: KeptRecords::of(summary, phases),
         created: c.created,
         created_by_function: c.created_by_function.clone(),
         at_start: c.at_start,
@@ -596,7 +650,7 @@ mod tests {
         late.wait_ns = Some(9_000);
         let changes = vec![change(1_000, 1, 100, Undetermined, Runnable), start, late];
         let summary = GoSchedSummary {
-            records: 3,
+            records_kept: 3,
             counts: crate::record::go_sched::GoCounts {
                 created_by_function: [
                     ("main.holdTask".to_string(), 2),
@@ -670,5 +724,90 @@ mod tests {
             f.created_check.not_checked.as_deref(),
             Some(NO_COUNT_FOR_A_COMMAND)
         );
+    }
+
+    /// A reduction cut at its cap: the counts stay the whole trace's, the waits are checked
+    /// against the kept records' (the whole trace's less those past the cap), and the cut is
+    /// placed in the trace's time and the run's phase.
+    #[test]
+    fn a_cut_reduction_says_where_and_checks_the_kept_waits() {
+        let mut start = change(5_000, 1, 100, Runnable, Running);
+        start.wait_ns = Some(400);
+        let summary: GoSchedSummary = serde_json::from_value(serde_json::json!({
+            "format_version": 3, "record_bytes": 40, "max_records": 2,
+            "records_kept": 2, "kept_until_ns": 5_000, "kept_until_own_ns": 3_000,
+            "records_past_cap": {"records": 7, "readied_to_running": 3,
+                                 "transitions": {"Runnable->Running": 3, "Running->Waiting": 4}},
+            "reasons": [""], "functions": [],
+            "clock": {"snapshots": 1, "first_mono_minus_trace_ns": 0,
+                      "last_mono_minus_trace_ns": 0, "first_ns": 1_000, "last_ns": 2_000_001_000,
+                      "moved_by_parser": 0},
+            "counts": {"created": 9, "created_by_function": {"main.f": 9}, "at_start": 0,
+                       "started": 4, "blocked": 4, "blocked_by_reason": {}, "unblocked": 0,
+                       "stopped": 0, "stopped_by_reason": {}, "syscalls": 0,
+                       "syscalls_blocked": 0, "destroyed": 0, "readied_to_running": 4,
+                       "transitions": {}},
+            "threads": []
+        }))
+        .unwrap();
+        let phases = PhaseEdges {
+            names: vec!["spawn".into(), "steady".into()],
+            starts: vec![0, 4_000],
+        };
+        let changes = vec![change(1_000, 1, 100, NotExist, Runnable), start];
+        let f = derive(
+            changes.into_iter().map(Ok),
+            &summary,
+            &phases,
+            CountedAgainst::Workload(Some(9)),
+        )
+        .unwrap();
+        assert!(f.notes.is_empty(), "{:?}", f.notes);
+        assert_eq!((f.records, f.created), (2, 9));
+        assert_eq!(f.created_check.agrees, Some(true));
+        let k = f.kept.expect("a format 3 reduction says its cut");
+        assert_eq!((k.max_records, k.records_kept, k.past_cap), (2, 2, 7));
+        assert_eq!(k.past_cap_readied_to_running, 3);
+        assert_eq!((k.kept_until_s, k.trace_s), (4e-6, 2.0));
+        assert_eq!(k.own_times_until_s, Some(2e-6));
+        assert_eq!(k.cut_in_phase.as_deref(), Some("steady"));
+        // One kept wait fewer than the reducer counted in the kept records: said.
+        let f = derive(
+            vec![change(1_000, 1, 100, NotExist, Runnable)]
+                .into_iter()
+                .map(Ok),
+            &summary,
+            &phases,
+            CountedAgainst::Workload(Some(9)),
+        )
+        .unwrap();
+        assert_eq!(f.notes.len(), 2, "{:?}", f.notes);
+        assert!(f.notes[1].contains("counted 1 in the kept records"));
+    }
+
+    /// An older reduction (format 1, every change kept, `records`) reads, and says no cut.
+    #[test]
+    fn an_older_reduction_kept_every_change() {
+        let summary: GoSchedSummary = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "record_bytes": 40, "records": 5,
+            "reasons": [""], "functions": [],
+            "clock": {"snapshots": 1, "first_mono_minus_trace_ns": 0,
+                      "last_mono_minus_trace_ns": 0},
+            "counts": {"created": 0, "created_by_function": {}, "at_start": 0,
+                       "started": 0, "blocked": 0, "blocked_by_reason": {}, "unblocked": 0,
+                       "stopped": 0, "stopped_by_reason": {}, "syscalls": 0,
+                       "syscalls_blocked": 0, "destroyed": 0, "readied_to_running": 0}
+        }))
+        .unwrap();
+        assert_eq!(summary.records_kept, 5);
+        assert_eq!(summary.max_records, None);
+        let f = derive(
+            Vec::new().into_iter(),
+            &summary,
+            &PhaseEdges::whole_run(),
+            CountedAgainst::Command,
+        )
+        .unwrap();
+        assert_eq!(f.kept, None);
     }
 }

@@ -1,7 +1,8 @@
 //! `run --runtime-trace` on goroutines: the workload writes the Go runtime's execution trace into
 //! the run directory (its `--go-trace`, record::GO_TRACE, raw) and, once it has exited,
 //! gotrace-reduce turns it into the raw records the figures are derived from (record::GO_SCHED,
-//! record::GO_SCHED_SUMMARY). The reducer is its own Go module (gotrace-reduce/), found as the
+//! record::GO_SCHED_SUMMARY), the trace's first MAX_RECORDS changes kept and every change counted.
+//! The reducer is its own Go module (gotrace-reduce/), found as the
 //! workloads are: $SPAWNSCOPE_GOTRACE_REDUCE_BIN, else beside spawnscope. A command is given the
 //! same file in `$SPAWNSCOPE_GO_TRACE` (ENV): a Go program that starts runtime/trace on it gets the
 //! same view; one that does not is said in the run's left-out list, not failed.
@@ -21,6 +22,13 @@ pub const ENV: &str = "SPAWNSCOPE_GO_TRACE";
 /// A command given ENV that wrote nothing there (not a Go program, or one that does not start
 /// runtime/trace on it): its run stands, without the runtime's figures.
 pub const NO_TRACE_FROM_COMMAND: &str = "--runtime-trace: the command wrote no Go execution trace to $SPAWNSCOPE_GO_TRACE: no runtime figures (a Go program starts runtime/trace on that file itself, see the manual's 'Measuring any program')";
+/// The records gotrace-reduce keeps (`--max-records`): the trace's first 2^24 goroutine changes,
+/// 671 MB of go-sched.bin (40 bytes each), the rest counted in go-sched.json. A pingpong of
+/// 10,000 pairs at its default 10,000 rounds makes about 400 M changes (16 GB uncut); the cap
+/// keeps go-sched.bin under 1 GiB at any length, and the running slices the kept records draw
+/// (one per start, about one change in three) in a Perfetto trace the UI still opens beside the
+/// kernel's packets.
+pub const MAX_RECORDS: u64 = 1 << 24;
 const BUILD_HINT: &str = "./scripts/build-gotrace-reduce.sh target/release/gotrace-reduce";
 
 /// The reducer's binary, or why there is none (said before anything runs).
@@ -88,6 +96,7 @@ pub fn reduce(reducer: &Path, dir: &Path) -> Result<(), String> {
         return Err(format!("the workload wrote no {}", record::GO_TRACE));
     }
     let out = Command::new(reducer)
+        .arg(format!("--max-records={MAX_RECORDS}"))
         .arg(&trace)
         .arg(dir.join(record::GO_SCHED))
         .arg(dir.join(record::GO_SCHED_SUMMARY))

@@ -15,8 +15,11 @@ use crate::record::{GO_SCHED, GO_SCHED_SUMMARY};
 /// The file's first bytes: the magic, then the format version and the record size (u32 each).
 pub const MAGIC: &[u8; 8] = b"SPGOSCH1";
 pub const HEADER_BYTES: usize = 16;
-pub const FORMAT_VERSION: u32 = 2;
-/// Version 1's records are read too: its `pad` was zero where `flags` is (nothing said moved).
+/// Version 3: the records are the trace's first `max_records` (GO_SCHED_SUMMARY's counts stay
+/// over the whole trace and count what lies past the cap); the layout is version 2's.
+pub const FORMAT_VERSION: u32 = 3;
+/// Versions 1 and 2 (every record kept) are read too: version 1's `pad` was zero where `flags`
+/// is (nothing said moved).
 pub const OLDEST_VERSION: u32 = 1;
 pub const RECORD_BYTES: usize = 40;
 
@@ -105,11 +108,35 @@ impl GoChange {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 pub struct GoSchedSummary {
     pub format_version: u32,
-    pub records: u64,
+    /// The records in GO_SCHED (versions 1 and 2 call it `records`: every change).
+    #[serde(alias = "records")]
+    pub records_kept: u64,
+    /// The reducer's cap on the records (version 3); None: every change kept.
+    #[serde(default)]
+    pub max_records: Option<u64>,
+    /// The last kept record's time (CLOCK_MONOTONIC ns); every change before it is kept.
+    #[serde(default)]
+    pub kept_until_ns: Option<u64>,
+    /// The latest kept time the parser did not move: where the kept records' own times reach.
+    #[serde(default)]
+    pub kept_until_own_ns: Option<u64>,
+    /// The changes past the cap: counted in `counts`, not in GO_SCHED.
+    #[serde(default)]
+    pub records_past_cap: PastCap,
     pub reasons: Vec<String>,
     pub functions: Vec<String>,
     pub clock: GoClock,
     pub counts: GoCounts,
+}
+
+/// The changes the reducer read past its cap: counted, not written.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct PastCap {
+    pub records: u64,
+    /// Of them, starts with a readied→running wait (not among the kept records' waits).
+    pub readied_to_running: u64,
+    /// By "From->To".
+    pub transitions: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -118,6 +145,11 @@ pub struct GoClock {
     pub snapshots: u64,
     pub first_mono_minus_trace_ns: i64,
     pub last_mono_minus_trace_ns: i64,
+    /// The trace's first and last goroutine change (CLOCK_MONOTONIC ns), kept or not.
+    #[serde(default)]
+    pub first_ns: u64,
+    #[serde(default)]
+    pub last_ns: u64,
     /// Records whose time the parser moved (flagged in the records).
     #[serde(default)]
     pub moved_by_parser: u64,
@@ -292,9 +324,14 @@ mod tests {
         assert_eq!(changes.next().unwrap().unwrap().from, GoState::Undetermined);
         assert!(changes.next().is_none());
         assert_eq!(changes.trailing_bytes, 7);
-        bytes[8] = 1;
-        assert!(Changes::new(&bytes[..]).is_ok(), "version 1 is read too");
-        bytes[8] = 3;
+        for older in [1, 2] {
+            bytes[8] = older;
+            assert!(
+                Changes::new(&bytes[..]).is_ok(),
+                "version {older} is read too"
+            );
+        }
+        bytes[8] = 4;
         assert!(Changes::new(&bytes[..]).is_err());
     }
 }

@@ -62,6 +62,42 @@ pub fn created_line(f: &GoSchedFigures) -> String {
     )
 }
 
+/// Where the reducer cut a long trace, in one sentence; None when every change was kept.
+pub fn kept_line(f: &GoSchedFigures) -> Option<String> {
+    let k = f.kept.as_ref().filter(|k| k.past_cap > 0)?;
+    let phase = k
+        .cut_in_phase
+        .as_ref()
+        .map_or(String::new(), |p| format!(", in its {p} phase"));
+    // The parser's order is its times; where it moved the kept records' times far forward, the
+    // records' own times end much earlier: both said.
+    let own = match k.own_times_until_s {
+        Some(own) if own < k.kept_until_s => format!(
+            " in the parser's times; their own times, those it did not move, reach {}",
+            ns((own * 1e9) as u64)
+        ),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{} records kept up to {} into the trace (of its {}{phase}){own}; {} more past the cap of {} counted, not kept: {} ({} readied→running waits). The counts are of every change; the readied→running latencies, the running slices and the on-CPU check are of the kept records.",
+        count(k.records_kept),
+        ns((k.kept_until_s * 1e9) as u64),
+        ns((k.trace_s * 1e9) as u64),
+        count(k.past_cap),
+        count(k.max_records),
+        by_name(&k.past_cap_by_transition),
+        count(k.past_cap_readied_to_running),
+    ))
+}
+
+/// The latency rows' name: of the kept records where the reducer cut the trace.
+fn readied_label(f: &GoSchedFigures) -> &'static str {
+    match &f.kept {
+        Some(k) if k.past_cap > 0 => "goroutine readied → running (kept records)",
+        _ => "goroutine readied → running",
+    }
+}
+
 /// summary.md's section.
 pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigures>) {
     let _ = writeln!(
@@ -74,7 +110,7 @@ pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigure
     let mut rows: Vec<(&str, &LatencyRow)> = f
         .readied_to_running
         .iter()
-        .map(|r| ("goroutine readied → running", r))
+        .map(|r| (readied_label(f), r))
         .collect();
     if let Some(k) = kernel.and_then(SchedFigures::wake_whole) {
         rows.push(("OS thread wake-to-run (kernel)", k));
@@ -94,7 +130,7 @@ pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigure
     let _ = writeln!(
         md,
         "\nFrom {} goroutine state changes: {} created ({}), {} already there, {} started, {} blocked ({}), {} unblocked, {} destroyed, {} syscalls; preempted or yielded: {}. {} running slices on {} OS threads (TIDs {}) in the Perfetto trace, each named by its start function with its `goid`.",
-        count(f.records),
+        count(f.records + f.kept.as_ref().map_or(0, |k| k.past_cap)),
         count(f.created),
         by_name(&f.created_by_function),
         count(f.at_start),
@@ -109,6 +145,9 @@ pub fn markdown(md: &mut String, f: &GoSchedFigures, kernel: Option<&SchedFigure
         f.threads.len(),
         f.threads.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
     );
+    if let Some(line) = kept_line(f) {
+        let _ = writeln!(md, "\n{line}");
+    }
     let _ = writeln!(
         md,
         "\n{}\n\n{}\n\nMethod: {}.",
@@ -143,9 +182,80 @@ pub fn terminal_line(f: &GoSchedFigures) -> String {
             count(r.count)
         )
     });
+    let kept = match &f.kept {
+        Some(k) if k.past_cap > 0 => format!(
+            " (the first {} of {} kept: {} records, {} more counted)",
+            ns((k.kept_until_s * 1e9) as u64),
+            ns((k.trace_s * 1e9) as u64),
+            count(k.records_kept),
+            count(k.past_cap)
+        ),
+        _ => String::new(),
+    };
     format!(
-        "Go runtime trace: goroutine readied → running {latency}; {} {}",
+        "Go runtime trace: goroutine readied → running {latency}{kept}; {} {}",
         created_line(f),
         on_cpu_line(f)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::go_sched::KeptRecords;
+
+    fn figures(kept: Option<KeptRecords>) -> GoSchedFigures {
+        let mut f: GoSchedFigures = serde_json::from_value(serde_json::json!({
+            "method": "m", "runtime_traced": true, "records": 16, "created": 4,
+            "created_by_function": {"main.f": 4}, "at_start": 0, "started": 0, "blocked": 0,
+            "blocked_by_reason": {}, "unblocked": 0, "stopped_by_reason": {}, "syscalls": 0,
+            "destroyed": 0, "readied_to_running": [],
+            "created_check": {"by_the_workload": 4, "workload_spawned": 4, "runtime_own": {},
+                              "agrees": true},
+            "threads": [], "running_slices": 0, "notes": []
+        }))
+        .unwrap();
+        f.kept = kept;
+        f
+    }
+
+    /// The cut is said where the cap was reached, with what lies past it; not otherwise.
+    #[test]
+    fn the_cut_is_said_with_what_lies_past_it() {
+        let mut kept = KeptRecords {
+            max_records: 16,
+            records_kept: 16,
+            kept_until_s: 2.5,
+            own_times_until_s: Some(2.5),
+            trace_s: 400.0,
+            cut_in_phase: Some("steady".into()),
+            past_cap: 1_000_000,
+            past_cap_by_transition: [
+                ("Running->Waiting".to_string(), 600_000),
+                ("Runnable->Running".to_string(), 400_000),
+            ]
+            .into(),
+            past_cap_readied_to_running: 300_000,
+        };
+        let f = figures(Some(kept.clone()));
+        let line = kept_line(&f).unwrap();
+        assert!(
+            line.starts_with("16 records kept up to 2.50 s into the trace (of its 400.00 s, in its steady phase); 1,000,000 more past the cap of 16 counted, not kept: Running->Waiting 600,000, Runnable->Running 400,000 (300,000 readied→running waits)."),
+            "{line}"
+        );
+        let mut md = String::new();
+        markdown(&mut md, &f, None);
+        assert!(
+            md.contains("From 1,000,016 goroutine state changes"),
+            "{md}"
+        );
+        assert!(md.contains(&line));
+        assert!(terminal_line(&f)
+            .contains("(the first 2.50 s of 400.00 s kept: 16 records, 1,000,000 more counted)"));
+        kept.own_times_until_s = Some(0.98);
+        assert!(kept_line(&figures(Some(kept.clone()))).unwrap().contains("(of its 400.00 s, in its steady phase) in the parser's times; their own times, those it did not move, reach 980.0 ms; 1,000,000 more"));
+        kept.past_cap = 0;
+        assert_eq!(kept_line(&figures(Some(kept))), None);
+        assert_eq!(kept_line(&figures(None)), None);
+    }
 }
