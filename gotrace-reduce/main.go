@@ -1,7 +1,8 @@
 // Command gotrace-reduce turns a Go execution trace (goroutines --go-trace, or any Go program's
 // runtime/trace output) into spawnscope's raw records of goroutine state changes: BIN, laid out
 // as schema/go-sched-record.tsv says, and JSON, its tables (reasons, start functions), clock and
-// counts. Its own module: the workloads stay std only and never link it.
+// counts; with PROCS.bin, the Ps' state changes too (schema/go-proc-record.tsv; without it they
+// are only counted). Its own module: the workloads stay std only and never link it.
 //
 // Exit codes: 0 done; 1 the trace could not be read or the output written; 2 bad usage.
 package main
@@ -10,27 +11,37 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 )
 
-const usage = "usage: gotrace-reduce TRACE RECORDS.bin SUMMARY.json\n"
+// nopCloser: the Ps' records not asked for.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+const usage = "usage: gotrace-reduce TRACE RECORDS.bin SUMMARY.json [PROCS.bin]\n"
 
 func main() {
 	if len(os.Args) == 2 && (os.Args[1] == "--help" || os.Args[1] == "-h") {
 		fmt.Print(usage)
 		return
 	}
-	if len(os.Args) != 4 {
-		fmt.Fprintf(os.Stderr, "gotrace-reduce: expected 3 arguments, got %d\n%s", len(os.Args)-1, usage)
+	if len(os.Args) != 4 && len(os.Args) != 5 {
+		fmt.Fprintf(os.Stderr, "gotrace-reduce: expected 3 or 4 arguments, got %d\n%s", len(os.Args)-1, usage)
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2], os.Args[3]); err != nil {
+	procsPath := ""
+	if len(os.Args) == 5 {
+		procsPath = os.Args[4]
+	}
+	if err := run(os.Args[1], os.Args[2], os.Args[3], procsPath); err != nil {
 		fmt.Fprintf(os.Stderr, "gotrace-reduce: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(tracePath, binPath, jsonPath string) error {
+func run(tracePath, binPath, jsonPath, procsPath string) error {
 	in, err := os.Open(tracePath)
 	if err != nil {
 		return err
@@ -40,8 +51,18 @@ func run(tracePath, binPath, jsonPath string) error {
 	if err != nil {
 		return err
 	}
-	sum, err := reduce(in, out)
+	var procs io.WriteCloser = nopCloser{io.Discard}
+	if procsPath != "" {
+		if procs, err = os.Create(procsPath); err != nil {
+			out.Close()
+			return err
+		}
+	}
+	sum, err := reduce(in, out, procs)
 	if closeErr := out.Close(); err == nil {
+		err = closeErr
+	}
+	if closeErr := procs.Close(); err == nil {
 		err = closeErr
 	}
 	if err != nil {

@@ -28,6 +28,8 @@ type summary struct {
 	Counts    counts   `json:"counts"`
 	// Threads: every OS thread (M) that emitted a goroutine change, with how many.
 	Threads []threadCount `json:"threads"`
+	// Procs: the Ps' changes written to go-procs.bin (procs.go).
+	Procs procsSummary `json:"procs"`
 }
 
 // clock says how the trace's timestamps were put on CLOCK_MONOTONIC.
@@ -91,6 +93,7 @@ type reducer struct {
 	readied   map[trace.GoID]uint64
 	threads   map[trace.ThreadID]uint64
 	order     parserOrder
+	procs     *procReducer
 }
 
 // parserOrder tells the events whose time x/exp/trace moved. The reader hands out every event
@@ -114,8 +117,9 @@ func (o *parserOrder) movedByParser(t trace.Time) bool {
 	return moved
 }
 
-// reduce reads a whole trace from in and writes the records (header first) to out.
-func reduce(in io.Reader, out io.Writer) (*summary, error) {
+// reduce reads a whole trace from in and writes the records (header first) to out, and the
+// Ps' records to procsOut (procs.go).
+func reduce(in io.Reader, out, procsOut io.Writer) (*summary, error) {
 	reader, err := trace.NewReader(bufio.NewReaderSize(in, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("not a Go execution trace this reader knows: %w", err)
@@ -134,6 +138,9 @@ func reduce(in io.Reader, out io.Writer) (*summary, error) {
 	c.CreatedByFunction, c.BlockedByReason, c.StoppedByReason, c.Transitions =
 		map[string]uint64{}, map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
 	if _, err := r.out.Write(header()); err != nil {
+		return nil, err
+	}
+	if r.procs, err = newProcReducer(procsOut); err != nil {
 		return nil, err
 	}
 	for {
@@ -161,9 +168,15 @@ func reduce(in io.Reader, out io.Writer) (*summary, error) {
 					return nil, err
 				}
 			}
+			if err := r.procs.transition(ev, moved, r.offset); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.out.Flush(); err != nil {
+		return nil, err
+	}
+	if r.sum.Procs, err = r.procs.finish(); err != nil {
 		return nil, err
 	}
 	for tid, n := range r.threads {

@@ -179,7 +179,7 @@ func countNaively(t *testing.T, data []byte) naive {
 func TestReducerCountsWhatTheParserCounts(t *testing.T) {
 	data, lockedTid, before, after := traceKnownProgram(t)
 	var out bytes.Buffer
-	sum, err := reduce(bytes.NewReader(data), &out)
+	sum, err := reduce(bytes.NewReader(data), &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestAMovedTimeIsOneNanosecondAfterTheEventBefore(t *testing.T) {
 
 // A file that is not a trace is refused with the reader's reason.
 func TestNotATraceIsRefused(t *testing.T) {
-	if _, err := reduce(strings.NewReader("hello"), io.Discard); err == nil ||
+	if _, err := reduce(strings.NewReader("hello"), io.Discard, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "not a Go execution trace") {
 		t.Fatalf("err = %v", err)
 	}
