@@ -110,6 +110,9 @@ pub struct GoSchedSummary {
     pub functions: Vec<String>,
     pub clock: GoClock,
     pub counts: GoCounts,
+    /// The Ps' counts (record/go_procs.rs); absent where the reducer predates them.
+    #[serde(default)]
+    pub procs: Option<crate::record::go_procs::GoProcsCounts>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -118,6 +121,9 @@ pub struct GoClock {
     pub snapshots: u64,
     pub first_mono_minus_trace_ns: i64,
     pub last_mono_minus_trace_ns: i64,
+    /// The last record's time (CLOCK_MONOTONIC ns).
+    #[serde(default)]
+    pub last_ns: u64,
     /// Records whose time the parser moved (flagged in the records).
     #[serde(default)]
     pub moved_by_parser: u64,
