@@ -15,7 +15,12 @@ import (
 	"os"
 )
 
-const usage = "usage: gotrace-reduce [--max-records N] TRACE RECORDS.bin SUMMARY.json\n"
+// nopCloser: the Ps' records not asked for.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+const usage = "usage: gotrace-reduce [--max-records N] TRACE RECORDS.bin SUMMARY.json [PROCS.bin]\n"
 
 // defaultMaxRecords bounds RECORDS.bin to 2^24 records × 40 bytes = 671 MB (0.63 GiB), whatever
 // the trace's length: a pingpong of 10,000 pairs at its default 10,000 rounds changes goroutine
@@ -37,17 +42,21 @@ func main() {
 		os.Exit(2)
 	}
 	args := flags.Args()
-	if len(args) != 3 {
-		fmt.Fprintf(os.Stderr, "gotrace-reduce: expected 3 arguments, got %d\n%s", len(args), usage)
+	if len(args) != 3 && len(args) != 4 {
+		fmt.Fprintf(os.Stderr, "gotrace-reduce: expected 3 or 4 arguments, got %d\n%s", len(args), usage)
 		os.Exit(2)
 	}
-	if err := run(args[0], args[1], args[2], *maxRecords); err != nil {
+	procsPath := ""
+	if len(args) == 4 {
+		procsPath = args[3]
+	}
+	if err := run(args[0], args[1], args[2], procsPath, *maxRecords); err != nil {
 		fmt.Fprintf(os.Stderr, "gotrace-reduce: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(tracePath, binPath, jsonPath string, maxRecords uint64) error {
+func run(tracePath, binPath, jsonPath, procsPath string, maxRecords uint64) error {
 	in, err := os.Open(tracePath)
 	if err != nil {
 		return err
@@ -57,8 +66,18 @@ func run(tracePath, binPath, jsonPath string, maxRecords uint64) error {
 	if err != nil {
 		return err
 	}
-	sum, err := reduceKeeping(in, out, maxRecords)
+	var procs io.WriteCloser = nopCloser{io.Discard}
+	if procsPath != "" {
+		if procs, err = os.Create(procsPath); err != nil {
+			out.Close()
+			return err
+		}
+	}
+	sum, err := reduceKeeping(in, out, procs, maxRecords)
 	if closeErr := out.Close(); err == nil {
+		err = closeErr
+	}
+	if closeErr := procs.Close(); err == nil {
 		err = closeErr
 	}
 	if err != nil {

@@ -42,6 +42,8 @@ type summary struct {
 	Counts    counts   `json:"counts"`
 	// Threads: every OS thread (M) that emitted a goroutine change, with how many.
 	Threads []threadCount `json:"threads"`
+	// Procs: the Ps' changes written to go-procs.bin (procs.go), in the same window.
+	Procs procsSummary `json:"procs"`
 }
 
 // clock says how the trace's timestamps were put on CLOCK_MONOTONIC.
@@ -115,6 +117,7 @@ type reducer struct {
 	threads   map[trace.ThreadID]uint64
 	order     parserOrder
 	changes   uint64
+	procs     *procReducer
 }
 
 // parserOrder tells the events whose time x/exp/trace moved. The reader hands out every event
@@ -138,14 +141,16 @@ func (o *parserOrder) movedByParser(t trace.Time) bool {
 	return moved
 }
 
-// reduce reads a whole trace from in and writes every record (header first) to out.
-func reduce(in io.Reader, out io.Writer) (*summary, error) {
-	return reduceKeeping(in, out, math.MaxUint64)
+// reduce reads a whole trace from in and writes every record (header first) to out, and the
+// Ps' records to procsOut (procs.go).
+func reduce(in io.Reader, out, procsOut io.Writer) (*summary, error) {
+	return reduceKeeping(in, out, procsOut, math.MaxUint64)
 }
 
-// reduceKeeping reads a whole trace from in and writes its first maxRecords records (header
-// first) to out; the counts are of the whole trace.
-func reduceKeeping(in io.Reader, out io.Writer, maxRecords uint64) (*summary, error) {
+// reduceKeeping reads a whole trace from in and writes its first maxRecords goroutine records
+// (header first) to out, and the Ps' records of the same window to procsOut; the counts are of
+// the whole trace.
+func reduceKeeping(in io.Reader, out, procsOut io.Writer, maxRecords uint64) (*summary, error) {
 	reader, err := trace.NewReader(bufio.NewReaderSize(in, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("not a Go execution trace this reader knows: %w", err)
@@ -165,6 +170,9 @@ func reduceKeeping(in io.Reader, out io.Writer, maxRecords uint64) (*summary, er
 	c.CreatedByFunction, c.BlockedByReason, c.StoppedByReason, c.Transitions =
 		map[string]uint64{}, map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
 	if _, err := r.out.Write(header()); err != nil {
+		return nil, err
+	}
+	if r.procs, err = newProcReducer(procsOut); err != nil {
 		return nil, err
 	}
 	for {
@@ -195,9 +203,17 @@ func reduceKeeping(in io.Reader, out io.Writer, maxRecords uint64) (*summary, er
 					return nil, err
 				}
 			}
+			// The Ps' records end where the goroutines' do: one window for both.
+			keep := r.sum.RecordsKept < r.sum.MaxRecords
+			if err := r.procs.transition(ev, moved, r.offset, keep); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.out.Flush(); err != nil {
+		return nil, err
+	}
+	if r.sum.Procs, err = r.procs.finish(); err != nil {
 		return nil, err
 	}
 	for tid, n := range r.threads {

@@ -179,7 +179,7 @@ func countNaively(t *testing.T, data []byte) naive {
 func TestReducerCountsWhatTheParserCounts(t *testing.T) {
 	data, lockedTid, before, after := traceKnownProgram(t)
 	var out bytes.Buffer
-	sum, err := reduce(bytes.NewReader(data), &out)
+	sum, err := reduce(bytes.NewReader(data), &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestAMovedTimeIsOneNanosecondAfterTheEventBefore(t *testing.T) {
 
 // A file that is not a trace is refused with the reader's reason.
 func TestNotATraceIsRefused(t *testing.T) {
-	if _, err := reduce(strings.NewReader("hello"), io.Discard); err == nil ||
+	if _, err := reduce(strings.NewReader("hello"), io.Discard, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "not a Go execution trace") {
 		t.Fatalf("err = %v", err)
 	}
@@ -307,8 +307,8 @@ func TestNotATraceIsRefused(t *testing.T) {
 // uncapped records less K, by transition, with their readied→running waits.
 func TestACapKeepsTheFirstRecordsAndCountsTheWholeTrace(t *testing.T) {
 	data, _, _, _ := traceKnownProgram(t)
-	var whole bytes.Buffer
-	all, err := reduce(bytes.NewReader(data), &whole)
+	var whole, wholeProcs bytes.Buffer
+	all, err := reduce(bytes.NewReader(data), &whole, &wholeProcs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,8 +316,8 @@ func TestACapKeepsTheFirstRecordsAndCountsTheWholeTrace(t *testing.T) {
 	if all.RecordsKept <= keep {
 		t.Fatalf("the test program made only %d records", all.RecordsKept)
 	}
-	var cut bytes.Buffer
-	capped, err := reduceKeeping(bytes.NewReader(data), &cut, keep)
+	var cut, cutProcs bytes.Buffer
+	capped, err := reduceKeeping(bytes.NewReader(data), &cut, &cutProcs, keep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,5 +371,22 @@ func TestACapKeepsTheFirstRecordsAndCountsTheWholeTrace(t *testing.T) {
 	if all.RecordsPastCap.Records != 0 || all.KeptUntilNs != all.Clock.LastNs {
 		t.Errorf("uncapped: %d past the cap, kept until %d of %d", all.RecordsPastCap.Records,
 			all.KeptUntilNs, all.Clock.LastNs)
+	} // The Ps' records share the window: a prefix of the uncapped ones, the rest counted, and
+	// every kept P change at or before the goroutines' cut.
+	if capped.Procs.Records+capped.Procs.RecordsPastCap != all.Procs.Records || all.Procs.RecordsPastCap != 0 {
+		t.Errorf("P records kept %d + past %d, uncapped %d (past %d)", capped.Procs.Records,
+			capped.Procs.RecordsPastCap, all.Procs.Records, all.Procs.RecordsPastCap)
+	}
+	if !bytes.Equal(cutProcs.Bytes(), wholeProcs.Bytes()[:cutProcs.Len()]) ||
+		cutProcs.Len() != headerBytes+int(capped.Procs.Records)*procRecordBytes {
+		t.Error("the kept P records are not the uncapped reduction's first ones")
+	}
+	for off := headerBytes; off < cutProcs.Len(); off += procRecordBytes {
+		if p := decodeProc(cutProcs.Bytes()[off : off+procRecordBytes]); p.tsNs > capped.KeptUntilNs+1 {
+			t.Fatalf("a kept P change at %d ns, past the goroutines' cut at %d", p.tsNs, capped.KeptUntilNs)
+		}
+	}
+	if !reflect.DeepEqual(capped.Procs.ByKind, all.Procs.ByKind) || capped.Procs.Steals != all.Procs.Steals {
+		t.Errorf("the Ps' counts moved with the cap: %+v, %+v", capped.Procs, all.Procs)
 	}
 }

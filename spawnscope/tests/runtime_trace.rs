@@ -101,6 +101,7 @@ fn goroutines_run_on_their_threads_in_the_trace_and_created_is_spawned() {
         "go-execution.trace",
         "go-sched.bin",
         "go-sched.json",
+        "go-procs.bin",
         "trace-events.bin",
     ] {
         assert!(dir.join(raw).is_file(), "{raw} missing");
@@ -218,6 +219,40 @@ fn goroutines_run_on_their_threads_in_the_trace_and_created_is_spawned() {
         facts.slices.keys()
     );
 
+    // The Go Ps: a track per P under the "Go Ps" group, each P's slices one after another (one
+    // M at a time), as many as the summary's holds; each M's "P" track under its thread.
+    let procs = &summary["go_procs"];
+    let ps = p_tracks(&trace_path);
+    assert_eq!(
+        ps.procs.len(),
+        procs["ps"].as_array().unwrap().len(),
+        "{procs}"
+    );
+    assert!(!ps.procs.is_empty());
+    let holds: u64 = procs["ps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["holds"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        ps.procs.values().map(|s| s.len() as u64).sum::<u64>(),
+        holds
+    );
+    for (p, slices) in &ps.procs {
+        for w in slices.windows(2) {
+            assert!(w[0].1 <= w[1].0, "P {p}: slices {w:?} overlap");
+        }
+    }
+    assert_eq!(ps.steals, procs["steals"].as_u64().unwrap());
+    for tid in &ps.m_threads {
+        assert!(
+            kernel_threads.contains(tid),
+            "a P track under TID {tid}, a thread the kernel's trace does not know"
+        );
+    }
+    assert!(!ps.m_threads.is_empty());
+
     // Everything derived comes again from the raw records, byte for byte.
     let derived = [
         "summary.json",
@@ -239,6 +274,74 @@ fn goroutines_run_on_their_threads_in_the_trace_and_created_is_spawned() {
             "{f} differs when derived again"
         );
     }
+}
+
+/// The "Go Ps" group's tracks of a Perfetto trace: each P's slices (begin, end) by P name, the
+/// steals, and the TIDs whose thread tracks hold a "P" track.
+struct PTracks {
+    procs: BTreeMap<String, Vec<(u64, u64)>>,
+    steals: u64,
+    m_threads: BTreeSet<i32>,
+}
+
+fn p_tracks(trace: &std::path::Path) -> PTracks {
+    let bytes = fs::read(trace).unwrap();
+    let mut input = CodedInputStream::from_bytes(&bytes);
+    let mut group = None;
+    let mut name_of: BTreeMap<u64, String> = BTreeMap::new();
+    let mut thread_of_track: BTreeMap<u64, i32> = BTreeMap::new();
+    let mut m_parents = Vec::new();
+    let mut open: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut out = PTracks {
+        procs: BTreeMap::new(),
+        steals: 0,
+        m_threads: BTreeSet::new(),
+    };
+    while input.read_raw_tag_or_eof().unwrap().is_some() {
+        let p: TracePacket = input.read_message().unwrap();
+        if p.has_track_descriptor() {
+            let d = p.track_descriptor();
+            if let Some(th) = d.thread.as_ref() {
+                thread_of_track.insert(d.uuid(), th.tid());
+            }
+            if d.name() == "Go Ps" {
+                group = Some(d.uuid());
+            } else if group.is_some_and(|g| d.parent_uuid() == g) {
+                name_of.insert(d.uuid(), d.name().to_string());
+                out.procs.insert(d.name().to_string(), Vec::new());
+            } else if d.name() == "P" {
+                m_parents.push(d.parent_uuid());
+            }
+        }
+        if p.has_track_event() {
+            let e = p.track_event();
+            let Some(name) = name_of.get(&e.track_uuid()) else {
+                continue;
+            };
+            match e.type_() {
+                Type::TYPE_SLICE_BEGIN => {
+                    assert!(
+                        open.insert(e.track_uuid(), p.timestamp()).is_none(),
+                        "{name}: a slice begun inside another"
+                    );
+                }
+                Type::TYPE_SLICE_END => {
+                    let begin = open
+                        .remove(&e.track_uuid())
+                        .expect("an end without a begin");
+                    out.procs
+                        .get_mut(name)
+                        .unwrap()
+                        .push((begin, p.timestamp()));
+                }
+                Type::TYPE_INSTANT => out.steals += 1,
+                other => panic!("{other:?} on {name}"),
+            }
+        }
+    }
+    assert!(open.is_empty(), "slices left open: {open:?}");
+    out.m_threads = m_parents.iter().map(|p| thread_of_track[p]).collect();
+    out
 }
 
 /// tests/programs/go-traced (Go), built into a temporary directory: `go-traced N ROUNDS`, N

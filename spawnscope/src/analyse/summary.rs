@@ -262,6 +262,11 @@ pub struct Summary {
     /// tracer's cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_trace: Option<crate::analyse::go_sched::GoSchedFigures>,
+    /// `--runtime-trace` (goroutines): the Go runtime's Ps and Ms — which M held which P, Ps
+    /// idle, handed off and stolen (analyse::go_procs); absent for runs reduced before the Ps
+    /// were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_procs: Option<crate::analyse::go_procs::GoProcsFigures>,
     /// `--runtime-trace` (tokio): tokio's own scheduler from its task hooks (the workload's
     /// hooks build) — spawns, polls, scheduled→polled per phase, spawns against the workload's
     /// count, workers' parks and steals (analyse::tokio_sched). Such a run is runtime-traced: its

@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 
 use crate::analyse::attribution::{self, Attribution};
 use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
+use crate::analyse::go_procs;
 use crate::analyse::go_sched::{self, GoSchedFigures};
 use crate::analyse::kernel_gaps::known_gaps;
 use crate::analyse::phases::perf_phases;
@@ -37,6 +38,7 @@ use crate::record::{self, LoadedRun, Plan};
 use crate::render;
 use crate::runtime::result_event;
 use crate::studies;
+use crate::units;
 
 /// Whether deriving a run's figures writes its derived files.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -183,7 +185,19 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
     let mut go = None;
     if record::go_sched::has_records(dir) {
         match runtime_trace(dir, &loaded) {
-            Ok((figures, reduced)) => {
+            Ok((mut figures, reduced)) => {
+                match go_procs(dir, &reduced) {
+                    Ok(Some(procs)) => summary.go_procs = Some(procs),
+                    Ok(None) => figures.notes.push(format!(
+                        "no {}: reduced before the Ps were recorded (`spawnscope report` after reducing {} again with this gotrace-reduce shows them)",
+                        record::GO_PROCS,
+                        record::GO_TRACE
+                    )),
+                    Err(err) => figures.notes.push(format!(
+                        "the Ps' records could not be read: {err:#} ({} is kept)",
+                        record::GO_PROCS
+                    )),
+                }
                 summary.runtime_trace = Some(figures.clone());
                 go = Some((figures, reduced));
             }
@@ -337,6 +351,63 @@ fn runtime_trace(dir: &Path, loaded: &LoadedRun) -> Result<(GoSchedFigures, GoSc
     Ok((figures, reduced))
 }
 
+/// The Ps' and Ms' figures from the reducer's P records (go-procs.bin), and their edges for the
+/// Perfetto trace; None where the run has none (reduced before they were written).
+fn go_procs_walk(
+    dir: &Path,
+    reduced: &GoSchedSummary,
+    edges: impl FnMut(go_procs::ProcEdge),
+) -> Result<Option<go_procs::GoProcsFigures>> {
+    if !record::go_procs::has_records(dir) {
+        return Ok(None);
+    }
+    let mut changes = record::go_procs::open_changes(dir)
+        .with_context(|| format!("opening {}", record::GO_PROCS))?;
+    // A capped reduction's P records end at the goroutines' cut: intervals still open there
+    // close at it, not at the trace's last event.
+    let capped = reduced.records_past_cap.records > 0;
+    let end_ns = match reduced.kept_until_ns {
+        Some(cut) if capped => cut,
+        _ => reduced.clock.last_ns,
+    };
+    let mut figures = go_procs::walk(changes.by_ref(), end_ns, edges)
+        .with_context(|| format!("reading {}", record::GO_PROCS))?;
+    if changes.trailing_bytes > 0 {
+        figures.notes.push(format!(
+            "{} ends with {} bytes too few for a record (cut short while written)",
+            record::GO_PROCS,
+            changes.trailing_bytes
+        ));
+    }
+    if let Some(counts) = &reduced.procs {
+        if counts.records_past_cap > 0 {
+            figures.notes.insert(
+                0,
+                format!(
+                    "the P records end with the goroutines' at the reducer's cap: {} P changes kept, {} more past it counted, not drawn ({} steals in the whole trace)",
+                    units::count(counts.records),
+                    units::count(counts.records_past_cap),
+                    units::count(counts.steals)
+                ),
+            );
+        }
+        if counts.records != figures.records {
+            figures.notes.push(format!(
+                "{} holds {} records, {} says {} were written",
+                record::GO_PROCS,
+                figures.records,
+                record::GO_SCHED_SUMMARY,
+                counts.records
+            ));
+        }
+    }
+    Ok(Some(figures))
+}
+
+fn go_procs(dir: &Path, reduced: &GoSchedSummary) -> Result<Option<go_procs::GoProcsFigures>> {
+    go_procs_walk(dir, reduced, |_| {})
+}
+
 /// The runtime's events against the kernel's on-CPU spans of their threads (two passes over
 /// trace-events.bin for those threads: their states, the switch-ins it missed; one over
 /// go-sched.bin). None without the clocks' offset.
@@ -431,6 +502,29 @@ fn write_perfetto(
                 &reduced.functions,
                 tracks.offset_ns,
             )?;
+            // The Ps' tracks, and each M's "P" track under its thread.
+            let mut edges = Vec::new();
+            if let Some(procs) = go_procs_walk(dir, reduced, |e| edges.push(e))? {
+                let ps: Vec<u32> = procs.ps.iter().map(|p| p.proc).collect();
+                let ms: Vec<u32> = procs
+                    .ms
+                    .iter()
+                    .filter(|m| m.holds > 0)
+                    .map(|m| m.tid)
+                    .collect();
+                render::perfetto_procs::write_ps(&mut out, &edges, &ps, &ms, tracks.offset_ns)?;
+                let mut described: BTreeSet<u32> = trace.threads.keys().copied().collect();
+                described.extend(&figures.threads);
+                render::perfetto_procs::write_ms(
+                    &mut out,
+                    &edges,
+                    &ps,
+                    &ms,
+                    &described,
+                    launched,
+                    tracks.offset_ns,
+                )?;
+            }
         }
         if let Some(tokio) = tokio {
             // The tokio tasks' polls on their threads' tracks, after the kernel's packets.

@@ -1,8 +1,9 @@
 //! `run --runtime-trace` on goroutines: the workload writes the Go runtime's execution trace into
 //! the run directory (its `--go-trace`, record::GO_TRACE, raw) and, once it has exited,
 //! gotrace-reduce turns it into the raw records the figures are derived from (record::GO_SCHED,
-//! record::GO_SCHED_SUMMARY), the trace's first MAX_RECORDS changes kept and every change counted.
-//! The reducer is its own Go module (gotrace-reduce/), found as the
+//! record::GO_SCHED_SUMMARY, and the Ps' record::GO_PROCS), the trace's first MAX_RECORDS changes
+//! kept (the Ps' changes of the same window) and every change counted. The reducer is its own Go
+//! module (gotrace-reduce/), found as the
 //! workloads are: $SPAWNSCOPE_GOTRACE_REDUCE_BIN, else beside spawnscope. A command is given the
 //! same file in `$SPAWNSCOPE_GO_TRACE` (ENV): a Go program that starts runtime/trace on it gets the
 //! same view; one that does not is said in the run's left-out list, not failed.
@@ -100,6 +101,7 @@ pub fn reduce(reducer: &Path, dir: &Path) -> Result<(), String> {
         .arg(&trace)
         .arg(dir.join(record::GO_SCHED))
         .arg(dir.join(record::GO_SCHED_SUMMARY))
+        .arg(dir.join(record::GO_PROCS))
         .output()
         .map_err(|e| format!("running {}: {e}", reducer.display()))?;
     if out.status.success() {
@@ -108,6 +110,7 @@ pub fn reduce(reducer: &Path, dir: &Path) -> Result<(), String> {
     // Half-written records would pass for a whole reduction.
     let _ = std::fs::remove_file(dir.join(record::GO_SCHED));
     let _ = std::fs::remove_file(dir.join(record::GO_SCHED_SUMMARY));
+    let _ = std::fs::remove_file(dir.join(record::GO_PROCS));
     let stderr = String::from_utf8_lossy(&out.stderr);
     Err(format!(
         "{REDUCER} failed ({}): {}",

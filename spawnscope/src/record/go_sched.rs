@@ -127,6 +127,9 @@ pub struct GoSchedSummary {
     pub functions: Vec<String>,
     pub clock: GoClock,
     pub counts: GoCounts,
+    /// The Ps' counts (record/go_procs.rs); absent where the reducer predates them.
+    #[serde(default)]
+    pub procs: Option<crate::record::go_procs::GoProcsCounts>,
 }
 
 /// The changes the reducer read past its cap: counted, not written.

@@ -3,6 +3,7 @@
 //! a crash in analysis loses nothing and `spawnscope report` can redo the analysis from disk
 //! alone. Nothing here measures, computes a figure or formats one.
 
+pub mod go_procs;
 pub mod go_sched;
 pub mod load;
 pub mod loadgen;
@@ -87,6 +88,10 @@ pub const GO_TRACE: &str = "go-execution.trace";
 /// (record/go_sched.rs; layout: schema/go-sched-record.tsv), and its tables and counts.
 pub const GO_SCHED: &str = "go-sched.bin";
 pub const GO_SCHED_SUMMARY: &str = "go-sched.json";
+/// `--runtime-trace`: gotrace-reduce's records of the Go runtime's Ps, one P state change each
+/// (record/go_procs.rs; layout: schema/go-proc-record.tsv); counted in GO_SCHED_SUMMARY's `procs`.
+/// Runs reduced before it have none.
+pub const GO_PROCS: &str = "go-procs.bin";
 /// `--runtime-trace` (tokio): what the workload's hooks build wrote (`tokio-tasks-hooks
 /// --tokio-trace`), raw: one task hook's event each (record/tokio_sched.rs; layout:
 /// schema/tokio-sched-record.tsv), and beside it its threads, counts and tokio's metrics.

@@ -567,6 +567,9 @@ pub fn markdown(s: &Summary, machine: &Fingerprint) -> String {
     if let Some(f) = &s.runtime_trace {
         super::go_sched::markdown(&mut md, f, s.scheduler_trace.as_ref());
     }
+    if let Some(f) = &s.go_procs {
+        super::go_procs::markdown(&mut md, f);
+    }
     if let Some(f) = &s.tokio_trace {
         super::tokio_sched::markdown(&mut md, f, s.scheduler_trace.as_ref());
     }
@@ -1016,6 +1019,9 @@ pub fn terminal(s: &Summary, dir: &Path) -> String {
     }
     if let Some(f) = &s.runtime_trace {
         let _ = writeln!(out, "  {}", super::go_sched::terminal_line(f));
+        if let Some(p) = &s.go_procs {
+            let _ = writeln!(out, "  {}", super::go_procs::terminal_line(p));
+        }
         let _ = writeln!(out, "  {}", super::go_sched::RUNTIME_TRACED);
     }
     if let Some(f) = &s.tokio_trace {
