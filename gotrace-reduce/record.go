@@ -11,9 +11,10 @@ import (
 
 const (
 	recordMagic = "SPGOSCH1"
-	// formatVersion 3: the records are the trace's first max_records in the parser's order; go-sched.json's
-	// counts stay over the whole trace and say what lies past the cap (records_past_cap).
-	formatVersion = 3
+	// formatVersion 3: the records are the trace's first max_records in the parser's order;
+	// go-sched.json's counts stay over the whole trace and say what lies past the cap
+	// (records_past_cap). 4: flags bit 1 (flagWaitStartMoved).
+	formatVersion = 4
 	recordBytes   = 40
 	headerBytes   = 16
 	// noWait: wait_ns of a change that is not a readied goroutine starting to run.
@@ -24,6 +25,9 @@ const (
 	// movedByParser); the event's own time lies at or before tsNs, not before its thread's
 	// previous event.
 	flagTimeMoved = 1 << 0
+	// flagWaitStartMoved: on a record with a wait, the readying change's time (the wait's start)
+	// was the parser's: the wait's true length is unknown (format 4 on; before it never set).
+	flagWaitStartMoved = 1 << 1
 )
 
 // record is one goroutine state change.

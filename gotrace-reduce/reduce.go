@@ -113,11 +113,17 @@ type reducer struct {
 	functions map[trace.Stack]uint32
 	names     map[string]uint32
 	offset    int64
-	readied   map[trace.GoID]uint64
+	readied   map[trace.GoID]readiedAt
 	threads   map[trace.ThreadID]uint64
 	order     parserOrder
 	changes   uint64
 	procs     *procReducer
+}
+
+// readiedAt is a runnable goroutine's readied moment, and whether the parser moved its time.
+type readiedAt struct {
+	ts    uint64
+	moved bool
 }
 
 // parserOrder tells the events whose time x/exp/trace moved. The reader hands out every event
@@ -160,7 +166,7 @@ func reduceKeeping(in io.Reader, out, procsOut io.Writer, maxRecords uint64) (*s
 		reasons:   map[string]uint16{"": 0},
 		functions: map[trace.Stack]uint32{},
 		names:     map[string]uint32{},
-		readied:   map[trace.GoID]uint64{},
+		readied:   map[trace.GoID]readiedAt{},
 		threads:   map[trace.ThreadID]uint64{},
 	}
 	r.sum = summary{FormatVersion: formatVersion, RecordBytes: recordBytes, MaxRecords: maxRecords,
@@ -274,10 +280,13 @@ func (r *reducer) transition(ev trace.Event, st trace.StateTransition, moved boo
 	// readied → running: only a creation or an unblock readies; the next start closes it.
 	switch {
 	case to == trace.GoRunnable && (from == trace.GoNotExist || from == trace.GoWaiting):
-		r.readied[goid] = ts
+		r.readied[goid] = readiedAt{ts, moved}
 	case to == trace.GoRunning:
 		if at, ok := r.readied[goid]; ok && from == trace.GoRunnable {
-			rec.waitNs = ts - min(at, ts)
+			rec.waitNs = ts - min(at.ts, ts)
+			if at.moved {
+				rec.flags |= flagWaitStartMoved
+			}
 			c.ReadiedToRunning++
 		}
 		delete(r.readied, goid)

@@ -217,6 +217,8 @@ func TestReducerCountsWhatTheParserCounts(t *testing.T) {
 	}
 	var waits, lockedRecords, moved uint64
 	var lastTs uint64
+	// Each goroutine's last readying record: whether the parser moved its time.
+	readiedMoved := map[uint64]bool{}
 	lockedGoid := uint64(0)
 	for off := headerBytes; off < len(records); off += recordBytes {
 		r := decode(records[off : off+recordBytes])
@@ -232,11 +234,21 @@ func TestReducerCountsWhatTheParserCounts(t *testing.T) {
 			}
 		}
 		lastTs = r.tsNs
+		if r.to == uint8(trace.GoRunnable) && (r.from == uint8(trace.GoNotExist) || r.from == uint8(trace.GoWaiting)) {
+			readiedMoved[r.goid] = r.flags&flagTimeMoved != 0
+		}
 		if r.waitNs != noWait {
 			waits++
 			if r.to != uint8(trace.GoRunning) || r.waitNs > after-before {
 				t.Fatalf("a wait on %+v", r)
 			}
+			// The wait's start is flagged moved exactly when its readying record was.
+			if (r.flags&flagWaitStartMoved != 0) != readiedMoved[r.goid] {
+				t.Fatalf("wait-start-moved flag %v on %+v, its readying record moved: %v",
+					r.flags&flagWaitStartMoved != 0, r, readiedMoved[r.goid])
+			}
+		} else if r.flags&flagWaitStartMoved != 0 {
+			t.Fatalf("wait-start-moved flag on a record without a wait: %+v", r)
 		}
 		if r.function != noFunction && r.from != uint8(trace.GoNotExist) {
 			t.Fatalf("a start function on %+v", r)

@@ -47,8 +47,13 @@ pub struct GoSchedFigures {
     pub stopped_by_reason: BTreeMap<String, u64>,
     pub syscalls: u64,
     pub destroyed: u64,
-    /// A goroutine readied (created or unblocked) → its next start, per phase then the whole run.
+    /// A goroutine readied (created or unblocked) → its next start, per phase then the whole run
+    /// (the waits at parser-moved times left out).
     pub readied_to_running: Vec<LatencyRow>,
+    /// Waits read whose start or end is a time the trace's parser moved: not in the
+    /// distribution, their length unknown.
+    #[serde(default)]
+    pub waits_at_moved_times: u64,
     /// The goroutines the trace saw created against the workload's own count.
     pub created_check: CreatedCheck,
     /// The OS threads goroutines ran on (the Ms' TIDs).
@@ -304,12 +309,19 @@ pub fn derive(
     let mut records = 0u64;
     let mut running_slices = 0u64;
     let mut seen_waits = 0u64;
+    let mut waits_at_moved_times = 0u64;
     let mut edges = SliceEdges::new(changes.inspect(|c| {
         if let Ok(c) = c {
             records += 1;
             if let Some(w) = c.wait_ns {
                 seen_waits += 1;
-                readied.record(phases.index(c.ts_ns), w);
+                // A wait whose start or end is the parser's time has no known length (a
+                // long trace's parser moves most times: their waits read as 1–2 ns).
+                if c.time_moved || c.wait_start_moved {
+                    waits_at_moved_times += 1;
+                } else {
+                    readied.record(phases.index(c.ts_ns), w);
+                }
             }
         }
     }));
@@ -348,6 +360,18 @@ pub fn derive(
     if threadless > 0 {
         notes.push(format!(
             "{threadless} starts carried no thread and are not drawn"
+        ));
+    }
+    if waits_at_moved_times > 0 {
+        notes.push(format!(
+            "{} of the {} readied→running waits read begin or end at a time the trace's parser moved ({}): left out of the distribution, their length unknown",
+            waits_at_moved_times,
+            seen_waits,
+            if summary.format_version >= 4 {
+                "start or end"
+            } else {
+                "the end: this reduction predates flagging a moved start"
+            }
         ));
     }
     if summary.clock.moved_by_parser > 0 {
@@ -391,6 +415,7 @@ pub fn derive(
         },
         threads: threads.into_iter().collect(),
         running_slices,
+        waits_at_moved_times,
         on_cpu: None,
         notes,
     })
@@ -415,6 +440,7 @@ mod tests {
             reason: 0,
             function: None,
             time_moved: false,
+            wait_start_moved: false,
         }
     }
 
@@ -640,6 +666,55 @@ mod tests {
         // 5,000 inside the stint seen on its CPU; 3,500 and 6,500 apart; 8,000 outside.
         assert_eq!((c.checked, c.inside, c.in_missed_switch_ins), (5, 2, 2));
         assert_eq!(c.farthest_outside_ns, 1_000);
+    }
+
+    /// A wait that begins or ends at a parser-moved time has no known length: counted apart,
+    /// never in the distribution.
+    #[test]
+    fn waits_at_parser_moved_times_are_left_out_of_the_distribution() {
+        let wait = |ts: u64, goid: u64, ns: u64, end_moved: bool, start_moved: bool| {
+            let mut c = change(ts, goid, 100, Runnable, Running);
+            c.wait_ns = Some(ns);
+            c.time_moved = end_moved;
+            c.wait_start_moved = start_moved;
+            c
+        };
+        let changes = vec![
+            wait(1_000, 1, 500, false, false),
+            wait(2_001, 2, 1, true, false),
+            wait(3_000, 3, 2, false, true),
+            wait(4_001, 4, 1, true, true),
+        ];
+        let summary = GoSchedSummary {
+            format_version: 4,
+            records_kept: 4,
+            counts: crate::record::go_sched::GoCounts {
+                readied_to_running: 4,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let phases = PhaseEdges {
+            names: vec!["steady".into()],
+            starts: vec![0],
+        };
+        let f = derive(
+            changes.into_iter().map(Ok),
+            &summary,
+            &phases,
+            CountedAgainst::Command,
+        )
+        .unwrap();
+        assert_eq!(f.waits_at_moved_times, 3);
+        let whole = f.readied_to_running.last().unwrap();
+        assert_eq!((whole.count, whole.max_ns), (1, 500));
+        assert!(
+            f.notes
+                .iter()
+                .any(|n| n.starts_with("3 of the 4 readied→running waits")),
+            "{:?}",
+            f.notes
+        );
     }
 
     #[test]

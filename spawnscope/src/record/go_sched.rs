@@ -16,8 +16,9 @@ use crate::record::{GO_SCHED, GO_SCHED_SUMMARY};
 pub const MAGIC: &[u8; 8] = b"SPGOSCH1";
 pub const HEADER_BYTES: usize = 16;
 /// Version 3: the records are the trace's first `max_records` (GO_SCHED_SUMMARY's counts stay
-/// over the whole trace and count what lies past the cap); the layout is version 2's.
-pub const FORMAT_VERSION: u32 = 3;
+/// over the whole trace and count what lies past the cap); the layout is version 2's. Version 4:
+/// flags bit 1 (FLAG_WAIT_START_MOVED), never set before it.
+pub const FORMAT_VERSION: u32 = 4;
 /// Versions 1 and 2 (every record kept) are read too: version 1's `pad` was zero where `flags`
 /// is (nothing said moved).
 pub const OLDEST_VERSION: u32 = 1;
@@ -25,6 +26,9 @@ pub const RECORD_BYTES: usize = 40;
 
 /// flags: the parser moved the record's time (see `GoChange::time_moved`).
 pub const FLAG_TIME_MOVED: u16 = 1;
+/// flags: on a record with a wait, the readying change's time was the parser's (see
+/// `GoChange::wait_start_moved`).
+pub const FLAG_WAIT_START_MOVED: u16 = 2;
 
 /// A goroutine's state as x/exp/trace names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -72,6 +76,9 @@ pub struct GoChange {
     /// The parser moved its time forward to keep its one time order (flags bit 0): `ts_ns` is
     /// the parser's; the event happened at or before it, not before its thread's previous one.
     pub time_moved: bool,
+    /// On a record with a wait: the parser moved the readying change's time (flags bit 1), so
+    /// the wait's start is the parser's and its true length unknown (format 4 on).
+    pub wait_start_moved: bool,
 }
 
 impl GoChange {
@@ -100,6 +107,7 @@ impl GoChange {
             reason: u16_at(32),
             function: Some(u32_at(36)).filter(|&f| f != u32::MAX),
             time_moved: u16_at(34) & FLAG_TIME_MOVED != 0,
+            wait_start_moved: u16_at(34) & FLAG_WAIT_START_MOVED != 0,
         })
     }
 }
@@ -261,7 +269,7 @@ mod tests {
             ("from", 3),
             ("to", 4),
             ("reason", 0x7172),
-            ("flags", 0x0001),
+            ("flags", 0x0003),
             ("function", 0x01828384),
         ]
         .into();
@@ -303,6 +311,7 @@ mod tests {
                 reason: 0x7172,
                 function: Some(0x01828384),
                 time_moved: true,
+                wait_start_moved: true,
             }
         );
         // The "none" values.
@@ -327,14 +336,14 @@ mod tests {
         assert_eq!(changes.next().unwrap().unwrap().from, GoState::Undetermined);
         assert!(changes.next().is_none());
         assert_eq!(changes.trailing_bytes, 7);
-        for older in [1, 2] {
+        for older in [1, 2, 3] {
             bytes[8] = older;
             assert!(
                 Changes::new(&bytes[..]).is_ok(),
                 "version {older} is read too"
             );
         }
-        bytes[8] = 4;
+        bytes[8] = 5;
         assert!(Changes::new(&bytes[..]).is_err());
     }
 }
