@@ -510,7 +510,7 @@ procs_blocked 0
     }
 
     #[test]
-    fn this_machine_s_kernel_threads_are_read_in_well_under_a_millisecond_each() {
+    fn this_machine_s_kernel_threads_are_read() {
         // In the machine's PID namespace (the tests run as the project's VMs do) kthreadd is
         // visible; elsewhere there is nothing to read.
         let Some(k) = kernel_threads() else {
@@ -520,11 +520,6 @@ procs_blocked 0
         assert_eq!(k.threads[0].pid, KTHREADD);
         assert!(k.threads.len() > 1, "kthreadd has children: {k:?}");
         assert!(k.threads.iter().any(|t| t.comm.starts_with("ksoftirqd/")));
-        assert!(
-            k.read_us < 1_000 * k.threads.len() as u64,
-            "{} µs",
-            k.read_us
-        );
         // Not this test process: it is no kernel thread.
         assert!(k.threads.iter().all(|t| t.pid != std::process::id()));
     }
