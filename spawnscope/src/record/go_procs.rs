@@ -162,21 +162,9 @@ impl<R: Read> Iterator for ProcChanges<R> {
     type Item = io::Result<ProcChange>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let mut b = [0u8; RECORD_BYTES];
-        let mut filled = 0;
-        while filled < RECORD_BYTES {
-            match self.inner.read(&mut b[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Some(Err(e)),
-            }
-        }
-        if filled < RECORD_BYTES {
-            self.trailing_bytes = filled;
-            return None;
-        }
-        Some(ProcChange::decode(&b))
+        let b =
+            super::next_fixed_record::<RECORD_BYTES>(&mut self.inner, &mut self.trailing_bytes)?;
+        Some(b.and_then(|b| ProcChange::decode(&b)))
     }
 }
 

@@ -214,3 +214,27 @@ pub fn give_to_invoking_user(path: &Path) {
         }
     }
 }
+
+/// The next fixed-size record of a raw records file (go-sched.bin, go-procs.bin,
+/// tokio-sched.bin): None at the end, and then `trailing` holds the bytes too few for a record
+/// (a file cut short while written); a read interrupted by a signal is retried.
+pub fn next_fixed_record<const N: usize>(
+    inner: &mut impl std::io::Read,
+    trailing: &mut usize,
+) -> Option<std::io::Result<[u8; N]>> {
+    let mut b = [0u8; N];
+    let mut filled = 0;
+    while filled < N {
+        match inner.read(&mut b[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    if filled < N {
+        *trailing = filled;
+        return None;
+    }
+    Some(Ok(b))
+}

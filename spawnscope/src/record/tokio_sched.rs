@@ -184,21 +184,17 @@ impl<R: Read> Iterator for Events<R> {
         if self.left == 0 {
             return None;
         }
-        let mut b = [0u8; RECORD_BYTES];
-        let mut filled = 0;
-        while filled < RECORD_BYTES {
-            match self.inner.read(&mut b[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Some(Err(e)),
+        let b = match super::next_fixed_record::<RECORD_BYTES>(
+            &mut self.inner,
+            &mut self.trailing_bytes,
+        ) {
+            None => {
+                self.left = 0;
+                return None;
             }
-        }
-        if filled < RECORD_BYTES {
-            self.trailing_bytes = filled;
-            self.left = 0;
-            return None;
-        }
+            Some(Err(e)) => return Some(Err(e)),
+            Some(Ok(b)) => b,
+        };
         self.left = self.left.saturating_sub(1);
         Some(HookEvent::decode(&b))
     }
