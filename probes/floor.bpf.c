@@ -5,6 +5,9 @@
  * filter, no clock read). `spawnscope probe-cost` times a loop that fires the hook with this
  * program attached and with the collector's, and reads the collector's cost against this one.
  *
+ * csd:csd_queue_cpu has a classic tracepoint program, as the collector's (tp_btf refuses to read
+ * its function-pointer argument there), so its floor is classic too: the same dispatch.
+ *
  * Its own object (collector/build.rs builds it beside collector.bpf.c): loaded alone, program
  * by program, by collector/src/floor.rs. Slot i of `floor_runs` is program i of FLOOR_HOOKS
  * there, in the order below.
@@ -15,7 +18,7 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-#define FLOOR_HOOKS 10
+#define FLOOR_HOOKS 16
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -45,3 +48,18 @@ FLOOR(page_fault_user, 6)
 FLOOR(task_newtask, 7)
 FLOOR(sched_wakeup_new, 8)
 FLOOR(sched_process_exit, 9)
+FLOOR(signal_deliver, 10)
+FLOOR(sched_migrate_task, 11)
+FLOOR(ipi_send_cpu, 12)
+FLOOR(tlb_flush, 13)
+FLOOR(page_fault_kernel, 14)
+
+SEC("tracepoint/csd/csd_queue_cpu")
+int floor_csd_queue_cpu(void *ctx)
+{
+	__u32 key = 15;
+	__u64 *runs = bpf_map_lookup_elem(&floor_runs, &key);
+	if (runs)
+		*runs += 1;
+	return 0;
+}

@@ -44,10 +44,13 @@
 # events (each program's runs less the other processes' it filtered out) × per hook, at the low
 # end, ours − floor (the statistics' ns a run of the lean program less the floor's on the same
 # hook: what the program does beyond the least any program there does, the statistics' clock read
-# cancelling out) and, at the high end, ours (the whole statistics figure, one clock read too
-# many) or, where the hook's loop resolves an event (getppid's, for the syscall pair), the loop's
-# ns an event with the statistics off when larger: the dispatch and the syscall-tracing slow path
-# included (spawnscope/src/analyse/overhead_band.rs says why each end bounds what it bounds). The
+# cancelling out) and, at the high end, the largest of ours (the whole statistics figure, one clock
+# read too many), where the hook's loop resolves an event (getppid's, for the syscall pair) the
+# loop's ns an event with the statistics off (the dispatch and the syscall-tracing slow path
+# included), and ours coldest (the statistics' figure with every cache emptied before each event:
+# the most an event can cost the program; spawnscope/src/analyse/overhead_band.rs says why each end
+# bounds what it bounds); between them the estimate, the events at ours cold (the CPU's own caches
+# emptied, as a big run's events meet them), said and not judged. The
 # host's share (the filtered-out syscalls × the pair's floor) is said beside the band, not added:
 # those syscalls' CPU is their processes', outside the run's cgroup. It says whether the measured
 # difference's mean is inside the band, and where it or its 95 % interval is outside, by how much.
@@ -374,15 +377,19 @@ for runtime in threads goroutines; do
   echo "  unexplained (difference − BPF):   $unexp_ci; share of the difference: $(share_of "$m_unexp") (the tracepoints' dispatch, the syscall slow path, the statistics windows' clock reads, the machine's noise)"
   echo "  the BPF time explains the difference: $explained"
   # The model's band, from probe-cost's figures (not fitted on these pairs).
-  read -r b_low b_high b_host b_says < <(jq -r '.band | if . == null then "- - - none" else "\(.low_s) \(.high_s) \(.host_share_s) \(.says)" end' <<<"$json")
+  read -r b_low b_high b_estimate b_host b_says < <(jq -r '.band | if . == null then "- - - - none" else "\(.low_s) \(.high_s) \(.estimate_s // "-") \(.host_share_s) \(.says)" end' <<<"$json")
   if [ "$b_low" = - ]; then
     band_text="n/a (no CPU difference)"
   else
-    band_text="predicted $(fmt %.3f "$b_low") – $(fmt %.3f "$b_high") s; measured $diff_ci: $b_says"
+    band_text="predicted $(fmt %.3f "$b_low") – $(fmt %.3f "$b_high") s"
+    [ "$b_estimate" = - ] || band_text+=" (estimate $(fmt %.3f "$b_estimate") s)"
+    band_text+="; measured $diff_ci: $b_says"
   fi
   echo
   echo "The model, from probe-cost's figures (${probe_cost_json#"$REPO_ROOT"/}; not fitted on these pairs):"
-  echo "  the traced runs' own events × per hook (ours − floor) … (ours, or its loop's ns an event where the loop resolves one): $band_text"
+  echo "  the traced runs' own events × per hook (ours − floor) … (the largest of ours, its loop's ns an event where the loop resolves one, and ours with every cache emptied): $band_text"
+  [ "$b_estimate" = - ] ||
+    echo "  the estimate between the ends: the events at ours with the CPU's own caches emptied (not a bound)"
   if [ "$b_low" != - ]; then
     echo "  beside it, not in it: the host's share (other processes' syscalls the pair filtered out × its floor), $(fmt %.4f "$b_host") s, outside the run's cgroup"
     jq -r '.band.unpriced[]? | "  unpriced (no probe-cost hook): \(.[0]), \(.[1] | round) events a run"' <<<"$json"

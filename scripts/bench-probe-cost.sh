@@ -3,11 +3,14 @@
 # `spawnscope probe-cost` times, for every hook the lean probes use, a loop that fires it (getppid
 # for the raw_syscalls pair, two threads on one CPU handing a byte through pipes for sched_switch
 # and sched_wakeup, reads of one shared file for the lock pair, fresh pages for user faults,
-# threads started and joined for task_newtask, sched_wakeup_new and sched_process_exit): untraced,
-# with the floor's program (one per-CPU array increment, probes/floor.bpf.c), with the collector's
-# filtering out another run's events, for the loop's own run (lean: judged), with the full
-# probes' and with the trace's (listed); each attached state with the kernel's BPF run-time
-# statistics off (the loop's time) and on (each program's ns a run), in interleaved cycles.
+# threads started and joined for task_newtask, sched_wakeup_new and sched_process_exit, a signal to
+# itself for signal_deliver, a move to the other CPU for sched_migrate_task, the ping-pong across
+# two CPUs for ipi_send_cpu and csd_queue_cpu, a page mapped and unmapped for tlb_flush):
+# untraced, with the floor's program (one per-CPU array increment, probes/floor.bpf.c), with the
+# collector's filtering out another run's events, for the loop's own run (lean: judged), with the
+# full probes' and with the trace's (listed); each attached state with the kernel's BPF run-time
+# statistics off (the loop's time) and on (each program's ns a run); then the floor and the lean
+# program cold (the caches emptied before each event, the statistics on); in interleaved cycles.
 # docs/manual/probe-cost.md reads the figures.
 #
 # Writes OUT/probe-cost.json (every round first, then the figures; only once complete) and
@@ -47,6 +50,6 @@ jq -r '
   def ns: if . == null then "–" else (. * 10 | round / 10 | tostring) end;
   .measured as $m |
   "kernel \($m.kernel), \($m.cpus) CPUs, load \($m.load_before) before, \($m.load_after) after; ns a run (the statistics), lean against the floor:",
-  (.figures.hooks[] | "  \(.hook): \(.judged.ours_ns | ns) against \(.judged.floor_ns | ns) (\(.judged.times_floor * 100 | round / 100)×)\(if .judged.within then "" else ", over 2×" end)")
+  (.figures.hooks[] | "  \(.hook): \(.judged.ours_ns | ns) against \(.judged.floor_ns | ns) (\(.judged.times_floor * 100 | round / 100)×)\(if .judged.within then "" else ", over 2×" end); cold \(.cold.ours_ns | ns) against \(.cold.floor_ns | ns)")
 ' "$out/probe-cost.json" | tee "$out/probe-cost.md"
 echo "raw data: $out/probe-cost.json"

@@ -1,5 +1,5 @@
-//! The floor under each hook the lean probes use: probes/floor.bpf.c, one tp_btf program per
-//! hook doing only a per-CPU array increment, loaded and attached on its own (the hooks asked
+//! The floor under each hook the lean probes use: probes/floor.bpf.c, one program per hook doing
+//! only a per-CPU array increment (tp_btf, or classic where the collector's is: csd_queue_cpu), loaded and attached on its own (the hooks asked
 //! for, nothing else) so that `spawnscope probe-cost` can time a loop with it where it times the
 //! collector's program.
 
@@ -12,7 +12,7 @@ const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/floor.bpf.o"));
 
 /// The hooks the floor has a program for, as `category:name`, in the order of its slots in
 /// `floor_runs` (probes/floor.bpf.c declares them in this order).
-pub const FLOOR_HOOKS: [&str; 10] = [
+pub const FLOOR_HOOKS: [&str; 16] = [
     "raw_syscalls:sys_enter",
     "raw_syscalls:sys_exit",
     "sched:sched_switch",
@@ -23,6 +23,12 @@ pub const FLOOR_HOOKS: [&str; 10] = [
     "task:task_newtask",
     "sched:sched_wakeup_new",
     "sched:sched_process_exit",
+    "signal:signal_deliver",
+    "sched:sched_migrate_task",
+    "ipi:ipi_send_cpu",
+    "tlb:tlb_flush",
+    "exceptions:page_fault_kernel",
+    "csd:csd_queue_cpu",
 ];
 
 /// The floor's programs on the hooks asked for, attached while this lives.
@@ -112,7 +118,13 @@ mod tests {
         for prog in obj.progs() {
             let name = prog.name().to_string_lossy().into_owned();
             let hook = name.strip_prefix("floor_").unwrap();
-            assert_eq!(prog.section().to_string_lossy(), format!("tp_btf/{hook}"));
+            // Classic where the collector's program is (csd_queue_cpu), tp_btf elsewhere.
+            let section = if hook == "csd_queue_cpu" {
+                "tracepoint/csd/csd_queue_cpu".to_string()
+            } else {
+                format!("tp_btf/{hook}")
+            };
+            assert_eq!(prog.section().to_string_lossy(), section);
         }
     }
 }

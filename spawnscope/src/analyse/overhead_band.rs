@@ -9,15 +9,25 @@
 //!   on the same hook. What the program does beyond the least any program there does; the
 //!   statistics' own clock read, the increment and the part of the dispatch inside their window
 //!   cancel out. Everything a program costs is at least this.
-//! - **high**: ours, the lean program's whole statistics figure (one of their clock reads in it,
-//!   which the measured run does not pay: an upper bound on the program itself), or, where the
-//!   hook's loop resolves an event, the loop's ns an event if larger: what the workload paid an
-//!   event with the statistics off, the dispatch and (for the raw_syscalls pair) the syscall-
-//!   tracing slow path included. A loop resolves an event when its untraced iteration is at most
-//!   `LOOP_RESOLVES_NS` (getppid's, ~200 ns): a thread's start or a contended read takes
-//!   microseconds, where an event's 100 ns is inside the loop's noise (negative figures there).
-//!   Each hook of the pair is timed with only its own program attached, so each loop figure holds
-//!   the whole slow path: their sum counts it twice, which keeps the high end an upper bound.
+//! - **high**: the largest of what probe-cost measured the lean program at: its warm statistics'
+//!   figure (one of their clock reads in it, which the measured run does not pay); where the
+//!   hook's loop resolves an event, the loop's ns an event (what the workload paid an event with
+//!   the statistics off, the dispatch and, for the raw_syscalls pair, the syscall-tracing slow
+//!   path included); and its **coldest** statistics' figure, the loop emptying every cache before
+//!   each event and its maps sized for 100,000 threads. A run's events find some of what a program
+//!   touches in cache and some not (100,000 threads' slots and structures, a million goroutines'
+//!   stacks streaming through between two events): the warm figures are what a program costs at
+//!   best, the coldest what it costs when nothing of it is in any cache. A loop resolves an event when
+//!   its untraced iteration is at most `LOOP_RESOLVES_NS` (getppid's, ~200 ns): a thread's start
+//!   or a contended read takes microseconds, where an event's 100 ns is inside the loop's noise
+//!   (negative figures there). Each hook of the pair is timed with only its own program attached,
+//!   so each loop figure holds the whole slow path: their sum counts it twice, which keeps the high
+//!   end an upper bound.
+//!
+//! Between the ends, **the estimate**: the run's own events at the lean program's cold figure (the
+//! CPU's own caches emptied before each event, the shared one left: what a big run's events meet,
+//! microseconds of other tasks' work apart), or its warm figure where no cold one was timed. Not a
+//! bound: said beside the verdict, which is on the ends.
 //!
 //! The host's share (the syscalls of other processes the pair filtered out × the pair's floor) is
 //! said beside the band and not added to it: those syscalls' CPU time is their processes', outside
@@ -49,14 +59,27 @@ pub struct ProgramRow {
     pub filtered_out: u64,
 }
 
+/// Which of probe-cost's figures a hook's high end is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HighFrom {
+    /// The lean program's warm statistics' ns a run.
+    Statistics,
+    /// The loop's ns an event (it resolves one, and it is the largest).
+    Loop,
+    /// The lean program's coldest statistics' ns a run.
+    Coldest,
+}
+
 /// What probe-cost prices an event of one hook at: the band's two ends, ns.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Price {
     pub hook: String,
     pub low_ns: f64,
     pub high_ns: f64,
-    /// The high end is the loop's figure (it resolves an event and exceeds the statistics').
-    pub high_from_loop: bool,
+    pub high_from: HighFrom,
+    /// The estimate's price: the lean program cold (the CPU's own caches emptied), else warm.
+    pub estimate_ns: f64,
     /// The floor's statistics ns a run: the host's share per filtered-out event.
     pub floor_ns: f64,
 }
@@ -68,6 +91,8 @@ pub struct Band {
     /// Means over the used pairs' traced runs, s.
     pub low_s: f64,
     pub high_s: f64,
+    /// The run's own events at the estimate's prices (not a bound), s.
+    pub estimate_s: f64,
     /// Beside the band, not in it: paid by other processes, outside the run's cgroup.
     pub host_share_s: f64,
     /// Programs on hooks probe-cost did not time, with their mean own events: unpriced.
@@ -127,15 +152,48 @@ fn price(h: &HookFigures) -> Option<Price> {
         return None;
     }
     let loop_ns = ours.loop_ns_per_event;
-    let high_from_loop =
-        h.untraced_ns_per_iteration <= LOOP_RESOLVES_NS && loop_ns.is_finite() && loop_ns > stat;
+    let loop_resolves = h.untraced_ns_per_iteration <= LOOP_RESOLVES_NS && loop_ns.is_finite();
+    let cold_ns = h
+        .cold
+        .as_ref()
+        .map(|c| c.ours_ns)
+        .filter(|ns| ns.is_finite());
+    let coldest_ns = h
+        .cold
+        .as_ref()
+        .and_then(|c| c.coldest_ns)
+        .filter(|ns| ns.is_finite());
+    let (high_ns, high_from) = [
+        Some((stat, HighFrom::Statistics)),
+        loop_resolves.then_some((loop_ns, HighFrom::Loop)),
+        coldest_ns.map(|ns| (ns, HighFrom::Coldest)),
+    ]
+    .into_iter()
+    .flatten()
+    .fold((stat, HighFrom::Statistics), |best, c| {
+        if c.0 > best.0 {
+            c
+        } else {
+            best
+        }
+    });
     Some(Price {
         hook: h.hook.clone(),
         low_ns: (stat - floor_ns).max(0.0),
-        high_ns: if high_from_loop { loop_ns } else { stat },
-        high_from_loop,
+        high_ns,
+        high_from,
+        estimate_ns: cold_ns.unwrap_or(stat),
         floor_ns,
     })
+}
+
+/// One pair's traced run's events at each price, ns.
+#[derive(Default)]
+struct Sums {
+    low: f64,
+    high: f64,
+    estimate: f64,
+    host: f64,
 }
 
 /// The band for `workload`'s pairs `used` (pair numbers), from `rows` and `prices`, set against
@@ -147,8 +205,7 @@ pub fn band(
     used: &[u32],
     difference: &MeanInterval,
 ) -> Band {
-    let mut per_pair: BTreeMap<u32, (f64, f64, f64)> =
-        used.iter().map(|&p| (p, (0.0, 0.0, 0.0))).collect();
+    let mut per_pair: BTreeMap<u32, Sums> = used.iter().map(|&p| (p, Sums::default())).collect();
     let mut unpriced: BTreeMap<String, f64> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.workload == workload) {
         let Some(sums) = per_pair.get_mut(&r.pair) else {
@@ -157,22 +214,25 @@ pub fn band(
         let own = r.events.saturating_sub(r.filtered_out) as f64;
         match prices.iter().find(|p| p.hook == r.tracepoint) {
             Some(p) => {
-                sums.0 += own * p.low_ns;
-                sums.1 += own * p.high_ns;
-                sums.2 += r.filtered_out as f64 * p.floor_ns;
+                sums.low += own * p.low_ns;
+                sums.high += own * p.high_ns;
+                sums.estimate += own * p.estimate_ns;
+                sums.host += r.filtered_out as f64 * p.floor_ns;
             }
             None if own > 0.0 => *unpriced.entry(r.program.clone()).or_default() += own,
             None => {}
         }
     }
     let n = per_pair.len().max(1) as f64;
-    let mean = |f: fn(&(f64, f64, f64)) -> f64| per_pair.values().map(f).sum::<f64>() / n / 1e9;
-    let (low_s, high_s, host_share_s) = (mean(|s| s.0), mean(|s| s.1), mean(|s| s.2));
+    let mean = |f: fn(&Sums) -> f64| per_pair.values().map(f).sum::<f64>() / n / 1e9;
+    let (low_s, high_s, host_share_s) = (mean(|s| s.low), mean(|s| s.high), mean(|s| s.host));
+    let estimate_s = mean(|s| s.estimate);
     let placed = verdict(low_s, high_s, difference);
     Band {
         prices: prices.to_vec(),
         low_s,
         high_s,
+        estimate_s,
         host_share_s,
         unpriced: unpriced.into_iter().map(|(p, e)| (p, e / n)).collect(),
         pairs: per_pair.len(),
@@ -204,7 +264,7 @@ fn verdict(low: f64, high: f64, d: &MeanInterval) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyse::probe_cost::StateFigures;
+    use crate::analyse::probe_cost::{Cold, StateFigures};
 
     fn state(state: State, loop_ns: f64, stat: f64) -> StateFigures {
         StateFigures {
@@ -227,7 +287,19 @@ mod tests {
                 state(State::Lean, lean.0, lean.1),
             ],
             judged: None,
+            cold: None,
         }
+    }
+
+    fn cold(ours_ns: f64, coldest_ns: f64) -> Option<Cold> {
+        Some(Cold {
+            ours_ns,
+            floor_ns: 100.0,
+            over_floor_ns: ours_ns - 100.0,
+            events_per_iteration: 1.0,
+            times_warm: f64::NAN,
+            coldest_ns: Some(coldest_ns),
+        })
     }
 
     fn interval(mean: f64, low: f64, high: f64) -> MeanInterval {
@@ -254,7 +326,8 @@ mod tests {
     }
 
     #[test]
-    fn each_hook_is_priced_ours_less_floor_to_ours_or_its_loop_where_the_loop_resolves_an_event() {
+    fn each_hook_is_priced_ours_less_floor_to_the_largest_of_ours_its_resolving_loop_and_ours_cold()
+    {
         let figures = Figures {
             hooks: vec![
                 // getppid: a 190 ns iteration resolves an event; its loop (97 ns) is above ours.
@@ -263,15 +336,36 @@ mod tests {
                 hook("sched:sched_switch", 5_800.0, (252.0, 83.0), (166.0, 56.0)),
                 // Ours under its floor: nothing beyond it, not a negative cost.
                 hook("sched:sched_wakeup", 6_000.0, (-4.0, 50.0), (-34.0, 57.0)),
+                // Coldest above the loop and the warm statistics: the coldest figure; the
+                // estimate the cold one.
+                HookFigures {
+                    cold: cold(150.0, 240.0),
+                    ..hook("raw_syscalls:sys_exit", 190.0, (97.0, 60.0), (98.0, 51.0))
+                },
+                // Coldest below the warm figure (a cold round's noise): the warm one stays.
+                HookFigures {
+                    cold: cold(75.0, 70.0),
+                    ..hook("lock:contention_end", 9_000.0, (300.0, 80.0), (200.0, 50.0))
+                },
             ],
         };
         let p = prices(&figures);
         assert_eq!(p[0].low_ns, 9.0);
-        assert_eq!((p[0].high_ns, p[0].high_from_loop), (97.0, true));
+        assert_eq!((p[0].high_ns, p[0].high_from), (97.0, HighFrom::Loop));
         assert_eq!(p[1].low_ns, 27.0);
-        assert_eq!((p[1].high_ns, p[1].high_from_loop), (83.0, false));
+        assert_eq!((p[1].high_ns, p[1].high_from), (83.0, HighFrom::Statistics));
         assert_eq!((p[2].low_ns, p[2].high_ns), (0.0, 50.0));
         assert_eq!(p[0].floor_ns, 51.0);
+        assert_eq!(
+            (p[3].low_ns, p[3].high_ns, p[3].high_from),
+            (9.0, 240.0, HighFrom::Coldest)
+        );
+        assert_eq!(p[3].estimate_ns, 150.0, "the cold figure");
+        assert_eq!((p[4].high_ns, p[4].high_from), (80.0, HighFrom::Statistics));
+        assert_eq!(
+            p[0].estimate_ns, 60.0,
+            "no cold figure: the warm statistics'"
+        );
     }
 
     #[test]
@@ -281,14 +375,16 @@ mod tests {
                 hook: "raw_syscalls:sys_enter".into(),
                 low_ns: 10.0,
                 high_ns: 100.0,
-                high_from_loop: true,
+                high_from: HighFrom::Loop,
+                estimate_ns: 40.0,
                 floor_ns: 50.0,
             },
             Price {
                 hook: "sched:sched_switch".into(),
                 low_ns: 30.0,
                 high_ns: 80.0,
-                high_from_loop: false,
+                high_from: HighFrom::Statistics,
+                estimate_ns: 60.0,
                 floor_ns: 56.0,
             },
         ];
@@ -322,6 +418,8 @@ mod tests {
         assert!((b.low_s - 0.080).abs() < 1e-12, "{b:?}");
         assert!((b.high_s - 0.360).abs() < 1e-12, "{b:?}");
         assert!((b.host_share_s - 0.020).abs() < 1e-12, "{b:?}");
+        // The estimate: pair 1 1e6 × 40 + 1e6 × 60 = 100 ms, pair 2 300 ms: mean 200 ms.
+        assert!((b.estimate_s - 0.200).abs() < 1e-12, "{b:?}");
         assert_eq!(b.unpriced, vec![("tp_exec".to_string(), 1.0)]);
         assert_eq!(b.pairs, 2);
         assert_eq!(b.verdict, Verdict::Inside);

@@ -5,6 +5,8 @@
 //! statistics' figure: the program's own work, what a cut changes, to a few ns on a busy machine.
 //! The loop's figure (what the workload paid, dispatch included) is beside it; for the loops whose
 //! iteration is microseconds (a thread's start, a contended read) it is buried in their noise.
+//! The cold rounds (the caches emptied before each event) give the floor's and the lean program's
+//! statistics' ns a run where nothing of them is in cache.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -32,6 +34,26 @@ pub struct HookFigures {
     pub states: Vec<StateFigures>,
     /// The lean program against the floor, when both were timed.
     pub judged: Option<Judged>,
+    /// The floor and the lean program with the caches emptied before each event, when both were
+    /// timed (absent in sets from before the cold rounds).
+    #[serde(default)]
+    pub cold: Option<Cold>,
+}
+
+/// The statistics' ns a run with the loop cold: the program's own work where what it reads (its
+/// maps, the task's structures, their TLB entries) is out of the CPU's own caches; and coldest,
+/// out of every cache.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Cold {
+    pub ours_ns: f64,
+    pub floor_ns: f64,
+    pub over_floor_ns: f64,
+    /// The lean program's runs an iteration in the cold rounds (median).
+    pub events_per_iteration: f64,
+    /// The cold figure over the warm one (the lean program's): what the CPU's caches were worth.
+    pub times_warm: f64,
+    /// The lean program coldest (every cache emptied), when timed.
+    pub coldest_ns: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -151,12 +173,34 @@ pub fn figures(m: &Measured) -> Figures {
             }
             _ => None,
         };
+        let cold_ns = |state: State| {
+            let (runs, ns) = rounds(state, true)
+                .flat_map(|r| &r.programs)
+                .fold((0u64, 0u64), |(r, n), p| (r + p.runs, n + p.ns));
+            (runs > 0).then(|| ns as f64 / runs as f64)
+        };
+        let cold = match (cold_ns(State::LeanCold), cold_ns(State::FloorCold)) {
+            (Some(ours), Some(floor)) => Some(Cold {
+                ours_ns: ours,
+                floor_ns: floor,
+                over_floor_ns: ours - floor,
+                events_per_iteration: median(rounds(State::LeanCold, true).map(|r| {
+                    r.programs.iter().map(|p| p.runs).sum::<u64>() as f64
+                        / r.iterations.max(1) as f64
+                }))
+                .unwrap_or(0.0),
+                times_warm: of(State::Lean).map_or(f64::NAN, |w| ours / w.statistics_ns_per_run),
+                coldest_ns: cold_ns(State::LeanColdest),
+            }),
+            _ => None,
+        };
         hooks.push(HookFigures {
             hook: l.hook.clone(),
             loop_does: l.loop_does.clone(),
             untraced_ns_per_iteration: untraced,
             states,
             judged,
+            cold,
         });
     }
     Figures { hooks }
@@ -199,6 +243,8 @@ mod tests {
                 hook: "sched:sched_switch".into(),
                 loop_does: "pingpong".into(),
                 iterations: 1000,
+                cold_iterations: 10,
+                cold_does: "cold".into(),
             }],
             rounds,
             left_out: vec![],
@@ -236,6 +282,40 @@ mod tests {
     }
 
     #[test]
+    fn the_cold_figure_is_the_cold_rounds_statistics_against_the_cold_floor_and_the_warm_program() {
+        let cold = |state: State, runs: u64, prog_ns: u64| Round {
+            iterations: 10,
+            ..round(state, true, 50_000_000, runs, prog_ns)
+        };
+        let m = measured(vec![
+            round(State::Untraced, false, 1_000_000, 0, 0),
+            round(State::Floor, false, 1_100_000, 0, 0),
+            round(State::Floor, true, 1_140_000, 2_000, 20_000),
+            round(State::Lean, false, 1_500_000, 0, 0),
+            round(State::Lean, true, 1_540_000, 2_000, 200_000),
+            // Two cold rounds of ours: 40 runs at 400 ns and 20 at 700 ns, 500 ns a run in all
+            // (not the mean of the rounds' figures); the floor's 20 runs at 150.
+            cold(State::LeanCold, 40, 16_000),
+            cold(State::LeanCold, 20, 14_000),
+            cold(State::FloorCold, 20, 3_000),
+            cold(State::LeanColdest, 10, 20_000),
+        ]);
+        let h = &figures(&m).hooks[0];
+        let c = h.cold.as_ref().expect("both cold states timed");
+        assert_eq!(
+            (c.ours_ns, c.floor_ns, c.over_floor_ns),
+            (500.0, 150.0, 350.0)
+        );
+        assert_eq!(
+            c.events_per_iteration, 3.0,
+            "median of 4 and 2 an iteration"
+        );
+        assert_eq!(c.times_warm, 5.0, "500 against the warm 100");
+        assert_eq!(c.coldest_ns, Some(2_000.0));
+        assert_eq!(h.states.len(), 2, "the cold states are not warm states");
+    }
+
+    #[test]
     fn a_state_without_both_kinds_of_round_is_left_out_and_nothing_is_judged() {
         let m = measured(vec![
             round(State::Untraced, false, 1_000_000, 0, 0),
@@ -246,6 +326,7 @@ mod tests {
         let h = &figures(&m).hooks[0];
         assert_eq!(h.states.len(), 1);
         assert_eq!(h.judged, None);
+        assert_eq!(h.cold, None, "no cold round: no cold figure");
         let none = figures(&measured(vec![round(State::Lean, false, 1, 0, 0)]));
         assert!(none.hooks.is_empty(), "no untraced round: no figures");
     }

@@ -9,8 +9,12 @@
 //!
 //! Every attached state is timed twice: with the kernel's run-time statistics off (the loop's time,
 //! what the workload pays: the dispatch, the program, its misses) and on (each program's runs and
-//! nanoseconds as the kernel counts them from its first clock read to its second). The states run
-//! in cycles, each hook in every state in turn, so that the machine's drift falls on all alike.
+//! nanoseconds as the kernel counts them from its first clock read to its second). Then the floor
+//! and the lean program are timed with the loop cold (the CPU's own caches emptied before each
+//! event, the lean program's maps sized for a run of RUN_SIZED_TASKS), and the lean program
+//! coldest (every cache emptied), the statistics on: what an event costs a run whose tasks' slots
+//! and structures are out of the CPU's caches, and the most it can cost. The states run in cycles, each
+//! hook in every state in turn, so that the machine's drift falls on all alike.
 //! The figures are analyse/probe_cost.rs's; the raw rounds are record/probe_cost.rs's types.
 
 use std::io::{BufRead, BufReader, Write};
@@ -21,7 +25,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::host::tracefs;
 use crate::measure::launch::{self, ChildSetup, Spawned, Stdio};
-use crate::measure::probe_loops::{Loop, READY};
+use crate::measure::probe_loops::{Chill, Loop, READY};
 use crate::measure::probes::{self, ProbeDetail};
 use crate::record::probe_cost::{HookLoop, Measured, ProgramRound, Round, State};
 use spawnscope_collector::{Collector, Floor, ProgramStats, ProgramTotals, TraceConfig};
@@ -39,7 +43,19 @@ pub const HOOKS: &[(&str, Loop, bool)] = &[
     ("task:task_newtask", Loop::Spawn, true),
     ("sched:sched_wakeup_new", Loop::Spawn, true),
     ("sched:sched_process_exit", Loop::Spawn, true),
+    ("signal:signal_deliver", Loop::Signal, false),
+    ("sched:sched_migrate_task", Loop::Migrate, false),
+    ("ipi:ipi_send_cpu", Loop::CrossPingPong, false),
+    ("csd:csd_queue_cpu", Loop::RemoteUnmap, false),
+    ("tlb:tlb_flush", Loop::Unmap, false),
+    ("exceptions:page_fault_kernel", Loop::KernelFaults, false),
 ];
+
+/// The lean probes' programs no loop times, and why.
+pub const NOT_LOOPED: &[(&str, &str)] = &[(
+    "sched:sched_process_exec",
+    "runs for the run once, at the exec that arms the counting (a loop of execs would re-arm it); other processes' execs return at its first test",
+)];
 
 /// The attached states of a cycle, in order (each timed with the statistics off, then on).
 const ATTACHED: [State; 5] = [
@@ -50,8 +66,25 @@ const ATTACHED: [State; 5] = [
     State::Trace,
 ];
 
+/// The cold states, after the attached ones (each timed with the statistics on only).
+const COLD: [State; 3] = [State::FloorCold, State::LeanCold, State::LeanColdest];
+
+/// How cold the loop runs in a state.
+fn chill_of(state: State) -> Chill {
+    match state {
+        State::FloorCold | State::LeanCold => Chill::Own,
+        State::LeanColdest => Chill::All,
+        _ => Chill::Warm,
+    }
+}
+
 /// The least a round lasts: shorter ones are mostly the clock and the scheduler's tick.
 const LEAST_ROUND_NS: f64 = 20e6;
+/// The least a cold round lasts: an iteration is milliseconds of emptying the caches, and the
+/// statistics' figure wants a few hundred events a round.
+const LEAST_COLD_ROUND_NS: f64 = 400e6;
+/// The tasks the cold lean program's maps are sized for: the main job's threads run.
+pub const RUN_SIZED_TASKS: u64 = 100_000;
 
 /// What to measure.
 pub struct Options {
@@ -69,10 +102,27 @@ pub fn measure(options: &Options) -> Result<Measured> {
         .iter()
         .filter(|(h, _, _)| options.hooks.is_empty() || options.hooks.iter().any(|o| o == h))
         .collect();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut left_out = Vec::new();
+    let hooks: Vec<&(&str, Loop, bool)> = hooks
+        .into_iter()
+        .filter(|(hook, l, _)| {
+            let fits = l.cpus_needed() <= cpus;
+            if !fits {
+                left_out.push(format!(
+                    "{hook}: its loop ({}) needs {} CPUs, this process may use {cpus}",
+                    l.name(),
+                    l.cpus_needed()
+                ));
+            }
+            fits
+        })
+        .collect();
     let load_before = load_average();
     let mut subject = LoopProcess::start()?;
     let mut bystander = LoopProcess::start()?;
-    // Rounds a cycle: untraced, and two for each attached state (the trace's on some hooks).
+    // Rounds a cycle: untraced, two for each attached state (the trace's on some hooks), and the
+    // cold ones, whose length is their own.
     let rounds_a_cycle: usize = hooks
         .iter()
         .map(|(_, _, traced)| 1 + 2 * (ATTACHED.len() - usize::from(!traced)))
@@ -81,11 +131,17 @@ pub fn measure(options: &Options) -> Result<Measured> {
         .max(LEAST_ROUND_NS);
     let mut loops = Vec::new();
     for (hook, l, _) in &hooks {
-        let iterations = calibrate(&mut subject, *l, round_ns)?;
+        let iterations = calibrate(&mut subject, *l, round_ns, Chill::Warm)?;
+        let cold_round_ns = round_ns.max(LEAST_COLD_ROUND_NS);
+        let cold_iterations = calibrate(&mut subject, *l, cold_round_ns, Chill::Own)?;
+        let coldest_iterations = calibrate(&mut subject, *l, cold_round_ns, Chill::All)?;
         loops.push(HookLoop {
             hook: hook.to_string(),
             loop_does: format!("{}: {}", l.name(), l.does()),
             iterations,
+            cold_iterations,
+            coldest_iterations,
+            cold_does: l.cold_does().to_string(),
         });
     }
     let trace_file = std::env::temp_dir().join(format!(
@@ -93,7 +149,6 @@ pub fn measure(options: &Options) -> Result<Measured> {
         std::process::id()
     ));
     let mut rounds = Vec::new();
-    let mut left_out = Vec::new();
     for cycle in 0..options.cycles {
         for ((hook, l, traced), hl) in hooks.iter().zip(&loops) {
             let timing = Timing {
@@ -101,6 +156,8 @@ pub fn measure(options: &Options) -> Result<Measured> {
                 cycle,
                 l: *l,
                 iterations: hl.iterations,
+                cold_iterations: hl.cold_iterations,
+                coldest_iterations: hl.coldest_iterations,
             };
             rounds.push(timing.round(&mut subject, State::Untraced, false, None)?);
             for state in ATTACHED {
@@ -121,6 +178,20 @@ pub fn measure(options: &Options) -> Result<Measured> {
                     }
                 }
             }
+            for state in COLD {
+                match attach(state, hook, &mut subject, &mut bystander, &trace_file) {
+                    Ok(attached) => {
+                        rounds.push(timing.round(&mut subject, state, true, Some(&attached))?);
+                        attached.detach();
+                    }
+                    Err(why) => {
+                        let said = format!("{hook}, {state:?}: {why:#}");
+                        if !left_out.contains(&said) {
+                            left_out.push(said);
+                        }
+                    }
+                }
+            }
         }
     }
     let _ = std::fs::remove_file(&trace_file);
@@ -130,7 +201,7 @@ pub fn measure(options: &Options) -> Result<Measured> {
         kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|r| r.trim().to_string())
             .unwrap_or_default(),
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpus,
         load_before,
         load_after: load_average(),
         cycles: options.cycles,
@@ -148,11 +219,12 @@ fn load_average() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// Iterations of `l` that take about `round_ns` untraced (one short round to learn the rate).
-fn calibrate(subject: &mut LoopProcess, l: Loop, round_ns: f64) -> Result<u64> {
-    let mut n = 64u64;
+/// Iterations of `l` (as cold as `chill`) that take about `round_ns` untraced (short rounds to
+/// learn the rate).
+fn calibrate(subject: &mut LoopProcess, l: Loop, round_ns: f64, chill: Chill) -> Result<u64> {
+    let mut n = if chill == Chill::Warm { 64u64 } else { 1 };
     loop {
-        let ns = subject.run(l, n)?;
+        let ns = subject.run(l, n, chill)?;
         if ns as f64 >= round_ns / 8.0 || n >= 1 << 32 {
             return Ok(((n as f64 * round_ns / ns.max(1) as f64).ceil() as u64).max(1));
         }
@@ -165,6 +237,8 @@ struct Timing<'a> {
     cycle: u32,
     l: Loop,
     iterations: u64,
+    cold_iterations: u64,
+    coldest_iterations: u64,
 }
 
 impl Timing<'_> {
@@ -180,8 +254,14 @@ impl Timing<'_> {
         } else {
             None
         };
+        let chill = chill_of(state);
+        let iterations = match chill {
+            Chill::Warm => self.iterations,
+            Chill::Own => self.cold_iterations,
+            Chill::All => self.coldest_iterations,
+        };
         let before = attached.map(|a| a.totals(self.hook)).transpose()?;
-        let ns = subject.run(self.l, self.iterations)?;
+        let ns = subject.run(self.l, iterations, chill)?;
         let after = attached.map(|a| a.totals(self.hook)).transpose()?;
         drop(on);
         let programs = match (before, after) {
@@ -205,7 +285,7 @@ impl Timing<'_> {
             cycle: self.cycle,
             state,
             statistics,
-            iterations: self.iterations,
+            iterations,
             ns,
             programs,
         })
@@ -251,7 +331,7 @@ fn attach(
     bystander: &mut LoopProcess,
     trace_file: &std::path::Path,
 ) -> Result<Attached> {
-    if state == State::Floor {
+    if matches!(state, State::Floor | State::FloorCold) {
         return Floor::attach(&[hook])
             .map(Attached::Floor)
             .map_err(anyhow::Error::msg);
@@ -266,8 +346,14 @@ fn attach(
     } else {
         ProbeDetail::Lean
     };
-    // Room in the per-thread map for the loops' threads, alive at once (one a CPU at most).
-    let mut config = probes::config(run.pid(), 64, detail);
+    // Room in the per-thread map for the loops' threads, alive at once (one a CPU at most); the
+    // cold program's maps as large as a big run's.
+    let tasks = if matches!(state, State::LeanCold | State::LeanColdest) {
+        RUN_SIZED_TASKS
+    } else {
+        64
+    };
+    let mut config = probes::config(run.pid(), tasks, detail);
     config.program_stats = ProgramStats::Off;
     config.only_tracepoints = Some(vec![hook.to_string()]);
     if state == State::Trace {
@@ -350,8 +436,8 @@ impl LoopProcess {
         self.expect_ready()
     }
 
-    fn run(&mut self, l: Loop, iterations: u64) -> Result<u64> {
-        writeln!(self.input, "run {} {iterations}", l.name())?;
+    fn run(&mut self, l: Loop, iterations: u64, chill: Chill) -> Result<u64> {
+        writeln!(self.input, "run {} {iterations} {}", l.name(), chill.word())?;
         let line = self.answer()?;
         line.parse()
             .with_context(|| format!("the loop process answered {line:?}"))

@@ -27,6 +27,16 @@ pub enum State {
     /// The lean program with the trace's records (`run --perfetto`). Listed, not judged; only on
     /// the hooks that emit records.
     Trace,
+    /// The floor, the loop cold (measure/probe_loops.rs: the caches emptied before each event).
+    /// Timed with the statistics on only: an iteration's time is mostly the emptying.
+    FloorCold,
+    /// The lean program, the loop cold, its maps sized for a run of 100,000 threads: what an
+    /// event costs where what it touches is out of the CPU's own caches, as in a big run.
+    LeanCold,
+    /// The lean program, the loop coldest (every cache emptied before each event, the shared one
+    /// too), its maps sized as in LeanCold: the most an event can cost it, the overhead
+    /// benchmark's high end.
+    LeanColdest,
 }
 
 /// One round: `iterations` of the hook's loop in `state`, their wall time, and with the
@@ -64,6 +74,14 @@ pub struct HookLoop {
     /// The loop in words.
     pub loop_does: String,
     pub iterations: u64,
+    /// Iterations a cold round, and a coldest one (0 in sets from before them: none was timed).
+    #[serde(default)]
+    pub cold_iterations: u64,
+    #[serde(default)]
+    pub coldest_iterations: u64,
+    /// What a cold iteration does beyond a warm one.
+    #[serde(default)]
+    pub cold_does: String,
 }
 
 /// What `spawnscope probe-cost` measured, raw: every round of every hook.

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use crate::analyse::probe_cost::{Figures, StateFigures, WITHIN_FLOOR_TIMES};
+use crate::measure::probe_cost::NOT_LOOPED;
 use crate::record::probe_cost::{Measured, State};
 use crate::units::count;
 
@@ -108,18 +109,53 @@ pub fn text(m: &Measured, f: &Figures) -> String {
             cell(State::Trace)
         );
     }
-    let _ = writeln!(out, "\nloops (iterations a round):");
+    let _ = writeln!(
+        out,
+        "\ncold: the statistics' ns a run with the CPU's own caches emptied before each event (the lean program's maps sized for a run of 100,000 threads), against the warm figure above; coldest: every cache emptied"
+    );
+    let _ = writeln!(
+        out,
+        "| hook | events an iteration | ours cold | floor cold | ours − floor | ours cold / warm | ours coldest |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+    for h in &f.hooks {
+        match &h.cold {
+            Some(c) => {
+                let _ = writeln!(
+                    out,
+                    "| {} | {:.2} | {} | {} | {} | {} | {} |",
+                    h.hook,
+                    c.events_per_iteration,
+                    ns(c.ours_ns),
+                    ns(c.floor_ns),
+                    ns(c.over_floor_ns),
+                    times(c.times_warm),
+                    ns(c.coldest_ns.unwrap_or(f64::NAN))
+                );
+            }
+            None => {
+                let _ = writeln!(out, "| {} | not timed cold | | | | | |", h.hook);
+            }
+        }
+    }
+    let _ = writeln!(out, "\nloops (iterations a round, and a cold round):");
     for l in &m.loops {
         let _ = writeln!(
             out,
-            "  {}: {} × {}",
+            "  {}: {} × {}; cold {} × and coldest {} × ({})",
             l.hook,
             count(l.iterations),
-            l.loop_does
+            l.loop_does,
+            count(l.cold_iterations),
+            count(l.coldest_iterations),
+            l.cold_does
         );
     }
     for why in &m.left_out {
         let _ = writeln!(out, "not timed: {why}");
+    }
+    for (hook, why) in NOT_LOOPED {
+        let _ = writeln!(out, "no loop: {hook}: {why}");
     }
     out
 }
