@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::analyse::regression::{spread, Spread};
 use crate::analyse::summary::{ExitPath, Summary};
 use crate::analyse::times_from::{timed, TimesFrom};
-use crate::analyse::untraced_causes::{self, HandedBack, Untraced};
+use crate::analyse::untraced_causes::{self, Figure, HandedBack, Untraced};
 use crate::units::count;
 
 /// A run further than this factor from its experiment's median, either way (exactly this factor
@@ -258,7 +258,12 @@ fn one_experiment(
             {
                 let others: Vec<&Run> = group.iter().copied().filter(|r| r.dir != *dir).collect();
                 let s = &run.summary;
-                let why = cause(run, &others, handed_back);
+                let figure = if f.key == "user_us" {
+                    Figure::UserTime
+                } else {
+                    Figure::Other
+                };
+                let why = cause(run, &others, handed_back, figure);
                 outliers.push(Outlier {
                     run: dir.to_string(),
                     figure: f.label.into(),
@@ -301,7 +306,12 @@ fn one_experiment(
     }
 }
 
-fn cause(run: &Run, others: &[&Run], handed_back: &HashMap<String, HandedBack>) -> String {
+fn cause(
+    run: &Run,
+    others: &[&Run],
+    handed_back: &HashMap<String, HandedBack>,
+    figure: Figure,
+) -> String {
     let s = &run.summary;
     match &s.verdict {
         None => "no verdict (recorded without noise sentinels)".into(),
@@ -315,9 +325,15 @@ fn cause(run: &Run, others: &[&Run], handed_back: &HashMap<String, HandedBack>) 
                 }
             }
             let theirs: Vec<Untraced> = others.iter().map(|r| untraced(r, handed_back)).collect();
-            let named = untraced_causes::causes(&untraced(run, handed_back), &theirs);
+            let mine = untraced(run, handed_back);
+            let named = untraced_causes::causes(&mine, &theirs, figure);
             if named.is_empty() {
-                "no sentinel explains it (untraced: no kernel counts to compare; nothing handed back to the host before it, no stall, reclaim or slower faults)".into()
+                // A user-time outlier of a run with the GC's figure: say the GC was looked at.
+                let gc = (figure == Figure::UserTime)
+                    .then(|| untraced_causes::go_gc_beside(&mine, &theirs))
+                    .flatten()
+                    .map_or(String::new(), |gc| format!("; {}", gc.not_the_cause()));
+                format!("no sentinel explains it (untraced: no kernel counts to compare; nothing handed back to the host before it, no stall, reclaim or slower faults{gc})")
             } else {
                 format!("untraced, the machine says: {}", named.join("; "))
             }
