@@ -31,6 +31,7 @@ type throughput struct {
 type phaseMark struct {
 	name string
 	tNs  uint64
+	gc   gcCPU // the GC's work so far, read at the mark
 }
 
 type harness struct {
@@ -112,7 +113,7 @@ func (h *harness) start() {
 // phase marks the start of phase name (`end` closes the last one).
 func (h *harness) phase(name string) {
 	t := monotonicNs()
-	h.phases = append(h.phases, phaseMark{name, t})
+	h.phases = append(h.phases, phaseMark{name, t, readGCCPU()})
 	h.emit(object{}.with("event", "phase").with("name", name).with("t_ns", t))
 }
 
@@ -222,6 +223,61 @@ func runtimeStats() object {
 		with("os_threads_created", pprof.Lookup("threadcreate").Count())
 }
 
+// gcCPU is the Go GC's work so far, as runtime/metrics estimates it: its completed cycles and
+// its CPU seconds, in total and by kind. The runtime estimates each class from time spent
+// holding a P (a pause counts GOMAXPROCS times its latency), so the figures are an upper bound
+// of the CPU the GC used, not rusage's own measure; and it adds them up only when a cycle ends
+// (mark termination), so a reading holds the cycles completed by then, a cycle still marking
+// not at all. They are kept beside the process's user time to tell how much of it the GC was.
+type gcCPU struct {
+	cycles                                uint64
+	total, assist, dedicated, idle, pause float64
+}
+
+var gcCPUNames = []string{
+	"/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds",
+	"/cpu/classes/gc/mark/assist:cpu-seconds", "/cpu/classes/gc/mark/dedicated:cpu-seconds",
+	"/cpu/classes/gc/mark/idle:cpu-seconds", "/cpu/classes/gc/pause:cpu-seconds",
+}
+
+// readGCCPU reads the GC's figures now: a handful of counters, cheap enough for every phase mark.
+func readGCCPU() gcCPU {
+	samples := make([]metrics.Sample, len(gcCPUNames))
+	for i, name := range gcCPUNames {
+		samples[i].Name = name
+	}
+	metrics.Read(samples)
+	seconds := func(i int) float64 {
+		if samples[i].Value.Kind() == metrics.KindFloat64 {
+			return samples[i].Value.Float64()
+		}
+		return 0
+	}
+	var cycles uint64
+	if samples[0].Value.Kind() == metrics.KindUint64 {
+		cycles = samples[0].Value.Uint64()
+	}
+	return gcCPU{cycles, seconds(1), seconds(2), seconds(3), seconds(4), seconds(5)}
+}
+
+// since is the GC's work from an earlier reading to this one: the cycles that ended between.
+func (g gcCPU) since(before gcCPU) gcCPU {
+	return gcCPU{
+		g.cycles - before.cycles, g.total - before.total, g.assist - before.assist,
+		g.dedicated - before.dedicated, g.idle - before.idle, g.pause - before.pause,
+	}
+}
+
+func (g gcCPU) object() object {
+	return object{}.
+		with("cycles", g.cycles).
+		with("cpu_s", g.total).
+		with("assist_cpu_s", g.assist).
+		with("dedicated_cpu_s", g.dedicated).
+		with("idle_cpu_s", g.idle).
+		with("pause_cpu_s", g.pause)
+}
+
 // rusageWithThreads reads getrusage and the OS threads the runtime has made (pprof's
 // threadcreate count) at one moment: the count is read before and after the call, again until
 // the two agree. The runtime may start an M at any time (one for a blocked syscall, one more P
@@ -279,9 +335,21 @@ func (h *harness) finish(t *throughput) int {
 		serveObject = h.serve.object(h.spawned)
 	}
 	ru, threads := rusageWithThreads()
+	// The GC's work up to the rusage read, the user time it is held against, and within each
+	// phase span: when its cycles fell moves the user time of the phases they fell in.
+	gc := readGCCPU()
+	gcPhases := []object{}
+	for i := 0; i+1 < len(h.phases); i++ {
+		a, b := h.phases[i], h.phases[i+1]
+		d := b.gc.since(a.gc)
+		gcPhases = append(gcPhases, object{}.with("name", a.name).with("cycles", d.cycles).with("cpu_s", d.total))
+	}
 	stats := h.peakStats
 	if stats != nil {
-		stats = append(object{}, stats...).with("os_threads_at_getrusage", threads)
+		stats = append(object{}, stats...).
+			with("os_threads_at_getrusage", threads).
+			with("gc_at_getrusage", gc.object()).
+			with("gc_per_phase", gcPhases)
 	}
 	h.emit(object{}.
 		with("event", "result").

@@ -361,3 +361,59 @@ func TestGoTraceWriteFailureIsSaid(t *testing.T) {
 		t.Fatalf("no result before the failure: %q", out.stdout)
 	}
 }
+
+// The GC's work at the rusage read: there, sane and within the process's CPU. 200,000 goroutines
+// grow the heap past its first goal, so the GC must have run and its figures cannot be zero.
+func TestGCWorkIsReportedBesideTheUserTime(t *testing.T) {
+	out := runBinary(t, "hold", "--n", "200000")
+	if out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	result := only(t, events(t, loadSchema(t), out.stdout), "result")
+	stats := result["runtime_stats"].(map[string]any)
+	gc, ok := stats["gc_at_getrusage"].(map[string]any)
+	if !ok {
+		t.Fatalf("no gc_at_getrusage in %v", stats)
+	}
+	cycles, total := gc["cycles"].(float64), gc["cpu_s"].(float64)
+	if cycles < 1 || total <= 0 {
+		t.Fatalf("200,000 goroutines and no GC work: %v", gc)
+	}
+	if cycles < stats["gc_cycles"].(float64) {
+		t.Fatalf("fewer cycles at getrusage (%v) than at the peak (%v)", cycles, stats["gc_cycles"])
+	}
+	parts := 0.0
+	for _, k := range []string{"assist_cpu_s", "dedicated_cpu_s", "idle_cpu_s", "pause_cpu_s"} {
+		v := gc[k].(float64)
+		if v < 0 {
+			t.Fatalf("%s %v < 0", k, v)
+		}
+		parts += v
+	}
+	if d := parts - total; d > 1e-6 || d < -1e-6 {
+		t.Fatalf("the parts sum to %v s, the total is %v s", parts, total)
+	}
+	ru := result["rusage"].(map[string]any)
+	cpu := (ru["user_us"].(float64) + ru["sys_us"].(float64)) / 1e6
+	if total > cpu {
+		t.Fatalf("GC CPU %v s above the process's own CPU %v s", total, cpu)
+	}
+	// Per phase: one entry per span of `phases`, named alike, adding up to no more than the whole.
+	spans := result["phases"].([]any)
+	perPhase := stats["gc_per_phase"].([]any)
+	if len(perPhase) != len(spans) {
+		t.Fatalf("%d gc_per_phase entries for %d phases", len(perPhase), len(spans))
+	}
+	var phaseCycles, phaseCPU float64
+	for i, p := range perPhase {
+		g := p.(map[string]any)
+		if g["name"] != spans[i].(map[string]any)["name"] || g["cpu_s"].(float64) < 0 {
+			t.Fatalf("gc_per_phase[%d] %v against phase %v", i, g, spans[i])
+		}
+		phaseCycles += g["cycles"].(float64)
+		phaseCPU += g["cpu_s"].(float64)
+	}
+	if phaseCycles > cycles || phaseCPU > total+1e-9 || phaseCycles < 1 {
+		t.Fatalf("phases hold %v cycles and %v s; the whole run %v and %v s", phaseCycles, phaseCPU, cycles, total)
+	}
+}

@@ -7,6 +7,7 @@ pub mod attribution;
 pub mod compare;
 pub mod counts_verdict;
 pub mod cpu_sweep;
+pub mod go_gc;
 pub mod go_procs;
 pub mod go_sched;
 pub mod headline;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::analyse::regression::{spread, Spread};
 use crate::analyse::summary::{ExitPath, Summary};
 use crate::analyse::times_from::{timed, TimesFrom};
-use crate::analyse::untraced_causes::{self, HandedBack, Untraced};
+use crate::analyse::untraced_causes::{self, Figure, HandedBack, Untraced};
 use crate::units::count;
 
 /// A run further than this factor from its experiment's median, either way (exactly this factor
@@ -258,7 +258,12 @@ fn one_experiment(
             {
                 let others: Vec<&Run> = group.iter().copied().filter(|r| r.dir != *dir).collect();
                 let s = &run.summary;
-                let why = cause(run, &others, handed_back);
+                let figure = if f.key == "user_us" {
+                    Figure::UserTime
+                } else {
+                    Figure::Other
+                };
+                let why = cause(run, &others, handed_back, figure);
                 outliers.push(Outlier {
                     run: dir.to_string(),
                     figure: f.label.into(),
@@ -301,7 +306,12 @@ fn one_experiment(
     }
 }
 
-fn cause(run: &Run, others: &[&Run], handed_back: &HashMap<String, HandedBack>) -> String {
+fn cause(
+    run: &Run,
+    others: &[&Run],
+    handed_back: &HashMap<String, HandedBack>,
+    figure: Figure,
+) -> String {
     let s = &run.summary;
     match &s.verdict {
         None => "no verdict (recorded without noise sentinels)".into(),
@@ -315,9 +325,15 @@ fn cause(run: &Run, others: &[&Run], handed_back: &HashMap<String, HandedBack>) 
                 }
             }
             let theirs: Vec<Untraced> = others.iter().map(|r| untraced(r, handed_back)).collect();
-            let named = untraced_causes::causes(&untraced(run, handed_back), &theirs);
+            let mine = untraced(run, handed_back);
+            let named = untraced_causes::causes(&mine, &theirs, figure);
             if named.is_empty() {
-                "no sentinel explains it (untraced: no kernel counts to compare; nothing handed back to the host before it, no stall, reclaim or slower faults)".into()
+                // A user-time outlier of a run with the GC's figure: say the GC was looked at.
+                let gc = (figure == Figure::UserTime)
+                    .then(|| untraced_causes::go_gc_beside(&mine, &theirs))
+                    .flatten()
+                    .map_or(String::new(), |gc| format!("; {}", gc.not_the_cause()));
+                format!("no sentinel explains it (untraced: no kernel counts to compare; nothing handed back to the host before it, no stall, reclaim or slower faults{gc})")
             } else {
                 format!("untraced, the machine says: {}", named.join("; "))
             }
@@ -646,6 +662,71 @@ mod tests {
 
     /// The lead of issue 40: three untraced runs back to back, then one after the machine idled
     /// and handed 1,134 MiB back to its host — its system time 1.8× with the same faults.
+    #[test]
+    fn an_untraced_user_time_outlier_names_the_go_gc_when_it_accounts_for_it() {
+        use crate::analyse::go_gc::GoGc;
+        // Untraced goroutines runs: user time per task and the GC's cycles and CPU.
+        let untraced = |dir: &str, user_s: f64, sys_us: f64, gc: Option<(u64, f64)>| {
+            let mut s = run(1.7, sys_us, clean());
+            s.label = "goroutines hold --n 1000000".into();
+            s.tasks = Some(1_000_000);
+            s.user_s = user_s;
+            s.time_per_task.as_mut().unwrap().user_us = user_s;
+            s.go_gc = gc.map(|(cycles, cpu_s)| GoGc {
+                cycles,
+                cpu_s,
+                ..Default::default()
+            });
+            Run {
+                dir: dir.into(),
+                summary: s,
+                traced: false,
+                machine: "M1".into(),
+            }
+        };
+        let runs = vec![
+            untraced("a", 4.0, 1.5, Some((4, 1.35))),
+            untraced("b", 3.9, 1.5, Some((4, 1.30))),
+            untraced("c", 4.1, 1.5, Some((4, 1.40))),
+            // 0.73× the user time, the GC 0.73 s under; its system time an outlier too.
+            untraced("d", 2.9, 2.5, Some((3, 0.62))),
+        ];
+        let r = &repeated(&runs)[0];
+        let cause_of = |figure: &str| {
+            r.outliers
+                .iter()
+                .find(|o| o.run == "d" && o.figure == figure)
+                .unwrap_or_else(|| panic!("d's {figure} is an outlier"))
+                .cause
+                .clone()
+        };
+        let user = cause_of("user time per task");
+        assert!(
+            user.starts_with("untraced, the machine says: the Go GC took 0.62 s of CPU against a median of 1.35 s over its repeats (3 cycles against 4)"),
+            "{user}"
+        );
+        // The GC's CPU is user time: the system-time outlier is not put on it.
+        assert!(
+            cause_of("system time per task").starts_with("no sentinel explains it"),
+            "{}",
+            cause_of("system time per task")
+        );
+        // The same user time with a GC that took as much as its repeats': not the GC, and said.
+        let mut steady_gc = runs.clone();
+        steady_gc[3] = untraced("d", 2.9, 2.5, Some((4, 1.33)));
+        let r = &repeated(&steady_gc)[0];
+        let user = &r
+            .outliers
+            .iter()
+            .find(|o| o.run == "d" && o.figure == "user time per task")
+            .unwrap()
+            .cause;
+        assert!(
+            user.starts_with("no sentinel explains it (untraced: no kernel counts to compare; nothing handed back to the host before it, no stall, reclaim or slower faults; nor the Go GC: it took 1.33 s of CPU against a median of 1.35 s"),
+            "{user}"
+        );
+    }
+
     #[test]
     fn an_untraced_outlier_after_memory_was_handed_back_names_it() {
         use crate::analyse::sentinels::{ReportedAt, SentinelFigures};

@@ -256,6 +256,11 @@ pub struct Summary {
     /// (analyse::swimlane).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swimlane: Option<crate::analyse::swimlane::SwimlaneFigures>,
+    /// goroutines: the Go GC's cycles and CPU as the runtime estimates them, at the workload's
+    /// getrusage call and per phase (analyse::go_gc). Absent for other runtimes and for runs
+    /// recorded before the workload reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_gc: Option<crate::analyse::go_gc::GoGc>,
     /// `--runtime-trace` (goroutines): the Go runtime's own scheduler from its execution trace —
     /// its counts, readied→running per phase, goroutines created against the workload's count
     /// (analyse::go_sched). Such a run is runtime-traced: its memory and time figures carry the
@@ -1248,6 +1253,7 @@ pub fn summarize(
         s.left_out.push(why.clone());
     }
     s.throughput = result.and_then(|r| throughput(r, &memory.stops));
+    s.go_gc = result.and_then(crate::analyse::go_gc::GoGc::of);
     s.sysctls_changed = sysctl
         .changes
         .iter()

@@ -2,7 +2,9 @@
 //! but it still has what costs it nothing: its rusage (system time, page faults), its sentinels'
 //! machine counters (PSI, reclaim, compaction and THP in /proc/vmstat) and the free page
 //! reporting counter read at its first and last marks. Set beside its repeats' medians, these
-//! name what the run met that they did not.
+//! name what the run met that they did not. A goroutines run also carries the Go GC's own
+//! account of its CPU (analyse::go_gc): set beside its repeats' the same way, it names a
+//! user-time outlier when it accounts for it (`go_gc_beside`, the rule at GC_SHARE).
 //!
 //! The lead that made this (issue 40, measured on M1): after ~150 s idle the VM had handed
 //! 1,134 MiB of free memory back to its host (free page reporting); the next `goroutines hold
@@ -13,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use crate::analyse::go_gc::cycles;
 use crate::analyse::regression::spread;
 use crate::analyse::sentinels::{PhaseSentinels, ReportedAt};
 use crate::analyse::summary::Summary;
@@ -78,6 +81,12 @@ const SYS_PER_FAULT_SLOWER: f64 = 1.25;
 /// "About as many faults": within this share of the median.
 const SAME_FAULTS: f64 = 0.2;
 
+/// The share of a run's user-time difference from its repeats' median that its GC CPU
+/// difference, of the same sign, must reach to name the GC as its cause. Half: the GC then
+/// accounts for most of the gap, though the runtime's estimate (an upper bound, see go_gc) and
+/// rusage are not the same measure.
+const GC_SHARE: f64 = 0.5;
+
 /// One run with what preceded it, as the causes take it.
 pub struct Untraced<'a> {
     pub summary: &'a Summary,
@@ -102,10 +111,108 @@ fn sys_per_fault(s: &Summary) -> Option<f64> {
     (s.minor_faults > 0 && s.sys_s > 0.0).then(|| s.sys_s / s.minor_faults as f64)
 }
 
+/// A goroutines run's GC CPU and user time beside its repeats' medians.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GcBeside {
+    pub cpu_s: f64,
+    pub median_cpu_s: f64,
+    pub cycles: u64,
+    pub median_cycles: f64,
+    pub user_s: f64,
+    pub median_user_s: f64,
+    /// Where the run's cycles fell ("spawn 2 cycles 0.40 s, join 1 cycle 0.22 s").
+    pub where_: String,
+}
+
+impl GcBeside {
+    /// The rule: the GC's CPU differs from its repeats' median in the same direction as the user
+    /// time does, and by at least GC_SHARE of the user-time difference. A GC difference too
+    /// small, or of the other sign, names nothing.
+    pub fn accounts(&self) -> bool {
+        let user = self.user_s - self.median_user_s;
+        let gc = self.cpu_s - self.median_cpu_s;
+        user != 0.0 && gc * user > 0.0 && gc.abs() >= GC_SHARE * user.abs()
+    }
+
+    fn figures(&self) -> String {
+        format!(
+            "{:.2} s of CPU against a median of {:.2} s over its repeats ({} against {:.0}{})",
+            self.cpu_s,
+            self.median_cpu_s,
+            cycles(self.cycles),
+            self.median_cycles,
+            if self.where_.is_empty() {
+                String::new()
+            } else {
+                format!("; this run's: {}", self.where_)
+            }
+        )
+    }
+
+    /// The cause, when `accounts`.
+    pub fn cause(&self) -> String {
+        let more = |d: f64| if d >= 0.0 { "more" } else { "less" };
+        let (user, gc) = (
+            self.user_s - self.median_user_s,
+            self.cpu_s - self.median_cpu_s,
+        );
+        format!(
+            "the Go GC took {}: {:.2} s {}, for a user time {:.2} s {} than its repeats' median (runtime/metrics' estimate; the GC marks every live goroutine's stack each cycle, so its cycles' number and timing move the user time)",
+            self.figures(),
+            gc.abs(),
+            more(gc),
+            user.abs(),
+            more(user)
+        )
+    }
+
+    /// Said when the GC does not account for the outlier.
+    pub fn not_the_cause(&self) -> String {
+        format!(
+            "nor the Go GC: it took {}, not half the user time's gap of {:.2} s in the same direction",
+            self.figures(),
+            self.user_s - self.median_user_s
+        )
+    }
+}
+
+/// A goroutines run's GC beside its repeats'; None where the run or all its repeats lack the
+/// figure (other runtimes, runs recorded before the workload reported it).
+pub fn go_gc_beside(run: &Untraced, others: &[Untraced]) -> Option<GcBeside> {
+    let s = run.summary;
+    let mine = s.go_gc.as_ref()?;
+    let theirs: Vec<(&Summary, &crate::analyse::go_gc::GoGc)> = others
+        .iter()
+        .filter_map(|o| Some((o.summary, o.summary.go_gc.as_ref()?)))
+        .collect();
+    Some(GcBeside {
+        cpu_s: mine.cpu_s,
+        median_cpu_s: median(theirs.iter().map(|(_, g)| g.cpu_s))?,
+        cycles: mine.cycles,
+        median_cycles: median(theirs.iter().map(|(_, g)| g.cycles as f64))?,
+        user_s: s.user_s,
+        // Over the same repeats as the GC's: those that report it.
+        median_user_s: median(theirs.iter().map(|(o, _)| o.user_s))?,
+        where_: mine.where_cycles_fell(),
+    })
+}
+
+/// Which of a run's figures is the outlier, as the causes take it: the GC names only user time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Figure {
+    UserTime,
+    Other,
+}
+
 /// What the run met that its repeats did not, most telling first; empty when nothing did.
-pub fn causes(run: &Untraced, others: &[Untraced]) -> Vec<String> {
+pub fn causes(run: &Untraced, others: &[Untraced], figure: Figure) -> Vec<String> {
     let s = run.summary;
     let mut said = Vec::new();
+    if figure == Figure::UserTime {
+        if let Some(gc) = go_gc_beside(run, others).filter(GcBeside::accounts) {
+            said.push(gc.cause());
+        }
+    }
     if let Some(mine) = run.handed_back {
         let theirs = median(
             others
@@ -187,4 +294,112 @@ pub fn causes(run: &Untraced, others: &[Untraced]) -> Vec<String> {
         }
     }
     said
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::go_gc::{GcSpan, GoGc};
+
+    /// A goroutines run: its user time and, when given, the GC's cycles and CPU.
+    fn goroutines(user_s: f64, gc: Option<(u64, f64)>) -> Summary {
+        Summary {
+            label: "goroutines hold --n 1000000".into(),
+            ok: true,
+            user_s,
+            go_gc: gc.map(|(cycles, cpu_s)| GoGc {
+                cycles,
+                cpu_s,
+                per_phase: vec![GcSpan {
+                    name: "spawn".into(),
+                    cycles,
+                    cpu_s,
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn named(run: &Summary, others: &[Summary], figure: Figure) -> Vec<String> {
+        let bare = |s| Untraced {
+            summary: s,
+            handed_back: None,
+        };
+        let theirs: Vec<Untraced> = others.iter().map(bare).collect();
+        causes(&bare(run), &theirs, figure)
+    }
+
+    /// Repeats at 4.0 s of user time, the GC 1.35 s of it over 4 cycles.
+    fn repeats() -> Vec<Summary> {
+        vec![
+            goroutines(3.9, Some((4, 1.30))),
+            goroutines(4.0, Some((4, 1.35))),
+            goroutines(4.1, Some((4, 1.40))),
+        ]
+    }
+
+    #[test]
+    fn the_gc_names_a_user_time_outlier_it_accounts_for_either_way() {
+        // 1.0 s less user time, the GC 0.73 s less: it accounts for it.
+        let less = goroutines(3.0, Some((3, 0.62)));
+        let said = named(&less, &repeats(), Figure::UserTime);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with("the Go GC took 0.62 s of CPU against a median of 1.35 s over its repeats (3 cycles against 4; this run's: spawn 3 cycles 0.62 s): 0.73 s less, for a user time 1.00 s less"),
+            "{}",
+            said[0]
+        );
+        // 1.0 s more, the GC 0.55 s more (over half): named, as more.
+        let more = goroutines(5.0, Some((5, 1.90)));
+        let said = named(&more, &repeats(), Figure::UserTime);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains(": 0.55 s more, for a user time 1.00 s more"));
+    }
+
+    #[test]
+    fn a_gc_difference_too_small_or_of_the_other_sign_names_nothing() {
+        // 1.0 s less user time, the GC only 0.45 s less: under half.
+        let small = goroutines(3.0, Some((4, 0.90)));
+        assert!(named(&small, &repeats(), Figure::UserTime).is_empty());
+        // Exactly half names it: the rule's edge.
+        let half = goroutines(3.0, Some((4, 0.85)));
+        assert_eq!(named(&half, &repeats(), Figure::UserTime).len(), 1);
+        // 1.0 s more user time while the GC took 0.6 s less: the other sign.
+        let other_sign = goroutines(5.0, Some((3, 0.75)));
+        assert!(named(&other_sign, &repeats(), Figure::UserTime).is_empty());
+        let beside = go_gc_beside(
+            &Untraced {
+                summary: &other_sign,
+                handed_back: None,
+            },
+            &repeats()
+                .iter()
+                .map(|s| Untraced {
+                    summary: s,
+                    handed_back: None,
+                })
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert!(!beside.accounts());
+        assert!(beside
+            .not_the_cause()
+            .starts_with("nor the Go GC: it took 0.75 s of CPU against a median of 1.35 s"));
+    }
+
+    #[test]
+    fn the_gc_names_only_user_time_and_nothing_without_its_figure() {
+        let less = goroutines(3.0, Some((3, 0.62)));
+        // Another figure of the same run (system time, wall time): the GC's CPU is user time.
+        assert!(named(&less, &repeats(), Figure::Other).is_empty());
+        // Old runs, other runtimes: no figure on the run, or on none of its repeats.
+        let old = goroutines(3.0, None);
+        assert!(named(&old, &repeats(), Figure::UserTime).is_empty());
+        let old_repeats: Vec<Summary> = [3.9, 4.0, 4.1]
+            .iter()
+            .map(|&u| goroutines(u, None))
+            .collect();
+        assert!(named(&less, &old_repeats, Figure::UserTime).is_empty());
+    }
 }
