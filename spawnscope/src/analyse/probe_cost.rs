@@ -244,6 +244,7 @@ mod tests {
                 loop_does: "pingpong".into(),
                 iterations: 1000,
                 cold_iterations: 10,
+                coldest_iterations: 1,
                 cold_does: "cold".into(),
             }],
             rounds,
