@@ -50,7 +50,8 @@
 # included), and ours coldest (the statistics' figure with every cache emptied before each event:
 # the most an event can cost the program; spawnscope/src/analyse/overhead_band.rs says why each end
 # bounds what it bounds); between them the estimate, the events at ours cold (the CPU's own caches
-# emptied, as a big run's events meet them), said and not judged. The
+# emptied, as a big run's events meet them), checked against the measured difference's 95 %
+# interval. The
 # host's share (the filtered-out syscalls × the pair's floor) is said beside the band, not added:
 # those syscalls' CPU is their processes', outside the run's cgroup. It says whether the measured
 # difference's mean is inside the band, and where it or its 95 % interval is outside, by how much.
@@ -389,7 +390,7 @@ for runtime in threads goroutines; do
   echo "The model, from probe-cost's figures (${probe_cost_json#"$REPO_ROOT"/}; not fitted on these pairs):"
   echo "  the traced runs' own events × per hook (ours − floor) … (the largest of ours, its loop's ns an event where the loop resolves one, and ours with every cache emptied): $band_text"
   [ "$b_estimate" = - ] ||
-    echo "  the estimate between the ends: the events at ours with the CPU's own caches emptied (not a bound)"
+    echo "  the estimate between the ends: the events at ours with the CPU's own caches emptied (not a bound: checked against the measured interval)"
   if [ "$b_low" != - ]; then
     echo "  beside it, not in it: the host's share (other processes' syscalls the pair filtered out × its floor), $(fmt %.4f "$b_host") s, outside the run's cgroup"
     jq -r '.band.unpriced[]? | "  unpriced (no probe-cost hook): \(.[0]), \(.[1] | round) events a run"' <<<"$json"

@@ -27,7 +27,9 @@
 //! Between the ends, **the estimate**: the run's own events at the lean program's cold figure (the
 //! CPU's own caches emptied before each event, the shared one left: what a big run's events meet,
 //! microseconds of other tasks' work apart), or its warm figure where no cold one was timed. Not a
-//! bound: said beside the verdict, which is on the ends.
+//! bound but the model's prediction, checked as one: whether it lies inside the measured
+//! difference's 95 % interval (`estimate_in_interval`). The ends bound it loosely (a program
+//! coldest costs 7–20× its warm figure on M1).
 //!
 //! The host's share (the syscalls of other processes the pair filtered out × the pair's floor) is
 //! said beside the band and not added to it: those syscalls' CPU time is their processes', outside
@@ -99,8 +101,11 @@ pub struct Band {
     pub unpriced: Vec<(String, f64)>,
     /// The pairs the means are over.
     pub pairs: usize,
-    /// Where the measured CPU difference falls, and in words.
+    /// Where the measured CPU difference falls, and in words (with the estimate's check).
     pub verdict: Verdict,
+    /// The estimate lies inside the measured difference's 95 % interval (None without one): the
+    /// model's point prediction checked, where the ends only bound it.
+    pub estimate_in_interval: Option<bool>,
     pub says: String,
 }
 
@@ -228,6 +233,25 @@ pub fn band(
     let (low_s, high_s, host_share_s) = (mean(|s| s.low), mean(|s| s.high), mean(|s| s.host));
     let estimate_s = mean(|s| s.estimate);
     let placed = verdict(low_s, high_s, difference);
+    let estimate_in_interval = difference
+        .low
+        .zip(difference.high)
+        .map(|(lo, hi)| (lo..=hi).contains(&estimate_s));
+    let says = format!(
+        "{}; the estimate {estimate_s:.3} s {}",
+        placed.words(),
+        match (estimate_in_interval, difference.low.zip(difference.high)) {
+            (Some(true), Some((lo, hi))) => {
+                format!("inside the measured difference's 95 % interval ({lo:.3} – {hi:.3} s)")
+            }
+            (Some(false), Some((lo, hi))) =>
+                format!(
+                "outside the measured difference's 95 % interval ({lo:.3} – {hi:.3} s), by {:.3} s",
+                if estimate_s < lo { lo - estimate_s } else { estimate_s - hi }
+            ),
+            _ => format!("against a measured {:.3} s (no interval)", difference.mean),
+        }
+    );
     Band {
         prices: prices.to_vec(),
         low_s,
@@ -236,8 +260,9 @@ pub fn band(
         host_share_s,
         unpriced: unpriced.into_iter().map(|(p, e)| (p, e / n)).collect(),
         pairs: per_pair.len(),
-        says: placed.words(),
+        says,
         verdict: placed,
+        estimate_in_interval,
     }
 }
 
@@ -423,6 +448,12 @@ mod tests {
         assert_eq!(b.unpriced, vec![("tp_exec".to_string(), 1.0)]);
         assert_eq!(b.pairs, 2);
         assert_eq!(b.verdict, Verdict::Inside);
+        // The estimate (0.200 s) inside the measured interval 0.2 – 0.3.
+        assert_eq!(b.estimate_in_interval, Some(true));
+        assert_eq!(
+            b.says,
+            "inside the band; the estimate 0.200 s inside the measured difference's 95 % interval (0.200 – 0.300 s)"
+        );
         // Above: the interval's low end 0.1 s past the high end.
         let above = band(
             &prices,
@@ -436,7 +467,8 @@ mod tests {
             "{:?}",
             above.verdict
         );
-        assert_eq!(above.says, "above the band by 0.100 s");
+        assert!(above.says.starts_with("above the band by 0.100 s; the estimate 0.200 s outside the measured difference's 95 % interval (0.460 – 0.540 s), by 0.260 s"), "{}", above.says);
+        assert_eq!(above.estimate_in_interval, Some(false));
         // Below, and a mean outside whose interval still meets the band.
         let below = band(
             &prices,

@@ -258,10 +258,10 @@ fn one_experiment(
             {
                 let others: Vec<&Run> = group.iter().copied().filter(|r| r.dir != *dir).collect();
                 let s = &run.summary;
-                let figure = if f.key == "user_us" {
-                    Figure::UserTime
-                } else {
-                    Figure::Other
+                let figure = match f.key {
+                    "user_us" => Figure::UserTime,
+                    "sys_end_us" => Figure::SysAfterRelease,
+                    _ => Figure::Other,
                 };
                 let why = cause(run, &others, handed_back, figure);
                 outliers.push(Outlier {

@@ -87,6 +87,10 @@ const SAME_FAULTS: f64 = 0.2;
 /// rusage are not the same measure.
 const GC_SHARE: f64 = 0.5;
 
+/// The system time from the release on (steady, join, exit) within this share of its repeats'
+/// median: the same work, so an outlier of the join and exit alone moved across the release mark.
+const SAME_WORK: f64 = 0.15;
+
 /// One run with what preceded it, as the causes take it.
 pub struct Untraced<'a> {
     pub summary: &'a Summary,
@@ -197,11 +201,57 @@ pub fn go_gc_beside(run: &Untraced, others: &[Untraced]) -> Option<GcBeside> {
     })
 }
 
-/// Which of a run's figures is the outlier, as the causes take it: the GC names only user time.
+/// Which of a run's figures is the outlier, as the causes take it: the GC names only user time,
+/// a shift across the release mark only the system time after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Figure {
     UserTime,
+    SysAfterRelease,
     Other,
+}
+
+/// A phase's system time, ms (None where the run has no such phase or no time for it).
+fn phase_sys_ms(s: &Summary, name: &str) -> Option<f64> {
+    s.phases.iter().find(|p| p.name == name)?.sys_ms
+}
+
+/// The system time of `names` together, ms; None unless every one is there.
+fn phases_sys_ms(s: &Summary, names: &[&str]) -> Option<f64> {
+    names.iter().map(|n| phase_sys_ms(s, n)).sum()
+}
+
+/// A run's join-and-exit system time an outlier while steady + join + exit is not: the time moved
+/// between the steady phase and those after it, across the mark the workload writes at the
+/// release (a thread's exit work counted on either side of it), not more work. Its words, or None.
+fn shifted_across_release(s: &Summary, others: &[Untraced]) -> Option<String> {
+    const AFTER: [&str; 3] = ["steady", "join", "exit"];
+    let mine = phases_sys_ms(s, &AFTER)?;
+    let theirs = median(
+        others
+            .iter()
+            .filter_map(|o| phases_sys_ms(o.summary, &AFTER)),
+    )?;
+    let steady = phase_sys_ms(s, "steady")?;
+    let their_steady = median(
+        others
+            .iter()
+            .filter_map(|o| phase_sys_ms(o.summary, "steady")),
+    )?;
+    let end = phases_sys_ms(s, &["join", "exit"])?;
+    let their_end = median(
+        others
+            .iter()
+            .filter_map(|o| phases_sys_ms(o.summary, &["join", "exit"])),
+    )?;
+    // The same work, and the join and exit's difference made up by the steady phase's.
+    let same_work = theirs > 0.0 && (mine / theirs - 1.0).abs() <= SAME_WORK;
+    let made_up = (end - their_end) * (steady - their_steady) < 0.0;
+    (same_work && made_up).then(|| {
+        format!(
+            "the system time moved across the release mark: steady {steady:.0} ms against a median of {their_steady:.0}, join and exit {end:.0} ms against {their_end:.0}, while steady, join and exit together took {mine:.0} ms, {:.2}× their median of {theirs:.0} — where the mark fell among the threads' exit work, not more work",
+            mine / theirs
+        )
+    })
 }
 
 /// What the run met that its repeats did not, most telling first; empty when nothing did.
@@ -212,6 +262,9 @@ pub fn causes(run: &Untraced, others: &[Untraced], figure: Figure) -> Vec<String
         if let Some(gc) = go_gc_beside(run, others).filter(GcBeside::accounts) {
             said.push(gc.cause());
         }
+    }
+    if figure == Figure::SysAfterRelease {
+        said.extend(shifted_across_release(s, others));
     }
     if let Some(mine) = run.handed_back {
         let theirs = median(
@@ -300,6 +353,7 @@ pub fn causes(run: &Untraced, others: &[Untraced], figure: Figure) -> Vec<String
 mod tests {
     use super::*;
     use crate::analyse::go_gc::{GcSpan, GoGc};
+    use crate::analyse::phases::PhaseCost;
 
     /// A goroutines run: its user time and, when given, the GC's cycles and CPU.
     fn goroutines(user_s: f64, gc: Option<(u64, f64)>) -> Summary {
@@ -337,6 +391,54 @@ mod tests {
             goroutines(4.0, Some((4, 1.35))),
             goroutines(4.1, Some((4, 1.40))),
         ]
+    }
+
+    /// A threads run whose steady, join and exit phases took these ms of system time.
+    fn threads(steady: f64, join: f64, exit: f64) -> Summary {
+        let phase = |name: &str, sys: f64| PhaseCost {
+            name: name.into(),
+            wall_ms: 0.0,
+            user_ms: Some(0.0),
+            sys_ms: Some(sys),
+        };
+        Summary {
+            label: "threads hold --n 100000".into(),
+            ok: true,
+            phases: vec![
+                phase("spawn", 12_000.0),
+                phase("steady", steady),
+                phase("join", join),
+                phase("exit", exit),
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_join_and_exit_outlier_made_up_by_the_steady_phase_moved_across_the_release_mark() {
+        // Repeats: steady ~1,200 ms, join + exit ~1,550 ms, together ~2,750.
+        let repeats = vec![
+            threads(1_200.0, 700.0, 850.0),
+            threads(960.0, 900.0, 880.0),
+            threads(1_500.0, 500.0, 800.0),
+        ];
+        // 081907Z's shape: steady 160 ms, join + exit 2,600 ms, together 2,760.
+        let shifted = threads(160.0, 1_000.0, 1_600.0);
+        let said = named(&shifted, &repeats, Figure::SysAfterRelease);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].starts_with("the system time moved across the release mark: steady 160 ms against a median of 1200, join and exit 2600 ms against 1550"), "{}", said[0]);
+        // Not for another figure.
+        assert!(named(&shifted, &repeats, Figure::Other).is_empty());
+        // More work after the release (together 1.4× the median): not a shift.
+        let more = threads(1_200.0, 1_500.0, 1_200.0);
+        assert!(named(&more, &repeats, Figure::SysAfterRelease).is_empty());
+        // Join and exit high and steady high too: nothing was made up.
+        let both = threads(1_300.0, 800.0, 900.0);
+        assert!(named(&both, &repeats, Figure::SysAfterRelease).is_empty());
+        // A run without the steady phase: nothing to say.
+        let mut no_steady = shifted.clone();
+        no_steady.phases.retain(|p| p.name != "steady");
+        assert!(named(&no_steady, &repeats, Figure::SysAfterRelease).is_empty());
     }
 
     #[test]

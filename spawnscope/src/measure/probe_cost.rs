@@ -80,6 +80,10 @@ fn chill_of(state: State) -> Chill {
 
 /// The least a round lasts: shorter ones are mostly the clock and the scheduler's tick.
 const LEAST_ROUND_NS: f64 = 20e6;
+/// The least iterations a warm round holds, however long: the statistics' ns a run of a loop of
+/// thread starts (~400 µs an iteration) over 190 a round moved by half from one round to the next
+/// (one interrupt inside a program's window weighs on a few hundred runs).
+const LEAST_ROUND_ITERATIONS: u64 = 1_000;
 /// The least a cold round lasts: an iteration is milliseconds of emptying the caches, and the
 /// statistics' figure wants a few hundred events a round.
 const LEAST_COLD_ROUND_NS: f64 = 400e6;
@@ -131,7 +135,8 @@ pub fn measure(options: &Options) -> Result<Measured> {
         .max(LEAST_ROUND_NS);
     let mut loops = Vec::new();
     for (hook, l, _) in &hooks {
-        let iterations = calibrate(&mut subject, *l, round_ns, Chill::Warm)?;
+        let iterations =
+            calibrate(&mut subject, *l, round_ns, Chill::Warm)?.max(LEAST_ROUND_ITERATIONS);
         let cold_round_ns = round_ns.max(LEAST_COLD_ROUND_NS);
         let cold_iterations = calibrate(&mut subject, *l, cold_round_ns, Chill::Own)?;
         let coldest_iterations = calibrate(&mut subject, *l, cold_round_ns, Chill::All)?;

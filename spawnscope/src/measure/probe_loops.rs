@@ -589,12 +589,10 @@ const COLD_READ_BYTES: usize = 4 << 10;
 /// holder meets the caller's short hold too, warmer (counted alike: the statistics cannot tell).
 fn file_pos_lock_cold(iterations: u64, chill: Chill) -> Result<()> {
     let before = stay_on_this_cpu()?;
-    let result = (|| {
-        // Where there are two CPUs, the holder has one to itself: it then holds the lock almost
-        // all the while, and each of the caller's reads meets it.
-        let holder_on = other_cpu(&before).ok();
-        file_pos_lock_cold_here(iterations, holder_on, chill)
-    })();
+    // Where there are two CPUs, the holder has one to itself: it then holds the lock almost all
+    // the while, and each of the caller's reads meets it.
+    let holder_on = other_cpu(&before).ok();
+    let result = file_pos_lock_cold_here(iterations, holder_on, chill);
     set_affinity(&before)?;
     result
 }
