@@ -74,6 +74,7 @@
 # times. SKIP_BPFTRACE=1 leaves that part out.
 #
 # Usage: sudo [PROBES=lean|full] [MARGIN=PP] [MAX_PAIRS=N] [OUT=DIR] [SKIP_BPFTRACE=1] \
+#          [WORKLOADS="threads goroutines"] \
 #          [BPFTRACE_THREADS_N=N] [PROBE_COST_ROUNDS=N] [PROBE_COST_SECONDS=S] \
 #          ./scripts/bench-overhead.sh [THREADS_N [GOROUTINES_N [REPEATS]]]
 #        (defaults 100000 1000000 5). Needs root. Raises the sysctls THREADS_N threads need with
@@ -91,6 +92,16 @@ min_pairs=$repeats
 max_pairs=${MAX_PAIRS:-$((repeats > 30 ? repeats : 30))}
 margin_pp=${MARGIN:-1}
 probes_mode=${PROBES:-lean}
+# The workloads measured, in order (WORKLOADS="goroutines": that one alone, e.g. for the many
+# pairs its CPU noise needs).
+read -r -a workloads <<<"${WORKLOADS:-threads goroutines}"
+[ ${#workloads[@]} -ge 1 ] || { echo "$script: WORKLOADS names no workload" >&2; exit 2; }
+for runtime in "${workloads[@]}"; do
+  case $runtime in
+    threads | goroutines) ;;
+    *) echo "$script: WORKLOADS holds threads and/or goroutines, not '$runtime'" >&2; exit 2 ;;
+  esac
+done
 case $probes_mode in
   lean | full) ;;
   *) echo "$script: PROBES must be lean or full, not '$probes_mode'" >&2; exit 2 ;;
@@ -288,11 +299,18 @@ say "probes measured: $probes_mode (PROBES=lean|full); pairs: $min_pairs first, 
 say "warm-up: each workload calibrated once, then as much memory written as the largest run will use (not counted)"
 # Kept in OUT/warmup/: its probes' calibration timed every traced run's programs.
 warmup_dir="$out/warmup"
-"$spawnscope" warm-up --out "$warmup_dir" --probes "$probes_mode" "threads:hold:$threads_n" "goroutines:hold:$goroutines_n" >"$work/warmup.log" 2>&1 ||
+warm_ups=()
+for runtime in "${workloads[@]}"; do
+  case $runtime in
+    threads) warm_ups+=("threads:hold:$threads_n") ;;
+    goroutines) warm_ups+=("goroutines:hold:$goroutines_n") ;;
+  esac
+done
+"$spawnscope" warm-up --out "$warmup_dir" --probes "$probes_mode" "${warm_ups[@]}" >"$work/warmup.log" 2>&1 ||
   die "the warm-up failed: $(tail -3 "$work/warmup.log")"
 sed -n 's/^warm-up: wrote /  warm-up: wrote /p' "$work/warmup.log"
 rows=()
-for runtime in threads goroutines; do
+for runtime in "${workloads[@]}"; do
   n=$threads_n
   [ "$runtime" = goroutines ] && n=$goroutines_n
   u_cpus=() t_cpus=() summaries=() pair_lines=()

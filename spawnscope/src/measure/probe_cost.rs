@@ -165,28 +165,20 @@ pub fn measure(options: &Options) -> Result<Measured> {
                 coldest_iterations: hl.coldest_iterations,
             };
             rounds.push(timing.round(&mut subject, State::Untraced, false, None)?);
-            for state in ATTACHED {
-                if state == State::Trace && !traced {
-                    continue;
-                }
+            // The attached states with the statistics off, then on; the cold ones on only (an
+            // iteration is mostly the emptying).
+            let states = ATTACHED
+                .iter()
+                .filter(|&&s| s != State::Trace || *traced)
+                .map(|&s| (s, &[false, true][..]))
+                .chain(COLD.iter().map(|&s| (s, &[true][..])));
+            for (state, statistics) in states {
                 match attach(state, hook, &mut subject, &mut bystander, &trace_file) {
                     Ok(attached) => {
-                        rounds.push(timing.round(&mut subject, state, false, None)?);
-                        rounds.push(timing.round(&mut subject, state, true, Some(&attached))?);
-                        attached.detach();
-                    }
-                    Err(why) => {
-                        let said = format!("{hook}, {state:?}: {why:#}");
-                        if !left_out.contains(&said) {
-                            left_out.push(said);
+                        for &on in statistics {
+                            let counted = on.then_some(&attached);
+                            rounds.push(timing.round(&mut subject, state, on, counted)?);
                         }
-                    }
-                }
-            }
-            for state in COLD {
-                match attach(state, hook, &mut subject, &mut bystander, &trace_file) {
-                    Ok(attached) => {
-                        rounds.push(timing.round(&mut subject, state, true, Some(&attached))?);
                         attached.detach();
                     }
                     Err(why) => {
