@@ -327,12 +327,26 @@ fn stay_on_this_cpu() -> Result<libc::cpu_set_t> {
     if cpu < 0 {
         return Err(std::io::Error::last_os_error()).context("sched_getcpu");
     }
-    // SAFETY: as above.
-    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu is a CPU the kernel just named, below CPU_SETSIZE; one is ours.
-    unsafe { libc::CPU_SET(cpu as usize, &mut one) };
-    set_affinity(&one)?;
+    set_affinity(&one_cpu(cpu as usize))?;
     Ok(before)
+}
+
+/// `body` run on the CPU the calling thread runs on now (given the CPUs it could use before:
+/// `other_cpu` picks from them), the thread's affinity put back after, whatever `body` returned.
+fn on_this_cpu<T>(body: impl FnOnce(&libc::cpu_set_t) -> Result<T>) -> Result<T> {
+    let before = stay_on_this_cpu()?;
+    let result = body(&before);
+    set_affinity(&before)?;
+    result
+}
+
+/// The set of `cpu` alone (a CPU the kernel named, below CPU_SETSIZE).
+fn one_cpu(cpu: usize) -> libc::cpu_set_t {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: cpu is below CPU_SETSIZE; set is ours.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    set
 }
 
 fn set_affinity(set: &libc::cpu_set_t) -> Result<()> {
@@ -353,14 +367,13 @@ enum Cpus {
 }
 
 fn ping_pong(round_trips: u64, cpus: Cpus, chill: Chill) -> Result<()> {
-    let before = stay_on_this_cpu()?;
-    let echo_on = match cpus {
-        Cpus::One => None,
-        Cpus::Two => Some(other_cpu(&before)?),
-    };
-    let result = ping_pong_here(round_trips, echo_on, chill);
-    set_affinity(&before)?;
-    result
+    on_this_cpu(|before| {
+        let echo_on = match cpus {
+            Cpus::One => None,
+            Cpus::Two => Some(other_cpu(before)?),
+        };
+        ping_pong_here(round_trips, echo_on, chill)
+    })
 }
 
 fn ping_pong_here(round_trips: u64, echo_on: Option<libc::cpu_set_t>, chill: Chill) -> Result<()> {
@@ -398,31 +411,22 @@ fn other_cpu(allowed: &libc::cpu_set_t) -> Result<libc::cpu_set_t> {
         // SAFETY: cpu is below CPU_SETSIZE; allowed is a valid set.
         .find(|&cpu| cpu as i32 != here && unsafe { libc::CPU_ISSET(cpu, allowed) })
         .context("the loop needs two CPUs and this thread may use one")?;
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; other is below CPU_SETSIZE.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(other, &mut set) };
-    Ok(set)
+    Ok(one_cpu(other))
 }
 
 /// The calling thread moved between its CPU and another `iterations` times (each move is a
 /// migration: the thread is running when its affinity leaves out the CPU it runs on).
 fn migrations(iterations: u64, chill: Chill) -> Result<()> {
-    let before = stay_on_this_cpu()?;
-    let result = (|| {
-        let there = other_cpu(&before)?;
+    on_this_cpu(|before| {
+        let there = other_cpu(before)?;
         // SAFETY: sched_getcpu takes nothing; the thread was just kept on this CPU.
-        let here_cpu = unsafe { libc::sched_getcpu() } as usize;
-        // SAFETY: a zeroed cpu_set_t is a valid empty set; here_cpu is a CPU the kernel named.
-        let mut here: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        unsafe { libc::CPU_SET(here_cpu, &mut here) };
+        let here = one_cpu(unsafe { libc::sched_getcpu() } as usize);
         for i in 0..iterations {
             chill.apply();
             set_affinity(if i % 2 == 0 { &there } else { &here })?;
         }
         Ok(())
-    })();
-    set_affinity(&before)?;
-    result
+    })
 }
 
 extern "C" fn on_sigusr1(_: libc::c_int) {}
@@ -472,9 +476,8 @@ fn unmaps(iterations: u64, chill: Chill) -> Result<()> {
 /// `unmaps` while a thread of this process spins on another CPU (the mm is live there, so each
 /// flush must reach it).
 fn remote_unmaps(iterations: u64, chill: Chill) -> Result<()> {
-    let before = stay_on_this_cpu()?;
-    let result = (|| {
-        let there = other_cpu(&before)?;
+    on_this_cpu(|before| {
+        let there = other_cpu(before)?;
         let stop = Arc::new(AtomicBool::new(false));
         let spinner = {
             let stop = Arc::clone(&stop);
@@ -492,9 +495,7 @@ fn remote_unmaps(iterations: u64, chill: Chill) -> Result<()> {
             .join()
             .map_err(|_| anyhow::anyhow!("the spinning thread panicked"))??;
         result
-    })();
-    set_affinity(&before)?;
-    result
+    })
 }
 
 /// An anonymous private mapping of `len` bytes.
@@ -588,13 +589,9 @@ const COLD_READ_BYTES: usize = 4 << 10;
 /// reads 4 KiB, meeting the holder's lock: its contention_begin and contention_end are cold. The
 /// holder meets the caller's short hold too, warmer (counted alike: the statistics cannot tell).
 fn file_pos_lock_cold(iterations: u64, chill: Chill) -> Result<()> {
-    let before = stay_on_this_cpu()?;
     // Where there are two CPUs, the holder has one to itself: it then holds the lock almost all
     // the while, and each of the caller's reads meets it.
-    let holder_on = other_cpu(&before).ok();
-    let result = file_pos_lock_cold_here(iterations, holder_on, chill);
-    set_affinity(&before)?;
-    result
+    on_this_cpu(|before| file_pos_lock_cold_here(iterations, other_cpu(before).ok(), chill))
 }
 
 fn file_pos_lock_cold_here(
