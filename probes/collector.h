@@ -237,22 +237,28 @@ enum sc_sys {
 	SC_NR_SYS
 };
 
-/* Global state the programs write (section .data.state), read by user space at the end. */
+/* Global state the programs write (section .data.state), read by user space at the end.
+ * The first eight, one cache line (the section starts a page): what the hot programs read
+ * (armed, the series clock, the phase, the getrusage epoch), written only at the exec, a phase
+ * event or a getrusage. The words programs write as they count come after, so their writes do
+ * not take this line from the other CPUs (probe-cost: a thread's start or exit read three lines of
+ * this map, one of them beside words the wait programs write). */
 enum sc_state {
 	SC_ST_ARMED,             /* 1 once the target exec'd: counting starts */
 	SC_ST_T0_NS,             /* bpf_ktime_get_ns() at the exec: bucket 0 starts here */
+	SC_ST_T0_JIFFIES,        /* jiffies at the exec (tick_ns) */
+	SC_ST_PHASE_EVENTS,      /* phase events seen written to the target's stdout */
+	SC_ST_GETRUSAGE_CALLS,   /* getrusage(RUSAGE_SELF) calls by the target (entries) */
+	SC_ST_GETRUSAGE_RETURNS, /* ... and their returns */
 	SC_ST_EXECS,
 	SC_ST_PRE_KNOWN,         /* 1 when the PRE_* fields below were read (tp_btf exec) */
 	SC_ST_PRE_MINFLT,        /* the task's own counters at exec: what rusage holds from before */
 	SC_ST_PRE_MAJFLT,
 	SC_ST_PRE_NVCSW,
 	SC_ST_PRE_NIVCSW,
-	SC_ST_GETRUSAGE_CALLS,   /* getrusage(RUSAGE_SELF) calls by the target (entries) */
-	SC_ST_GETRUSAGE_RETURNS, /* ... and their returns */
 	SC_ST_LAST_GETRUSAGE_NS,
 	SC_ST_TASKS_FULL,        /* the per-thread map was full: some per-thread figures are missing */
 	SC_ST_LATE_EVENTS,       /* events past the last time bucket (counted in the last one) */
-	SC_ST_PHASE_EVENTS,      /* phase events seen written to the target's stdout */
 	SC_ST_PREARM_FAULTS,     /* the target's faults and switches from attach to exec, counted */
 	SC_ST_PREARM_VOLUNTARY,  /* by the classic programs (the tp_btf ones read the task's own */
 	SC_ST_PREARM_INVOLUNTARY,/* counters at exec instead) */
@@ -269,7 +275,6 @@ enum sc_state {
 	SC_ST_WAITS_LOST,        /* waits not timed: their tid's slot held another task's wait */
 	SC_ST_RUN_FULL,          /* processes of the run run_tgids had no room for: not followed */
 	SC_ST_RUN_PROCESSES,     /* processes the run_tgids map followed (the target not counted) */
-	SC_ST_T0_JIFFIES,        /* jiffies at the exec (tick_ns) */
 	SC_NR_STATE
 };
 
