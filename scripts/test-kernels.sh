@@ -212,13 +212,13 @@ for kernel in "${kernels[@]}"; do
   for boot in 2 3; do
     if [ -e "$kout/suite-done" ] || ! grep -q 'Kernel panic' "$kout/vm.log"; then break; fi
     oops=$(grep -m1 -E 'Oops|BUG:' "$kout/vm.log" | tr -d '\r' | sed 's/^\[ *[0-9.]*\] //')
-    panicked="vm-panicked-$((boot - 1)).log"
-    mv "$kout/vm.log" "$kout/$panicked"
     if [[ "$oops" != *"Oops: int3"* ]]; then
-      printf 'vm-panic\tfail\tthe kernel panicked, not at an int3 (%s, %s): not booted again\n' \
-        "${oops:-no Oops line}" "$panicked" >>"$kout/results.tsv"
+      printf 'vm-panic\tfail\tthe kernel panicked, not at an int3 (%s, vm.log): not booted again\n' \
+        "${oops:-no Oops line}" >>"$kout/results.tsv"
       break
     fi
+    panicked="vm-panicked-$((boot - 1)).log"
+    mv "$kout/vm.log" "$kout/$panicked"
     warn "$release: the VM's kernel panicked (${oops}); booting it again (boot $boot of 3), the suite resumes"
     printf 'vm-panic\tinfo\tthe kernel panicked (%s, %s); booted again, the suite resumed\n' \
       "$oops" "$panicked" >>"$kout/results.tsv"
