@@ -259,6 +259,53 @@ fn an_async_command_adds_up_and_is_not_failed_for_its_threads() {
     let _ = std::fs::remove_file(program);
 }
 
+/// The moment of most memory is never one at which the process had let go of its address space
+/// while its memory was still charged (a tie, taken as the later reading): as a process exits,
+/// or here, where its main thread ends first and its threads hold their pages 1.7 s more.
+#[test]
+fn a_moment_the_process_no_longer_says_its_memory_is_not_the_one_measured() {
+    if skip_unless_root("a_moment_the_process_no_longer_says_its_memory_is_not_the_one_measured") {
+        return;
+    }
+    let program = match build_c_program("leader-exits/leader-exits.c") {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("SKIP a_moment_the_process_no_longer_says_its_memory_is_not_the_one_measured: {why}");
+            return;
+        }
+    };
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let program_arg = program.to_str().unwrap();
+    let args = [
+        "--tasks",
+        "200",
+        "--task-kind",
+        "thread",
+        "--",
+        program_arg,
+        "200",
+        "0.3",
+        "2",
+    ];
+    let (summary, _, _) = run_ok(&sandbox, &args);
+    let memory = read_json(sandbox.only_results_dir().join("memory.json"));
+    // The case is there: samples with the threads alive and no RSS said, after the main
+    // thread ended.
+    let timeline = memory["timeline"].as_array().unwrap();
+    let leader_gone_ns = timeline
+        .iter()
+        .find(|s| s["rss_kb"] == 0 && s["threads"].as_u64() > Some(1))
+        .and_then(|s| s["t_ns"].as_u64())
+        .unwrap_or_else(|| panic!("no sample after the main thread ended: {timeline:?}"));
+    assert_eq!(summary["peak_moment"]["chosen"]["kind"], "most_memory");
+    let peak = &memory["peak"];
+    assert!(peak["status"]["VmRSS"].as_u64() > Some(0), "{peak}");
+    assert!(peak["t_ns"].as_u64() < Some(leader_gone_ns), "{peak}");
+    assert_adds_up(&summary);
+    let _ = std::fs::remove_file(program);
+}
+
 #[test]
 fn bad_command_mode_flags_are_refused_before_anything_changes() {
     let _one = serial();

@@ -202,9 +202,12 @@ impl Sampler {
                     // still moving (a Go program's 100,000 tasks: 28 MB less free than 100 ms
                     // later, the charge the same, the drop 10 % too large); a later one, the
                     // charge unchanged, reads it settled.
-                    if peak
-                        .as_ref()
-                        .is_none_or(|p| memory_in_use(&now) >= memory_in_use(p))
+                    // Not a moment the process is exiting at: its memory is still charged
+                    // (a tie, taken as the later reading) while its status no longer says it.
+                    if now.reads_its_processes_memory()
+                        && peak
+                            .as_ref()
+                            .is_none_or(|p| memory_in_use(&now) >= memory_in_use(p))
                     {
                         if deep.due() {
                             deep.walk(&mut now);

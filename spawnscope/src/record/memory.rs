@@ -97,6 +97,22 @@ impl Snapshot {
         self.tree.len() > 1 || (self.status.is_empty() && !self.tree.is_empty())
     }
 
+    /// Whether every reading its memory per task is counted from is there: the status's RSS and
+    /// page tables of the process started, or of each of the run's processes where memory is
+    /// counted from them. A process that has let go of its address space (exiting: its threads
+    /// still freeing it, their memory still charged; or a zombie) has no memory lines in its
+    /// status, so a moment read then cannot be measured.
+    pub fn reads_its_processes_memory(&self) -> bool {
+        let has_memory = |status: &BTreeMap<String, u64>| {
+            ["VmRSS", "VmPTE"].iter().all(|k| status.contains_key(*k))
+        };
+        if self.counts_by_tree() {
+            self.tree.iter().all(|p| has_memory(&p.status))
+        } else {
+            has_memory(&self.status)
+        }
+    }
+
     /// The gated child's own memory, freed at its exec (`freed_at_exec_kb`), from its
     /// smaps_rollup and status.
     pub fn freed_at_exec(
@@ -352,5 +368,41 @@ mod tests {
         assert_eq!(base.available_kb(), Some(1_002_000));
         base.freed_at_exec_kb = Some(6_576);
         assert_eq!(base.available_kb(), Some(1_008_576));
+    }
+
+    #[test]
+    fn a_moment_a_process_of_the_run_has_let_go_of_its_memory_is_not_readable() {
+        // A real zombie: its status has no memory lines, as an exiting process's has not.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let status =
+            |pid: u32| crate::host::procfs::read_key_values(format!("/proc/{pid}/status")).unwrap();
+        let (zombie, zombie_status) = loop {
+            let reading = crate::host::procfs::read_process(child.id()).unwrap();
+            if !reading.status.contains_key("VmRSS") {
+                break (reading, status(child.id()));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        child.wait().unwrap();
+        let me = crate::host::procfs::read_process(std::process::id()).unwrap();
+        // The process started alone: its whole status, as `snapshot` reads it.
+        let alone = |status: BTreeMap<String, u64>, tree: &ProcessReading| Snapshot {
+            status,
+            tree: vec![tree.clone()],
+            ..Default::default()
+        };
+        assert!(alone(status(std::process::id()), &me).reads_its_processes_memory());
+        assert!(
+            !zombie_status.is_empty(),
+            "a zombie's status has its other lines"
+        );
+        assert!(!alone(zombie_status, &zombie).reads_its_processes_memory());
+        // Counted from the run's processes: every one of them has to have its lines.
+        let tree = |tree: Vec<ProcessReading>| Snapshot {
+            tree,
+            ..Default::default()
+        };
+        assert!(tree(vec![me.clone(), me.clone()]).reads_its_processes_memory());
+        assert!(!tree(vec![me, zombie]).reads_its_processes_memory());
     }
 }
