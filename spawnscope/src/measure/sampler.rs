@@ -204,22 +204,21 @@ impl Sampler {
                     // charge unchanged, reads it settled.
                     // Not a moment the process is exiting at: its memory is still charged
                     // (a tie, taken as the later reading) while its status no longer says it.
+                    let in_use = memory_in_use(&now);
                     if now.reads_its_processes_memory()
-                        && peak
-                            .as_ref()
-                            .is_none_or(|p| memory_in_use(&now) >= memory_in_use(p))
+                        && peak.as_ref().is_none_or(|p| in_use >= memory_in_use(p))
                     {
                         // The walk comes after the charge was read: where the charge fell
                         // meanwhile (the tasks ending), it read memory already freed, so the
                         // moment is not taken (the tie before it, read still, stays).
-                        let walked = deep.due().then(|| {
+                        let fell_while_walked = if deep.due() {
                             deep.walk(&mut now);
-                            memory_in_use_now(cgroup.as_ref())
-                        });
-                        if walked.is_none() {
+                            fell(in_use, memory_in_use_now(cgroup.as_ref()))
+                        } else {
                             deep.carry(&mut now);
-                        }
-                        if walked.is_none_or(|after| !fell(memory_in_use(&now), after)) {
+                            false
+                        };
+                        if !fell_while_walked {
                             peak = Some(now);
                         }
                     }
