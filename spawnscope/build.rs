@@ -16,6 +16,9 @@ fn main() {
     println!("cargo:rerun-if-env-changed=SPAWNSCOPE_GIT_COMMIT");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src");
+    // The layer crates are the conductor too: a change there makes the stamp "-dirty". Only this
+    // small crate is rebuilt for it (the stamp is handed to host::machine at run time).
+    println!("cargo:rerun-if-changed=../crates");
     println!("cargo:rerun-if-changed=Cargo.toml");
     let commit = std::env::var("SPAWNSCOPE_GIT_COMMIT").ok().or_else(|| {
         let hash = git(&["rev-parse", "--short", "HEAD"])?;

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::measure::leash::{parse_pids_limit, parse_timeout, PidsLimitArg};
-use crate::measure::probes::{ProbeDetail, ProbeTimes};
-use crate::measure::run::RunError;
-use crate::record::perf::CallGraph;
-use crate::runtime::{Runtime, TaskKind, WorkloadKind};
+use measure::leash::{parse_pids_limit, parse_timeout, PidsLimitArg};
+use measure::probes::{ProbeDetail, ProbeTimes};
+use measure::run::RunError;
+use record::perf::CallGraph;
+use runtime::{Runtime, TaskKind, WorkloadKind};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -138,7 +138,7 @@ pub enum Command {
     /// schema/FILE.schema.json), e.g. `spawnscope schema summary > summary.schema.json`.
     Schema {
         #[arg(value_enum)]
-        file: crate::record::Documented,
+        file: record::Documented,
     },
     /// The manual page (roff) on stdout, e.g. `spawnscope man > spawnscope.1; man ./spawnscope.1`.
     Man,
@@ -146,7 +146,7 @@ pub enum Command {
     /// where it has one in the article's own shape (bench-of-chan: what scripts/bench-chan.sh
     /// sets beside its rows).
     Published {
-        #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::studies::STUDIES.map(|s| s.name)))]
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(studies::STUDIES.map(|s| s.name)))]
         study: String,
     },
     /// The project's own pages: render README.md's and the manual's figures from the results
@@ -334,7 +334,7 @@ pub fn parse_n(text: &str) -> Result<u64, String> {
 }
 
 fn parse_bytes(text: &str) -> Result<u64, String> {
-    crate::units::parse_bytes(text)
+    units::parse_bytes(text)
 }
 
 #[derive(Args, Debug)]
@@ -593,9 +593,9 @@ impl LoadArgs {
     /// The load as given, `defaults` where a flag was not.
     pub fn options_over(
         &self,
-        defaults: crate::measure::loadgen::LoadOptions,
-    ) -> crate::measure::loadgen::LoadOptions {
-        crate::measure::loadgen::LoadOptions {
+        defaults: measure::loadgen::LoadOptions,
+    ) -> measure::loadgen::LoadOptions {
+        measure::loadgen::LoadOptions {
             duration: self.duration.unwrap_or(defaults.duration),
             threads: self.load_threads.or(defaults.threads),
             thread_per_connection: defaults.thread_per_connection && self.load_threads.is_none(),
@@ -603,7 +603,7 @@ impl LoadArgs {
         }
     }
 
-    pub fn options(&self) -> crate::measure::loadgen::LoadOptions {
+    pub fn options(&self) -> measure::loadgen::LoadOptions {
         self.options_over(Default::default())
     }
 }
@@ -657,7 +657,7 @@ pub enum SysctlAction {
 /// `--reproduce`'s values: the studies with a plan (studies/, `STUDIES`), each with its help.
 fn studies_parser() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(
-        crate::studies::runnable().map(|s| clap::builder::PossibleValue::new(s.name).help(s.about)),
+        studies::runnable().map(|s| clap::builder::PossibleValue::new(s.name).help(s.about)),
     )
 }
 

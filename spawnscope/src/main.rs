@@ -1,20 +1,12 @@
 //! spawnscope, the conductor: runs a workload (or any command) with the kernel tuned for it, in a
 //! cgroup of its own, measures it from outside, restores the machine and says what one task cost.
 //!
-//! The rooms, lowest first (a module only imports from rooms below it; ARCHITECTURE.md):
-//! `units` → `runtime` → `record` → `host` → `measure` → `analyse` → `render` → `cli` →
-//! `commands` → `main`.
+//! The binary of the layer crates under crates/ (lowest first: `units` → `runtime` → `record` →
+//! `host` → `measure` → `analyse` → `studies` → `render`; ARCHITECTURE.md draws the graph), with
+//! the command line (`cli`) and one module per subcommand (`commands`).
 
-mod analyse;
 mod cli;
 mod commands;
-mod host;
-mod measure;
-mod record;
-mod render;
-mod runtime;
-mod studies;
-mod units;
 
 use std::process::ExitCode;
 
@@ -23,6 +15,7 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    host::machine::set_build_commit(env!("SPAWNSCOPE_GIT_COMMIT"));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => {

@@ -4,17 +4,17 @@ use std::fmt;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use crate::analyse::kernel_gaps::known_gaps;
+use analyse::comparisons::kernel_gaps::known_gaps;
 use crate::cli::CheckArgs;
-use crate::host::machine::transparent_hugepages;
-use crate::host::privileges::is_root;
-use crate::host::sysctl::{self, SysctlStore};
-use crate::host::{cgroup, procfs, tracefs};
-use crate::measure::examples;
-use crate::measure::preflight::default_budget;
-use crate::record::{CgroupVersion, Entry};
-use crate::runtime::Runtime;
-use crate::units::{bytes, count};
+use host::machine::transparent_hugepages;
+use host::privileges::is_root;
+use host::sysctl::{self, SysctlStore};
+use host::{cgroup, procfs, tracefs};
+use measure::examples;
+use measure::preflight::default_budget;
+use record::{CgroupVersion, Entry};
+use runtime::Runtime;
+use units::{bytes, count};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {

@@ -4,20 +4,18 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::analyse::counts_verdict;
+use analyse::probes::counts_verdict;
 use crate::cli::{exit_code, usage_error, CompareArgs, Ended};
 use crate::commands::derive;
 use crate::commands::run::finish;
-use crate::host::signals::Interrupts;
-use crate::measure::run::RunError;
-use crate::measure::sweep::{compare, CompareOptions, RunVerdict, DEFAULT_NS};
-use crate::measure::trace_cap;
-use crate::record;
-use crate::render;
-use crate::runtime::command::SweptCommand;
-use crate::runtime::{Runtime, TaskKind, WorkloadKind};
-use crate::studies::{self, Asked};
-use crate::units::bytes;
+use host::signals::Interrupts;
+use measure::run::RunError;
+use measure::sweep::{compare, CompareOptions, RunVerdict, DEFAULT_NS};
+use measure::trace_cap;
+use runtime::command::SweptCommand;
+use runtime::{Runtime, TaskKind, WorkloadKind};
+use studies::{self, Asked};
+use units::bytes;
 
 /// `spawnscope compare …`
 pub fn command(args: CompareArgs) -> ExitCode {
@@ -30,12 +28,12 @@ pub fn command(args: CompareArgs) -> ExitCode {
     let flags = args.workload_flags.pairs();
     // A CPU no run could be pinned to is bad input before the sweep starts (each run checks again).
     if let Some(text) = args.cpus.as_deref() {
-        let usable = crate::host::limits::usable_cpus();
-        if let Err(err) = usable.and_then(|u| crate::host::limits::cpus_to_pin(text, &u)) {
+        let usable = host::limits::usable_cpus();
+        if let Err(err) = usable.and_then(|u| host::limits::cpus_to_pin(text, &u)) {
             return usage_error(format!("--cpus {text}: {err:#}"));
         }
     }
-    let commands = match crate::runtime::command::pair(&args.commands, &args.labels) {
+    let commands = match runtime::command::pair(&args.commands, &args.labels) {
         Ok(commands) => commands
             .into_iter()
             .map(|c| SweptCommand {
@@ -120,7 +118,7 @@ pub fn command(args: CompareArgs) -> ExitCode {
     opts.trace_max_bytes = args.trace_max_size;
     // A traced sweep on a filesystem without room for its traces is refused before it starts
     // (each run chooses its own default cap again at its start).
-    if opts.perfetto && crate::host::privileges::is_root() {
+    if opts.perfetto && host::privileges::is_root() {
         if let Err(why) = trace_cap::for_results(&opts.out, opts.trace_max_bytes) {
             return exit_code(Err(RunError::Refused(why)));
         }
@@ -136,7 +134,7 @@ pub fn command(args: CompareArgs) -> ExitCode {
     cpu_counts.dedup();
     // A K past the CPUs this process may use is bad input before the sweep starts.
     if let Some(&most) = cpu_counts.last() {
-        if let Err(err) = crate::host::cpu_order::cpus_for_count(most as usize) {
+        if let Err(err) = host::cpu_order::cpus_for_count(most as usize) {
             return usage_error(format!("--cpu-counts {most}: {err:#}"));
         }
     }
@@ -149,9 +147,9 @@ pub fn command(args: CompareArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut summarise = |outcome: &crate::measure::run::Outcome| -> anyhow::Result<RunVerdict> {
+    let mut summarise = |outcome: &measure::run::Outcome| -> anyhow::Result<RunVerdict> {
         let s = finish(outcome).map_err(|e| match e {
-            crate::measure::run::RunError::Failed(err) => err,
+            measure::run::RunError::Failed(err) => err,
             other => anyhow::anyhow!("{other:?}"),
         })?;
         let memory = s.memory_per_task.as_ref().map_or(String::new(), |m| {
@@ -185,7 +183,7 @@ pub fn command(args: CompareArgs) -> ExitCode {
             if json {
                 println!("{}", render::json_with_dir(&report, &outcome.out));
             } else {
-                println!("{}", render::compare::markdown(&report));
+                println!("{}", render::comparisons::compare::markdown(&report));
                 eprintln!(
                     "results (compare.md, compare.json, compare.csv, compare-fits.csv, charts/, report.html):"
                 );
@@ -220,8 +218,8 @@ fn runtime_trace_ready(runtimes: &[Runtime]) -> Result<(), String> {
     // Each traced runtime's own tool: Go's reducer, tokio's hooks build.
     for runtime in runtimes.iter().filter(|r| r.runtime_trace_flag().is_ok()) {
         match runtime {
-            Runtime::Tokio => crate::measure::tokio_trace::hooks_binary().map(|_| ())?,
-            _ => crate::measure::go_trace::reducer().map(|_| ())?,
+            Runtime::Tokio => measure::tokio_trace::hooks_binary().map(|_| ())?,
+            _ => measure::go_trace::reducer().map(|_| ())?,
         }
     }
     Ok(())

@@ -14,32 +14,27 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::analyse::attribution::{self, Attribution};
-use crate::analyse::compare::{compare_runs, Comparison, SummarizedRun};
-use crate::analyse::go_procs;
-use crate::analyse::go_sched::{self, GoSchedFigures};
-use crate::analyse::kernel_gaps::known_gaps;
-use crate::analyse::phases::perf_phases;
-use crate::analyse::phases::phase_names;
-use crate::analyse::sched_trace::{self, SchedFigures};
-use crate::analyse::summary::{summarize, Summary};
-use crate::analyse::swimlane::{self, Swimlane};
-use crate::analyse::timeline;
-use crate::analyse::tokio_sched::TokioSchedFigures;
-use crate::analyse::trace_cut;
-use crate::analyse::verdict::{self, KernelCounts};
-use crate::analyse::waits::{self, Waits};
-use crate::analyse::{sentinels, serving};
-use crate::measure;
-use crate::record::go_sched::GoSchedSummary;
-use crate::record::perf::{read_samples, write_folded, PerfRecord, Profile, Samples};
-use crate::record::tokio_sched::TokioSchedSummary;
-use crate::record::{self, LoadedRun, Plan};
-use crate::render;
-use crate::runtime::result_event;
-use crate::studies;
-use crate::units;
-
+use analyse::time::attribution::{self, Attribution};
+use analyse::comparisons::compare::{compare_runs, Comparison, SummarizedRun};
+use analyse::runtimes::go_procs;
+use analyse::runtimes::go_sched::{self, GoSchedFigures};
+use analyse::comparisons::kernel_gaps::known_gaps;
+use analyse::run::phases::perf_phases;
+use analyse::run::phases::phase_names;
+use analyse::traces::sched_trace::{self, SchedFigures};
+use analyse::run::summary::{summarize, Summary};
+use analyse::traces::swimlane::{self, Swimlane};
+use analyse::traces::timeline;
+use analyse::runtimes::tokio_sched::TokioSchedFigures;
+use analyse::traces::trace_cut;
+use analyse::time::verdict::{self, KernelCounts};
+use analyse::probes::waits::{self, Waits};
+use analyse::{time::sentinels, serving};
+use record::go_sched::GoSchedSummary;
+use record::perf::{read_samples, write_folded, PerfRecord, Profile, Samples};
+use record::tokio_sched::TokioSchedSummary;
+use record::{self, LoadedRun, Plan};
+use runtime::result_event;
 /// Whether deriving a run's figures writes its derived files.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Writes {
@@ -114,7 +109,7 @@ fn attribution_of(
     );
     let flame = dir.join(record::FLAME);
     if writes == Writes::Run || !flame.exists() {
-        let svg = render::flame::of_run(&p.profile, &loaded.run.target.label(), &a)?;
+        let svg = render::time::flame::of_run(&p.profile, &loaded.run.target.label(), &a)?;
         fs::write(&flame, svg).with_context(|| format!("writing {}", flame.display()))?;
     }
     a.flame_graph = Some(record::FLAME.to_string());
@@ -163,7 +158,7 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
             .sentinels
             .as_ref()
             .and_then(|s| s.cpus.as_deref())
-            .and_then(|list| crate::host::limits::parse_cpu_list(list).ok());
+            .and_then(|list| units::cpu_list::parse(list).ok());
         if held_to.is_some() {
             kernel = kernel.without_outside_cpu();
         }
@@ -262,7 +257,7 @@ pub fn run_dir(dir: &Path, writes: Writes) -> Result<DerivedRun> {
     }
     let md = dir.join(record::SUMMARY_MD);
     if writes == Writes::Run || !md.exists() {
-        let text = render::summary::markdown(&summary, &loaded.machine);
+        let text = render::run::summary::markdown(&summary, &loaded.machine);
         fs::write(&md, text).with_context(|| format!("writing {}", md.display()))?;
     }
     Ok(DerivedRun {
@@ -446,7 +441,7 @@ fn swimlane_of(
             ),
             None => loaded.run.target.label(),
         };
-        let svg = render::swimlane::svg(&lanes, &title)?;
+        let svg = render::traces::swimlane::svg(&lanes, &title)?;
         fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(lanes)
@@ -488,12 +483,12 @@ fn write_perfetto(
     let written = (|| -> Result<()> {
         let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
         let mut out = io::BufWriter::new(fs::File::create(&partial)?);
-        render::perfetto::write(&mut out, trace, &tracks, launched, &name, events)?;
+        render::traces::perfetto::write(&mut out, trace, &tracks, launched, &name, events)?;
         if let Some((figures, reduced)) = go {
             // The goroutines on their threads' tracks, after the kernel's packets.
             let edges = go_sched::SliceEdges::new(record::go_sched::open_changes(dir)?);
             let described: BTreeSet<u32> = trace.threads.keys().copied().collect();
-            render::perfetto_goroutines::write(
+            render::traces::perfetto_goroutines::write(
                 &mut out,
                 edges,
                 &figures.threads,
@@ -512,10 +507,10 @@ fn write_perfetto(
                     .filter(|m| m.holds > 0)
                     .map(|m| m.tid)
                     .collect();
-                render::perfetto_procs::write_ps(&mut out, &edges, &ps, &ms, tracks.offset_ns)?;
+                render::traces::perfetto_procs::write_ps(&mut out, &edges, &ps, &ms, tracks.offset_ns)?;
                 let mut described: BTreeSet<u32> = trace.threads.keys().copied().collect();
                 described.extend(&figures.threads);
-                render::perfetto_procs::write_ms(
+                render::traces::perfetto_procs::write_ms(
                     &mut out,
                     &edges,
                     &ps,
@@ -579,8 +574,8 @@ pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Resul
                 name.clone(),
                 render::chart_kit::Chart {
                     file: record::SWIMLANE.into(),
-                    note: render::swimlane::note(lanes),
-                    svg: render::swimlane::svg(lanes, &label)?,
+                    note: render::traces::swimlane::note(lanes),
+                    svg: render::traces::swimlane::svg(lanes, &label)?,
                     title: label,
                 },
             );
@@ -601,15 +596,15 @@ pub fn comparison(run_dirs: &[PathBuf], plan: Option<Plan>, out: &Path) -> Resul
     record::write_json(&out.join(record::COMPARE_JSON), &report)?;
     fs::write(
         out.join(record::COMPARE_CSV),
-        render::compare::cells_csv(&report),
+        render::comparisons::compare::cells_csv(&report),
     )?;
     fs::write(
         out.join(record::FITS_CSV),
-        render::compare::fits_csv(&report),
+        render::comparisons::compare::fits_csv(&report),
     )?;
     fs::write(
         out.join(record::COMPARE_MD),
-        render::compare::markdown(&report),
+        render::comparisons::compare::markdown(&report),
     )?;
     let timelines: Vec<_> = timeline::shown_runs(&report)
         .into_iter()
@@ -641,7 +636,7 @@ fn write_charts(charts: &[render::chart_kit::Chart], out: &Path) -> Result<()> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let ours = render::charts::FILE_PREFIXES
             .iter()
-            .chain(&render::serving_charts::FILE_PREFIXES)
+            .chain(&render::serving::charts::FILE_PREFIXES)
             .any(|p| name.starts_with(p))
             && name.ends_with(".svg");
         if ours && !charts.iter().any(|c| c.file == name) {

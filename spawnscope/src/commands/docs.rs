@@ -10,10 +10,9 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use crate::analyse::compare::Comparison;
+use analyse::comparisons::compare::Comparison;
 use crate::cli::{usage_error, Cli, DocsAction};
-use crate::record;
-use crate::render::{pages, values};
+use render::{pages, values};
 
 pub fn completions(shell: clap_complete::Shell) -> ExitCode {
     clap_complete::generate(

@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use crate::cli::usage_error;
 use crate::commands::derive::{self, Writes};
-use crate::record;
-use crate::render::flame;
+use render::time::flame;
 
 /// `spawnscope flame DIR [DIR] --out SVG [--diff]`
 pub fn command(dirs: &[PathBuf], out: &Path, diff: bool) -> ExitCode {

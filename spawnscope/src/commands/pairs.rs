@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::analyse::paired::{self, Pair};
-use crate::analyse::{overhead_band, probe_cost};
+use analyse::time::paired::{self, Pair};
+use analyse::{probes::overhead_band, probes::probe_cost};
 use crate::cli::usage_error;
 
 /// `spawnscope pairs CSV --workload W [--exclude N,…] [--margin M] [--programs PROGRAMS_CSV
@@ -109,7 +109,7 @@ fn program_runs(csv: &Path, workload: &str) -> anyhow::Result<BTreeMap<u32, u64>
 fn probe_cost_prices(path: &Path) -> anyhow::Result<Vec<overhead_band::Price>> {
     #[derive(serde::Deserialize)]
     struct File {
-        measured: crate::record::probe_cost::Measured,
+        measured: record::probe_cost::Measured,
     }
     let text = std::fs::read_to_string(path).context("cannot read")?;
     let file: File = serde_json::from_str(&text).context("not probe-cost's --json output")?;

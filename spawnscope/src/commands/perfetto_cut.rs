@@ -13,14 +13,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
-use crate::analyse::sched_trace::{self, Context, SchedTrace};
-use crate::analyse::trace_cut::{self, Cut, CutCounts, Sample, Window, WindowAsked};
+use analyse::traces::sched_trace::{self, Context, SchedTrace};
+use analyse::traces::trace_cut::{self, Cut, CutCounts, Sample, Window, WindowAsked};
 use crate::cli::{usage_error, PerfettoCutArgs};
 use crate::commands::derive;
-use crate::record::{self, LoadedRun};
-use crate::render::perfetto::{self, Written};
-use crate::units;
-
+use record::{self, LoadedRun};
+use render::traces::perfetto::{self, Written};
 pub fn command(dirs: &[PathBuf], out: Option<PathBuf>, args: &PerfettoCutArgs) -> ExitCode {
     let [dir] = dirs else {
         return usage_error(format!(

@@ -6,14 +6,14 @@
 
 use std::process::ExitCode;
 
-use crate::analyse::probe_cost::figures;
+use analyse::probes::probe_cost::figures;
 use crate::cli::{exit_code, Ended};
-use crate::host::privileges::is_root;
-use crate::host::procfs;
-use crate::measure::probe_cost::{measure, Options, HOOKS};
-use crate::measure::probe_loops;
-use crate::measure::run::RunError;
-use crate::render::probe_cost::text;
+use host::privileges::is_root;
+use host::procfs;
+use measure::probe_cost::{measure, Options, HOOKS};
+use measure::probe_loops;
+use measure::run::RunError;
+use render::probes::probe_cost::text;
 
 pub fn command(rounds: u32, seconds: f64, hooks: Vec<String>, json: bool) -> ExitCode {
     exit_code(probe_cost(rounds, seconds, hooks, json).map(|()| (None, Ended::Done)))
@@ -51,8 +51,8 @@ fn probe_cost(rounds: u32, seconds: f64, hooks: Vec<String>, json: bool) -> Resu
         // A struct, not json!'s map, which would sort `figures` before `measured`.
         #[derive(serde::Serialize)]
         struct Written<'a> {
-            measured: &'a crate::record::probe_cost::Measured,
-            figures: &'a crate::analyse::probe_cost::Figures,
+            measured: &'a record::probe_cost::Measured,
+            figures: &'a analyse::probes::probe_cost::Figures,
         }
         let all = Written {
             measured: &measured,

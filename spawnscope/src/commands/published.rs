@@ -4,8 +4,6 @@
 use std::process::ExitCode;
 
 use crate::cli::usage_error;
-use crate::studies;
-
 pub fn command(name: &str) -> ExitCode {
     let Some(study) = studies::find(name) else {
         return usage_error(format!("no study {name}"));

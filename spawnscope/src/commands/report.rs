@@ -7,9 +7,6 @@ use std::process::ExitCode;
 
 use crate::cli::usage_error;
 use crate::commands::derive::{self, Writes};
-use crate::record;
-use crate::render;
-
 /// The deepest directory holding every path.
 fn common_parent(paths: &[PathBuf]) -> Option<PathBuf> {
     let abs: Vec<PathBuf> = paths
@@ -50,14 +47,14 @@ pub fn command(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
     for dir in &given {
         match derive::run_dir(dir, Writes::Missing) {
             Ok(derived) => {
-                print!("{}", render::summary::terminal(&derived.summary, dir));
+                print!("{}", render::run::summary::terminal(&derived.summary, dir));
                 side.push((derived.summary, derived.loaded.machine));
             }
             Err(err) => return usage_error(format!("{err:#}")),
         }
     }
     if side.len() > 1 {
-        println!("\n{}", render::summary::side_by_side(&side));
+        println!("\n{}", render::run::summary::side_by_side(&side));
     }
     let compare_dirs: Vec<&PathBuf> = dirs
         .iter()
@@ -96,12 +93,12 @@ pub fn command(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
     {
         Ok(report) => {
             if !compare_dirs.is_empty() {
-                println!("{}", render::compare::markdown(&report));
+                println!("{}", render::comparisons::compare::markdown(&report));
             } else {
                 for h in &report.headlines {
                     println!("\n{}", h.line());
                 }
-                if let Some(line) = render::compare::times_line(&report.cells) {
+                if let Some(line) = render::comparisons::compare::times_line(&report.cells) {
                     println!("{line}");
                 }
             }

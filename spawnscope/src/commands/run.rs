@@ -3,16 +3,15 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::analyse::counts_verdict;
-use crate::analyse::summary::Summary;
+use analyse::probes::counts_verdict;
+use analyse::run::summary::Summary;
 use crate::cli::{exit_code, usage_error, Ended, RunArgs};
 use crate::commands::derive::{self, Writes};
-use crate::host::signals::Interrupts;
-use crate::measure::perf;
-use crate::measure::run::{self, Outcome, RunError, RunOptions};
-use crate::record::{self, Calibration, RunRecord, Target, WarmUpRecord};
-use crate::render;
-use crate::runtime::{Invocation, TaskKind};
+use host::signals::Interrupts;
+use measure::perf;
+use measure::run::{self, Outcome, RunError, RunOptions};
+use record::{self, Calibration, RunRecord, Target, WarmUpRecord};
+use runtime::{Invocation, TaskKind};
 
 /// `spawnscope run …`
 pub fn command(args: RunArgs) -> ExitCode {
@@ -122,7 +121,7 @@ pub fn command(args: RunArgs) -> ExitCode {
         if json {
             println!("{}", render::json_with_dir(&summary, &outcome.dir));
         } else {
-            print!("{}", render::summary::terminal(&summary, &outcome.dir));
+            print!("{}", render::run::summary::terminal(&summary, &outcome.dir));
         }
         let counts_wrong = counts_verdict::wrong(summary.counts_verdict.as_ref());
         Ok((

@@ -10,13 +10,12 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::analyse::on_cpu::{self, OnCpuSpans};
-use crate::analyse::sched_trace;
-use crate::analyse::tokio_sched::{self, TokioSchedFigures};
-use crate::record::tokio_sched::TokioSchedSummary;
-use crate::record::{self, LoadedRun};
-use crate::render;
-use crate::runtime::result_event;
+use analyse::traces::on_cpu::{self, OnCpuSpans};
+use analyse::traces::sched_trace;
+use analyse::runtimes::tokio_sched::{self, TokioSchedFigures};
+use record::tokio_sched::TokioSchedSummary;
+use record::{self, LoadedRun};
+use runtime::result_event;
 
 /// The kernel's trace's on-CPU spans of `tids` (BOOTTIME; with the stints whose switch-in it
 /// missed, `on_cpu::add_missed_switch_ins`), the clocks' offset (BOOTTIME − MONOTONIC) and the
@@ -129,6 +128,6 @@ pub fn write_polls(
 ) -> Result<()> {
     let (figures, written) = tokio;
     let edges = tokio_sched::PollEdges::new(record::tokio_sched::open_merged(dir, written)?);
-    render::perfetto_tokio::write(out, edges, &figures.threads, described, launched, offset_ns)?;
+    render::traces::perfetto_tokio::write(out, edges, &figures.threads, described, launched, offset_ns)?;
     Ok(())
 }

@@ -9,9 +9,9 @@ use clap::ValueEnum;
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
-use crate::analyse::compare::Comparison;
-use crate::analyse::summary::Summary;
-use crate::record::{Documented, MemoryRecord, RunRecord};
+use analyse::comparisons::compare::Comparison;
+use analyse::run::summary::Summary;
+use record::{Documented, MemoryRecord, RunRecord};
 
 /// The schema of one documented file, with its `$id` and a description of the units.
 pub fn schema(which: Documented) -> Value {
@@ -196,7 +196,7 @@ mod tests {
     fn a_field_the_types_do_not_have_fails_validation() {
         let run = repository().join("docs/example-results/single");
         let mut files = Vec::new();
-        files_named(&run, crate::record::SUMMARY_JSON, &mut files);
+        files_named(&run, record::SUMMARY_JSON, &mut files);
         let mut value: Value =
             serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
         let validator = validator(Documented::Summary);

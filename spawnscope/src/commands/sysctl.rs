@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use crate::cli::SysctlAction;
-use crate::host::{procfs, sysctl};
+use host::{procfs, sysctl};
 
 /// `spawnscope sysctl show|apply|restore`
 pub fn command(action: SysctlAction) -> ExitCode {

@@ -4,13 +4,13 @@
 use std::process::ExitCode;
 
 use crate::cli::{exit_code, Ended, RunSpec, WarmUpArgs};
-use crate::host::privileges::is_root;
-use crate::host::signals::Interrupts;
-use crate::measure::run::RunError;
-use crate::measure::{preflight, warmup};
-use crate::record::{self, Touched, WarmUpCalibration, WarmUpRecord};
-use crate::runtime::Invocation;
-use crate::units::{bytes, count};
+use host::privileges::is_root;
+use host::signals::Interrupts;
+use measure::run::RunError;
+use measure::{preflight, warmup};
+use record::{self, Touched, WarmUpCalibration, WarmUpRecord};
+use runtime::Invocation;
+use units::{bytes, count};
 
 /// What the counted runs may use is asked for, with a quarter more: the conductor and its probes'
 /// maps come on top of the workload's own memory.

@@ -1,0 +1,16 @@
+//! From raw records to figures, and nothing else: no process is started, no file is read or
+//! written here (the commands load records and write what is derived). One run: its summary (time,
+//! memory that adds up, phases), its probe figures, the kernel's waits and where its CPU time went. Several runs:
+//! cells, fits over N (and whether each is resolved at the N measured), and published experiments beside ours.
+
+pub mod comparisons;
+pub mod memory;
+pub mod probes;
+pub mod run;
+pub mod runtimes;
+pub mod time;
+pub mod traces;
+pub mod serving;
+// The tests of the crates above (render, studies) build their fixtures with it too.
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;

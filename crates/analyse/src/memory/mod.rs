@@ -1,0 +1,4 @@
+//! Memory: the run's processes at the peak and whether a per-task figure is resolved.
+
+pub mod processes;
+pub mod resolution;

@@ -1,0 +1,7 @@
+//! The eBPF probes: their counts and the counts' verdict, what each program costs, the kernel's waits.
+
+pub mod counts;
+pub mod counts_verdict;
+pub mod overhead_band;
+pub mod probe_cost;
+pub mod waits;

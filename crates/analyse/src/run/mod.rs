@@ -1,0 +1,4 @@
+//! One run: its summary (what one task costs) and its phases.
+
+pub mod phases;
+pub mod summary;

@@ -1,0 +1,1321 @@
+//! One run, start to finish: validate, calibrate and refuse what cannot fit (changing nothing),
+//! raise sysctls, make the cgroup, start the workload gated, follow its events and snapshot the
+//! machine at each phase and at the peak, reap it, put everything back, write the raw records,
+//! then compute and print what one task cost.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+
+use host::cgroup::{self, RunCgroup};
+use host::clock::monotonic_ns;
+use host::limits::can_raise_hard_limits;
+use host::privileges::is_root;
+use host::signals::Interrupts;
+use host::sysctl::{self, RaisedGuard, SysctlStore};
+use host::{binary, cpu_order, limits, machine, procfs};
+use crate::follow::{
+    follow_events, progress_bar, tee_stderr, watch_command_stdout, Followed, ServeLoad,
+};
+use crate::launch::{self, ChildSetup, Stdio};
+use crate::leash::{self, PidsLimitArg};
+use crate::loadgen::{self, LoadOptions};
+use crate::probes::{self, ProbeDetail, ProbeTimes};
+use crate::sampler::{settle, snapshot, Sampled, Sampler};
+use crate::sentinels::SentinelWatch;
+use crate::{go_trace, perf, preflight, tokio_trace, trace_cap};
+use record::process::signal_name;
+use record::tree;
+use record::{
+    self, AliveCount, Calibration, Estimate, Exit, MemoryRecord, PeakChoice, PeakMoment,
+    ResultsDir, RunRecord, Rusage, Snapshot, Stage, StoppedBy, SysctlRecord, Target,
+};
+use runtime::{Invocation, Runtime, TaskKind, WorkloadKind, RUNTIME_THREADS};
+
+pub struct RunOptions {
+    pub target: Target,
+    pub out_root: PathBuf,
+    pub force: bool,
+    pub memory_limit: Option<u64>,
+    /// The eBPF collector and what it keeps (root only); None: left out (`--no-probes`).
+    pub probes: Option<ProbeDetail>,
+    /// Where the probe programs' times come from (a calibration, or this run's statistics).
+    pub probe_times: ProbeTimes,
+    /// Record perf samples (`--perf`).
+    pub perf: Option<perf::Options>,
+    /// A calibration already made under the same flags (compare calibrates once per runtime);
+    /// None: this run calibrates.
+    pub calibration: Option<Calibration>,
+    /// `--timeout`: the leash's time (measure/leash.rs).
+    pub timeout: Option<Duration>,
+    /// `--pids-limit` (None: the default for the target).
+    pub pids_limit: Option<PidsLimitArg>,
+    /// serve: the load wrk puts on the server.
+    pub load: LoadOptions,
+    /// `--cpus`: the CPU list the workload is pinned to (as taskset takes it).
+    pub cpus: Option<String>,
+    /// `--cpu-count K`: the run held to K CPUs (host/cpu_order.rs's policy) through its cgroup's
+    /// cpuset, else the workload's affinity. Refused beside `cpus`.
+    pub cpu_count: Option<u32>,
+    /// A command in compare's sweep: it gets no terminal (stdin /dev/null; its stdout kept in
+    /// command.stdout, its stderr in workload.stderr, both shown on our stderr), so that what
+    /// compare prints on stdout stays its own.
+    pub keep_command_output: bool,
+    /// A command's `--task-kind` was not given: its `--tasks` are taken as a runtime's tasks when
+    /// it runs far fewer OS threads than that (`command_moment`).
+    pub guess_task_kind: bool,
+    /// `--perfetto`: the collector streams the run's scheduler events to TRACE_EVENTS.
+    pub perfetto: bool,
+    /// `--trace-max-size`: the most TRACE_EVENTS may hold [default: trace_cap::default_cap].
+    pub trace_max_bytes: Option<u64>,
+    /// `--runtime-trace`: the workload records its runtime's scheduler (goroutines: GO_TRACE,
+    /// reduced after the run by measure/go_trace.rs); a runtime without one is refused. A command
+    /// is given `$SPAWNSCOPE_GO_TRACE` (go_trace::ENV), the same file, to start runtime/trace on.
+    pub runtime_trace: bool,
+}
+
+/// Why a run did not happen or did not finish, by exit code.
+#[derive(Debug)]
+pub enum RunError {
+    /// Bad arguments: exit 2, nothing changed.
+    Usage(String),
+    /// Refused by the preflight: exit 3, nothing changed.
+    Refused(String),
+    /// Something failed: exit 1 (whatever was changed has been put back).
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for RunError {
+    fn from(err: anyhow::Error) -> Self {
+        RunError::Failed(err)
+    }
+}
+
+/// A run whose raw records are written: where, and whether a signal stopped it.
+pub struct Outcome {
+    pub dir: PathBuf,
+    pub interrupted_by: Option<i32>,
+    /// The results root did not exist before this run made it (it goes to the user who ran sudo
+    /// too).
+    pub made_out_root: bool,
+}
+
+/// Puts back what a conductor that was SIGKILLed left behind: raised sysctls and its cgroup (and
+/// the workload in it). Every invocation does this first.
+pub fn recover_interrupted_runs() -> Result<()> {
+    if !is_root() {
+        return Ok(());
+    }
+    for entry in SysctlStore::system().recover_stale()? {
+        eprintln!(
+            "spawnscope: restored {}={} left raised by an interrupted run",
+            entry.key, entry.original
+        );
+    }
+    perf::remove_stale_fifo_dirs();
+    for dir in cgroup::remove_stale() {
+        eprintln!(
+            "spawnscope: removed the cgroup of an interrupted run: {}",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn read_managed(store: &SysctlStore) -> BTreeMap<String, u64> {
+    sysctl::MANAGED
+        .iter()
+        .filter_map(|k| Some((k.to_string(), store.read(k).ok()?)))
+        .collect()
+}
+
+pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunError> {
+    let mut clock = StageClock::start();
+    let root = is_root();
+    let store = SysctlStore::system();
+    let mut left_out: Vec<String> = Vec::new();
+    // The listeners the user asked for, before the defaults add theirs: a smaller run suggested
+    // below gets its own.
+    let addresses_given: Option<u64> = match &opts.target {
+        Target::Workload(inv) => inv.flag("--addrs").and_then(|v| v.parse().ok()),
+        Target::Command { .. } => None,
+    };
+    let opts = with_serve_defaults(opts);
+    let cpus = opts
+        .cpus
+        .as_deref()
+        .map(|text| limits::cpus_to_pin(text, &limits::usable_cpus()?))
+        .transpose()
+        .map_err(|e| {
+            RunError::Usage(format!(
+                "--cpus {}: {e:#}",
+                opts.cpus.as_deref().unwrap_or("")
+            ))
+        })?;
+    // --cpu-count K: its K CPUs chosen now, so that a K past what is usable is bad input before
+    // anything is written.
+    let counted_cpus = match (opts.cpu_count, &cpus) {
+        (Some(_), Some(_)) => {
+            return Err(RunError::Usage(
+                "--cpus and --cpu-count: give one (--cpu-count picks its CPUs itself)".into(),
+            ))
+        }
+        (Some(k), None) => Some(
+            cpu_order::cpus_for_count(k as usize)
+                .map_err(|e| RunError::Usage(format!("--cpu-count {k}: {e:#}")))?,
+        ),
+        (None, _) => None,
+    };
+    let serving = serve_connections(&opts.target);
+    if serving.is_some() {
+        loadgen::wrk().map_err(RunError::Usage)?;
+    }
+
+    // What to start, validated before anything changes.
+    let (binary, args, params) = match &opts.target {
+        Target::Workload(inv) => {
+            let binary = inv
+                .runtime
+                .binary()
+                .map_err(|e| RunError::Usage(e.to_string()))?;
+            let params = inv.validate(&binary).map_err(RunError::Usage)?;
+            (binary, inv.gated_args(), Some(params))
+        }
+        Target::Command { argv, .. } => {
+            let program = argv
+                .first()
+                .ok_or_else(|| RunError::Usage("no command after --".into()))?;
+            let binary = binary::resolve_program(program)
+                .ok_or_else(|| RunError::Usage(format!("command not found: {program}")))?;
+            (binary, argv[1..].to_vec(), None)
+        }
+    };
+    // --runtime-trace: the workload's flag for it and what records the runtime (Go: the reducer
+    // after the run; tokio: the hooks build in the default binary's place; a command is told
+    // through its environment, `measure`, and reduced as Go), or a refusal naming why.
+    let runtime_trace = match (&opts.target, opts.runtime_trace) {
+        (_, false) => None,
+        (Target::Workload(inv), true) => {
+            let flag = inv
+                .runtime
+                .runtime_trace_flag()
+                .map_err(|why| RunError::Usage(format!("--runtime-trace: {why}")))?;
+            if inv.runtime == Runtime::Tokio {
+                let hooks = tokio_trace::hooks_binary().map_err(RunError::Usage)?;
+                tokio_trace::validate(inv, flag, &hooks).map_err(RunError::Usage)?;
+                Some(RuntimeTracer::TokioHooks { flag, hooks })
+            } else {
+                let reducer = go_trace::reducer().map_err(RunError::Usage)?;
+                // The workload checks the flag itself (a binary built before it refuses it).
+                go_trace::validate(inv, flag, &binary).map_err(RunError::Usage)?;
+                Some(RuntimeTracer::GoReduced {
+                    flag: Some(flag),
+                    reducer,
+                })
+            }
+        }
+        (Target::Command { .. }, true) => Some(RuntimeTracer::GoReduced {
+            flag: None,
+            reducer: go_trace::reducer().map_err(RunError::Usage)?,
+        }),
+    };
+    // The trace's cap, from the results filesystem's free room now: too little is refused here,
+    // before anything changes.
+    let trace_cap = if opts.perfetto && root && opts.probes.is_some() {
+        Some(
+            trace_cap::for_results(&opts.out_root, opts.trace_max_bytes)
+                .map_err(RunError::Refused)?,
+        )
+    } else {
+        None
+    };
+    let threads_needed = match &opts.target {
+        // A process takes a kernel task and a PID as a thread does.
+        Target::Workload(inv) if inv.runtime.describe().kernel_task_each() => {
+            Some(inv.workload.tasks(inv.n))
+        }
+        Target::Command {
+            tasks,
+            task_kind: TaskKind::Thread,
+            ..
+        } => *tasks,
+        _ => None,
+    };
+    let tasks_on_host = procfs::tasks_on_host().unwrap_or(0);
+    let mut needs = match threads_needed {
+        Some(threads) => sysctl::needs_for_threads(threads, tasks_on_host)
+            .map_err(|e| RunError::Usage(e.to_string()))?,
+        None => Vec::new(),
+    };
+    if let Some((connections, addresses)) = serving {
+        // One descriptor per connection in one process each: past what a child of ours can be
+        // given, the run would measure EMFILE, not the server. --force does not pass it: the
+        // server could not accept them.
+        let reachable = limits::open_files_reachable(can_raise_hard_limits(), root);
+        loadgen::open_files_check(&opts.load.plan(connections), addresses, &reachable).map_err(
+            |why| {
+                let most =
+                    loadgen::most_connections(connections, &opts.load, addresses_given, &reachable);
+                RunError::Refused(format!(
+                    "{why}: at most {} connections here (nothing was changed)",
+                    units::count(most)
+                ))
+            },
+        )?;
+        needs.extend(sysctl::needs_for_connections(
+            connections,
+            addresses,
+            serve_backlog(&opts.target),
+            procfs::files_open().unwrap_or(0),
+        ));
+    }
+    let changes = store.plan(&needs).map_err(RunError::Failed)?;
+    if opts.perf.is_some() {
+        if !root {
+            return Err(RunError::Usage(
+                "--perf needs root (it samples the run's cgroup on every CPU, kernel stacks included)".into(),
+            ));
+        }
+        if !perf::available() {
+            return Err(RunError::Usage(
+                "--perf needs perf: sudo apt-get install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)".into(),
+            ));
+        }
+    }
+
+    if opts.pids_limit.is_some() && !root {
+        return Err(RunError::Usage(
+            "--pids-limit needs root (it is the pids.max of the run's cgroup)".into(),
+        ));
+    }
+    let headroom = store
+        .read("kernel.pid_max")
+        .ok()
+        .zip(store.read("kernel.threads-max").ok())
+        .map_or(0, |(pid_max, threads_max)| {
+            pid_max.min(threads_max).saturating_sub(tasks_on_host)
+        });
+    let pids_limit = leash::pids_limit(&opts.target, opts.pids_limit, headroom);
+
+    // Preflight: calibrate, estimate, refuse what cannot fit.
+    let budget = match opts.memory_limit {
+        Some(limit) => limit,
+        None => preflight::default_budget()?,
+    };
+    let mut estimate: Option<Estimate> = None;
+    if let (Target::Workload(inv), Some(params)) = (&opts.target, &params) {
+        let calibration = match opts.calibration.clone() {
+            Some(cal) => Ok(cal),
+            None => {
+                eprintln!(
+                    "spawnscope: calibrating: two short hold runs of {} to estimate the memory of N",
+                    inv.runtime.name()
+                );
+                preflight::calibrate(&binary, inv, interrupts)
+            }
+        };
+        match calibration {
+            Ok(cal) => {
+                let mut est = preflight::estimate(inv, cal, params, budget);
+                if !est.fits && !opts.force {
+                    return Err(RunError::Refused(preflight::refusal(inv, &est)));
+                }
+                if let (true, Some(detail), ProbeTimes::Calibrated) =
+                    (root, opts.probes, opts.probe_times)
+                {
+                    if let Err(failed) = preflight::calibrate_probes(
+                        &binary,
+                        inv,
+                        &mut est.calibration,
+                        detail,
+                        opts.perfetto,
+                        interrupts,
+                    ) {
+                        left_out.push(failed);
+                    }
+                }
+                estimate = Some(est);
+            }
+            Err(err) if root || opts.force => {
+                left_out.push(format!("memory preflight: calibration failed ({err:#}); the cgroup limit alone protects the host"));
+            }
+            Err(err) => return Err(RunError::Refused(format!("calibration failed and, without root, no cgroup limit would protect the host: {err:#} (--force runs anyway)"))),
+        }
+    } else if let (Target::Command { tasks: Some(n), .. }, Some(cal)) =
+        (&opts.target, opts.calibration.clone())
+    {
+        // A command swept by compare, calibrated at two sizes of its own N beforehand.
+        let est = preflight::estimate_command(*n, cal, budget);
+        if !est.fits && !opts.force {
+            return Err(RunError::Refused(preflight::command_refusal(
+                &opts.target.label(),
+                *n,
+                &est,
+            )));
+        }
+        estimate = Some(est);
+    } else {
+        left_out.push("memory preflight: an arbitrary command cannot be calibrated; the cgroup limit protects the host".into());
+    }
+    if let Some(sig) = interrupts.received() {
+        return Err(RunError::Refused(format!(
+            "{} received before the run started; nothing was changed",
+            signal_name(sig)
+        )));
+    }
+
+    let perf_plan = opts.perf.as_ref().map(|o| {
+        let rate = estimate.as_ref().map(|e| e.calibration.spawn_per_second);
+        perf::plan(&opts.target, rate, o)
+    });
+
+    clock.end("preflight");
+    // From here on the machine changes: every path below puts it back.
+    let started = chrono::Utc::now();
+    let root_existed = opts.out_root.exists();
+    let dir = ResultsDir::create(&opts.out_root, &opts.target, opts.cpu_count, &started)?;
+    // The runtime's trace goes into the run directory, raw, as the workload writes it.
+    let mut args = args;
+    let mut binary = binary;
+    match &runtime_trace {
+        Some(RuntimeTracer::GoReduced {
+            flag: Some(flag), ..
+        }) => args.extend(go_trace::workload_args(flag, &dir.path)),
+        Some(RuntimeTracer::TokioHooks { flag, hooks }) => {
+            args.extend(tokio_trace::workload_args(flag, &dir.path));
+            binary = hooks.clone();
+        }
+        _ => {}
+    }
+    let mut sysctl_record = SysctlRecord {
+        before: read_managed(&store),
+        changes: changes.clone(),
+        ..Default::default()
+    };
+    let owner = sysctl::this_run();
+    let raised = if root {
+        store.apply(&changes, &owner)?;
+        Some(RaisedGuard::new(&store, owner))
+    } else {
+        if !changes.is_empty() {
+            let list: Vec<String> = changes
+                .iter()
+                .map(|c| format!("{} {} (needs {})", c.key, c.from, c.to))
+                .collect();
+            left_out.push(format!(
+                "sysctls not raised (not root): {}; spawning may stop early",
+                list.join(", ")
+            ));
+        }
+        None
+    };
+    dir.write_json(record::SYSCTL, &sysctl_record)?;
+    let mut cgroup = if root {
+        match RunCgroup::create(Some(budget)) {
+            Ok(c) => Some(c),
+            Err(err) => {
+                left_out.push(format!(
+                    "no cgroup ({err:#}): no memory limit, no per-cgroup accounting"
+                ));
+                None
+            }
+        }
+    } else {
+        left_out.push("no cgroup (not root): no memory limit, no per-cgroup accounting".into());
+        None
+    };
+    if !root {
+        left_out.push("eBPF probes and perf need root".into());
+    }
+    // --cpu-count: the run's cpuset, else the workload's affinity (pinned in `measure`).
+    let mut confinement = counted_cpus.as_ref().map(|chosen| {
+        let how = match cgroup.as_mut().map(|cg| cg.confine_cpus(chosen)) {
+            Some(Ok(version)) => match version {
+                record::CgroupVersion::V1 => "cpuset v1",
+                record::CgroupVersion::V2 => "cpuset v2",
+            },
+            Some(Err(err)) => {
+                left_out.push(format!(
+                    "no cpuset ({err:#}): the run is held to its CPUs by the workload's affinity, which a process it starts may widen"
+                ));
+                "affinity"
+            }
+            None => "affinity",
+        };
+        record::CpuConfinement {
+            count: chosen.len() as u32,
+            cpus: limits::cpu_list(chosen),
+            policy: cpu_order::POLICY.into(),
+            how: how.into(),
+            seen: None,
+        }
+    });
+    let pin: Option<Vec<usize>> = match &confinement {
+        Some(c) if c.how == "affinity" => counted_cpus.clone(),
+        _ => cpus.clone(),
+    };
+    // A server's socket buffers, counted from before its first connection.
+    if let (Some(cg), Some(_)) = (cgroup.as_mut(), serving) {
+        if let Err(err) = cg.count_sockets() {
+            left_out.push(format!("socket memory not counted in the cgroup: {err:#}"));
+        }
+    }
+    // The leash's pids.max (a command's by default, see measure/leash.rs).
+    let pids_limit = match (&cgroup, pids_limit) {
+        (Some(cg), Some(limit)) => match cg.set_pids_max(limit.max) {
+            Ok(true) => Some(limit),
+            Ok(false) => {
+                left_out.push(format!(
+                    "pids limit {} not set: this host has no pids cgroup controller",
+                    limit.max
+                ));
+                None
+            }
+            Err(err) => {
+                left_out.push(format!("pids limit {} not set: {err:#}", limit.max));
+                None
+            }
+        },
+        _ => None,
+    };
+    // perf samples the run's cgroup (see perf.rs), else the workload's process.
+    let perf_scope = perf_plan.as_ref().map(|_| match cgroup.as_mut() {
+        Some(cg) => match cg.add_perf_event() {
+            Ok(name) => Some(name),
+            Err(err) => {
+                left_out.push(format!(
+                    "perf: no perf_event cgroup ({err:#}): recorded per process"
+                ));
+                None
+            }
+        },
+        None => None,
+    });
+    let perf = perf_plan.as_ref().zip(perf_scope);
+
+    let result = measure(
+        &opts,
+        &dir,
+        &binary,
+        &args,
+        cgroup.as_ref(),
+        interrupts,
+        root,
+        perf,
+        pids_limit.as_ref().map(|l| l.max),
+        pin.as_deref(),
+        counted_cpus.as_deref().or(cpus.as_deref()),
+        estimate
+            .as_ref()
+            .and_then(|e| e.calibration.probes.as_ref())
+            .filter(|_| opts.probe_times == ProbeTimes::Calibrated),
+        trace_cap.as_ref(),
+        &mut clock,
+    );
+
+    // Put the machine back before looking at any figure.
+    let cgroup_final = cgroup.as_ref().map(RunCgroup::stats);
+    if let Some(cg) = cgroup {
+        if let Err(err) = cg.remove() {
+            eprintln!("spawnscope: {err:#}");
+        }
+    }
+    if let Some(guard) = raised {
+        match guard.restore() {
+            Ok(restored) => sysctl_record.restored = restored,
+            Err(err) => sysctl_record.restore_error = Some(format!("{err:#}")),
+        }
+    }
+    sysctl_record.after = read_managed(&store);
+    dir.write_json(record::SYSCTL, &sysctl_record)?;
+
+    let mut measured = result?;
+    clock.end("restore");
+    if let Some(c) = confinement.as_mut() {
+        c.seen = measured.cpus_seen.take();
+    }
+    measured.memory.cgroup_final = cgroup_final.clone();
+    let oom_killed = cgroup_final.as_ref().is_some_and(|c| c.oom_kills > 0);
+    let interrupted_by = interrupts.received();
+    left_out.extend(measured.left_out);
+    match &runtime_trace {
+        Some(RuntimeTracer::TokioHooks { .. }) => {
+            if let Err(why) = tokio_trace::written(&dir.path) {
+                left_out.push(format!("--runtime-trace: {why}"));
+            }
+        }
+        // A command need not be a Go program that starts the tracer: said, not an error.
+        Some(RuntimeTracer::GoReduced { flag: None, .. })
+            if !dir.path.join(record::GO_TRACE).exists() =>
+        {
+            eprintln!("spawnscope: {}", go_trace::NO_TRACE_FROM_COMMAND);
+            left_out.push(go_trace::NO_TRACE_FROM_COMMAND.into())
+        }
+        Some(RuntimeTracer::GoReduced { reducer, .. }) => {
+            eprintln!(
+                "spawnscope: reducing the Go execution trace ({})",
+                record::GO_TRACE
+            );
+            if let Err(why) = go_trace::reduce(reducer, &dir.path) {
+                left_out.push(format!(
+                    "--runtime-trace: {why}; {} is kept",
+                    record::GO_TRACE
+                ));
+            }
+        }
+        None => {}
+    }
+    // A command's tasks taken as a runtime's (command_moment): recorded as such, so that the
+    // analysis divides by them and sets no "threads created" check against them.
+    let mut target = opts.target.clone();
+    if let (
+        Target::Command { task_kind, .. },
+        Some(PeakMoment {
+            counted: AliveCount::AssumedTasks { .. },
+            ..
+        }),
+    ) = (&mut target, &measured.memory.peak_moment)
+    {
+        *task_kind = TaskKind::Task;
+    }
+    let record = RunRecord {
+        schema: 1,
+        target,
+        argv: std::env::args().collect(),
+        started_utc: started.to_rfc3339(),
+        root,
+        pid: measured.pid,
+        wall_ns: measured.wall_ns,
+        released_t_ns: measured.released_t_ns,
+        reaped_t_ns: measured.reaped_t_ns,
+        exit: measured.exit,
+        rusage: measured.rusage,
+        interrupted_by: interrupted_by.map(|s| signal_name(s).to_string()),
+        oom_killed,
+        memory_limit_bytes: cgroup_final.as_ref().and_then(|c| c.memory_limit_bytes),
+        estimate,
+        contract_violations: measured.violations,
+        timeout_ns: opts.timeout.map(|t| t.as_nanos() as u64),
+        pids_limit,
+        stopped_by: measured.stopped_by,
+        cpus: opts.cpus.clone(),
+        cpu_count: confinement,
+        open_files_limit: measured.open_files_limit,
+        left_out,
+        stages: clock.stages,
+        runtime_traced: runtime_trace.is_some(),
+    };
+    dir.write_json(record::MEMORY, &measured.memory)?;
+    dir.write_json(record::RUN, &record)?;
+    if !dir.file(record::MACHINE).exists() {
+        dir.write_json(
+            record::MACHINE,
+            &machine::fingerprint(&workload_toolchains(&opts.target, None)),
+        )?;
+    }
+    if let Some(err) = sysctl_record.restore_error {
+        return Err(RunError::Failed(anyhow!(
+            "sysctls could not be restored: {err} — run `spawnscope sysctl restore`"
+        )));
+    }
+
+    Ok(Outcome {
+        dir: dir.path,
+        interrupted_by,
+        made_out_root: !root_existed,
+    })
+}
+
+/// serve: (connections, loopback addresses the server listens on), from the invocation.
+fn serve_connections(target: &Target) -> Option<(u64, u64)> {
+    match target {
+        Target::Workload(inv) if inv.workload == WorkloadKind::Serve => {
+            let addresses = inv
+                .flag("--addrs")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1);
+            Some((inv.n, addresses))
+        }
+        _ => None,
+    }
+}
+
+/// serve: the listen(2) backlog it asks for (--backlog, else the workloads' 4096).
+fn serve_backlog(target: &Target) -> u64 {
+    match target {
+        Target::Workload(inv) => inv
+            .flag("--backlog")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(WORKLOAD_BACKLOG),
+        Target::Command { .. } => 0,
+    }
+}
+
+/// A server's flags where the user gave none, for C connections:
+/// - more connections than one address takes (CONNECTIONS_PER_ADDRESS: the load generator's
+///   ephemeral ports): more loopback addresses (--addrs);
+/// - more connections per address than the workloads' own backlog (4096): an accept queue that
+///   holds them (--backlog). wrk connects all of them at once; past a full queue, the kernel
+///   drops the handshake's last ACK and the client retransmits after 1 s, 3 s…, and the load
+///   measures the connecting. (Not seen on the 2-core VM, whose connects the port search held
+///   back: host/sysctl.rs, PORT_RANGE; a faster load generator fills the queue.)
+fn with_serve_defaults(mut opts: RunOptions) -> RunOptions {
+    if let Target::Workload(inv) = &mut opts.target {
+        add_serve_defaults(inv);
+    }
+    opts
+}
+
+fn add_serve_defaults(inv: &mut Invocation) {
+    if inv.workload != WorkloadKind::Serve {
+        return;
+    }
+    // A value that does not parse is the workload's to refuse (bad input), not to add to.
+    let addresses = match inv.flag("--addrs") {
+        Some(given) => given.parse().unwrap_or(1),
+        None => {
+            let needed = sysctl::addresses_for(inv.n);
+            if needed > 1 {
+                inv.flags.push(("--addrs".into(), needed.to_string()));
+            }
+            needed
+        }
+    };
+    let per_address = inv.n.div_ceil(addresses.max(1));
+    if inv.flag("--backlog").is_none() && per_address > WORKLOAD_BACKLOG {
+        let backlog = per_address.min(sysctl::BACKLOG_LIMIT);
+        inv.flags.push(("--backlog".into(), backlog.to_string()));
+    }
+}
+
+/// The workloads' own listen(2) backlog, where --backlog is not given.
+const WORKLOAD_BACKLOG: u64 = 4096;
+
+/// serve: the load to put on it once it listens (measure/loadgen.rs).
+fn serve_load(opts: &RunOptions, dir: &ResultsDir) -> Option<ServeLoad> {
+    let (connections, _) = serve_connections(&opts.target)?;
+    Some(ServeLoad {
+        plan: opts.load.plan(connections),
+        script: dir.file(record::WRK_SCRIPT),
+    })
+}
+
+/// Where the fingerprint reads the Go and Rust versions: the workload's own `start` event, and
+/// the binaries a run of each runtime would start (read, not run).
+fn workload_toolchains(target: &Target, runtime_version: Option<&str>) -> machine::Toolchains {
+    let from_event = |prefix: &str| runtime_version.and_then(|v| toolchain_in(v, prefix));
+    let binary = |r: Runtime| r.binary().ok().filter(|p| p.is_file());
+    machine::Toolchains {
+        go_from_event: from_event("go"),
+        rust_from_event: from_event("rustc"),
+        event_runtime: match target {
+            Target::Workload(inv) if runtime_version.is_some() => Some(inv.runtime.name().into()),
+            _ => None,
+        },
+        goroutines_bin: binary(Runtime::Goroutines),
+        threads_bin: binary(Runtime::Threads),
+    }
+}
+
+/// The toolchain a start event's `runtime_version` names: all of it ("go1.22.2", "rustc 1.87.0
+/// (…)"), or, after a runtime's own version, in parentheses ("tokio 1.47.1 (rustc 1.87.0 (…))").
+fn toolchain_in(runtime_version: &str, prefix: &str) -> Option<String> {
+    if runtime_version.starts_with(prefix) {
+        return Some(runtime_version.to_string());
+    }
+    let at = runtime_version.find(&format!("({prefix}"))?;
+    let inner = &runtime_version[at + 1..];
+    Some(inner.strip_suffix(')').unwrap_or(inner).to_string())
+}
+
+/// A command's base: the machine just before its release. The command does not exist yet: its
+/// RSS, page tables and threads are zero (the gated child is still a copy of the conductor), and
+/// what that copy holds alone is freed at its exec: counted free already (`freed_at_exec_kb`).
+fn command_base(cgroup: Option<&RunCgroup>, gated: u32) -> Snapshot {
+    let rollup = procfs::read_key_values(format!("/proc/{gated}/smaps_rollup")).unwrap_or_default();
+    let status = procfs::read_key_values(format!("/proc/{gated}/status")).unwrap_or_default();
+    let mut base = snapshot(None, cgroup, false);
+    base.freed_at_exec_kb = (!rollup.is_empty()).then(|| Snapshot::freed_at_exec(&rollup, &status));
+    base.status = [
+        ("VmRSS".to_string(), 0),
+        ("RssAnon".to_string(), 0),
+        ("RssShmem".to_string(), 0),
+        ("VmPTE".to_string(), 0),
+        ("Threads".to_string(), 0),
+    ]
+    .into();
+    base
+}
+
+/// A command's tasks alive at its peak snapshot: OS threads are counted there (all but the main
+/// thread; of a tree of processes, all but each one's main thread and the launchers'); a
+/// user-space runtime's tasks only the command knows (`--tasks`).
+/// A command whose OS threads at the moment measured are fewer than `--tasks` over this runs
+/// a user-space runtime's tasks (a tokio or Go program of a million tasks runs a handful), not a
+/// thread per task: dividing its memory by its few threads would make each "task" megabytes.
+const THREADS_PER_TASK_FLOOR: u64 = 10;
+
+fn command_moment(
+    at: &Snapshot,
+    chosen: PeakChoice,
+    kind: TaskKind,
+    declared: Option<u64>,
+    guess_kind: bool,
+) -> PeakMoment {
+    // The run's processes where it has several (a shell, `go run` above the program), their
+    // launchers left out; else the process started, as always.
+    let (threads, in_snapshot) = if at.counts_by_tree() {
+        (
+            Some(tree::task_threads(&at.tree)),
+            AliveCount::ThreadsInTree {
+                processes: at.tree.len() as u64,
+                launchers: tree::launchers(&at.tree).len() as u64,
+            },
+        )
+    } else {
+        (
+            at.status.get("Threads").map(|t| t.saturating_sub(1)),
+            AliveCount::ThreadsInSnapshot { before: 1 },
+        )
+    };
+    let (alive, counted) = match (kind, threads, declared) {
+        (TaskKind::Thread, Some(t), Some(n))
+            if guess_kind && t.saturating_mul(THREADS_PER_TASK_FLOOR) < n =>
+        {
+            (Some(n), AliveCount::AssumedTasks { os_threads: t })
+        }
+        (TaskKind::Thread, _, _) => (threads, in_snapshot),
+        (TaskKind::Task, _, _) => (declared, AliveCount::Declared),
+    };
+    PeakMoment {
+        chosen,
+        alive,
+        counted,
+    }
+}
+
+/// The stages of a run, timed one after the other (`RunRecord::stages`).
+struct StageClock {
+    since: Instant,
+    stages: Vec<Stage>,
+}
+
+impl StageClock {
+    fn start() -> Self {
+        StageClock {
+            since: Instant::now(),
+            stages: Vec::new(),
+        }
+    }
+
+    /// Ends the stage that ran since the last one ended.
+    fn end(&mut self, name: &str) {
+        let now = Instant::now();
+        self.stages.push(Stage {
+            name: name.into(),
+            ns: now.duration_since(self.since).as_nanos() as u64,
+        });
+        self.since = now;
+    }
+}
+
+/// What `measure` brings back.
+struct Measured {
+    pid: Option<u32>,
+    wall_ns: u64,
+    released_t_ns: Option<u64>,
+    reaped_t_ns: Option<u64>,
+    exit: Option<Exit>,
+    rusage: Option<Rusage>,
+    memory: MemoryRecord,
+    violations: Vec<String>,
+    stopped_by: Option<StoppedBy>,
+    open_files_limit: Option<u64>,
+    /// The workload's Cpus_allowed_list just after its exec (read back for --cpu-count).
+    cpus_seen: Option<String>,
+    left_out: Vec<String>,
+}
+
+/// Starts the workload, follows it, reaps it. The caller restores the machine whatever happens.
+/// `perf`: how to record samples, and the cgroup perf filters on (None: the workload's PID).
+/// `pids_limit`: the cgroup's pids.max, which stops a command that reaches it (measure/leash.rs).
+/// `probe_calibration`: each probe program's ns per run, measured before the run.
+/// `cpus`: the CPUs to pin the workload to; `held_to`: the CPUs the run is held to however
+/// (pinned, or its cpuset), over which the sentinels read CPU outside the run and steal.
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    opts: &RunOptions,
+    dir: &ResultsDir,
+    binary: &Path,
+    args: &[String],
+    cgroup: Option<&RunCgroup>,
+    interrupts: &Interrupts,
+    root: bool,
+    perf: Option<(&record::perf::PerfPlan, Option<String>)>,
+    pids_limit: Option<u64>,
+    cpus: Option<&[usize]>,
+    held_to: Option<&[usize]>,
+    probe_calibration: Option<&record::ProbeCalibration>,
+    trace_cap: Option<&trace_cap::TraceCap>,
+    clock: &mut StageClock,
+) -> Result<Measured> {
+    let workload = match &opts.target {
+        Target::Workload(inv) => Some(inv.workload),
+        Target::Command { .. } => None,
+    };
+    // A workload's memory is measured from its base, read at its start gate
+    // (`MemoryRecord::base`); this is the machine before it. A
+    // command's base is taken just before its release (`command_base`), once the probes' maps
+    // and perf's buffers exist: they are the conductor's, not the command's.
+    let mut memory = MemoryRecord {
+        before: match workload {
+            Some(_) => snapshot(None, cgroup, false),
+            None => Snapshot::default(),
+        },
+        ..Default::default()
+    };
+    let (peak_when, task_kind, declared_tasks, task_lifetime_ns) = match &opts.target {
+        Target::Command {
+            peak_when,
+            task_kind,
+            tasks,
+            task_lifetime_ns,
+            ..
+        } => (
+            peak_when
+                .as_deref()
+                .map(regex::Regex::new)
+                .transpose()
+                .context("--peak-when")?,
+            *task_kind,
+            *tasks,
+            *task_lifetime_ns,
+        ),
+        Target::Workload(_) => (None, TaskKind::Thread, None, None),
+    };
+    // A workload talks to the conductor; a command keeps the terminal, unless a sweep keeps its
+    // output.
+    let piped = workload.is_some() || opts.keep_command_output;
+    let setup = ChildSetup {
+        cgroup_procs: cgroup.map(RunCgroup::procs_files).unwrap_or_default(),
+        unlimited_nproc: root,
+        gated: true,
+        stdin: match (workload, piped) {
+            (Some(_), _) => Stdio::Pipe,
+            (None, true) => Stdio::Null,
+            (None, false) => Stdio::Inherit,
+        },
+        stdout: if piped || peak_when.is_some() {
+            Stdio::Pipe
+        } else {
+            Stdio::Inherit
+        },
+        stderr: if piped { Stdio::Pipe } else { Stdio::Inherit },
+        // --runtime-trace: a command's Go program is told where to write its trace (its whole
+        // tree inherits it).
+        env: match (&opts.target, opts.runtime_trace) {
+            (Target::Command { .. }, true) => vec![go_trace::command_env(&dir.path)],
+            _ => Vec::new(),
+        },
+    };
+    let mut child = launch::spawn(binary, args, setup)?;
+    let pid = child.pid;
+    interrupts.watch(pid);
+    // Set on the gated child before its exec: every thread it starts inherits them.
+    let mut left_out = Vec::new();
+    let mut open_files_limit = None;
+    if let Some((connections, _)) = serve_connections(&opts.target) {
+        let wanted = limits::nofile_for(connections);
+        match limits::raise_open_files(pid, wanted, can_raise_hard_limits()) {
+            Ok(got) => open_files_limit = Some(got),
+            Err(err) => left_out.push(format!("RLIMIT_NOFILE of the server not raised: {err:#}")),
+        }
+    }
+    if let Some(cpus) = cpus {
+        if let Err(err) = limits::pin_to_cpus(pid, cpus) {
+            // Dropped while gated, the child is killed; reaped only after, so that no later kill
+            // can reach its PID once it is free.
+            drop(child);
+            let _ = launch::wait(pid);
+            interrupts.unwatch(pid);
+            return Err(err);
+        }
+    }
+    let target_tasks = match &opts.target {
+        Target::Workload(inv) => inv.workload.tasks(inv.n),
+        Target::Command { tasks, .. } => tasks.unwrap_or(0),
+    };
+    // The probes attach while the child waits at its gate: they count from its exec on.
+    // The collector sizes its per-thread tables by the OS threads it will see: one per task, or
+    // a runtime's few (its maps are allocated after the "before" snapshot, so they would show
+    // in the MemAvailable drop if sized by a million goroutines).
+    let expected_threads = match &opts.target {
+        Target::Workload(inv) if !inv.runtime.describe().kernel_task_each() => RUNTIME_THREADS,
+        Target::Command {
+            task_kind: TaskKind::Task,
+            ..
+        } => RUNTIME_THREADS,
+        _ => target_tasks,
+    };
+    let collector = if let (true, Some(detail)) = (root, opts.probes) {
+        // Each program's ns per run from the probes' calibration, when it ran these probes: the
+        // kernel's run-time statistics then stay off in this run.
+        let calibrated = probe_calibration.filter(|p| p.serves(detail.name(), opts.perfetto));
+        let rates = calibrated.map(|p| p.rates.clone());
+        // The ring holds the whole run's records (probes::trace_ring): made here, before the
+        // base snapshot of a workload (its first phase) or of a command (just before release).
+        let trace = opts.perfetto.then(|| {
+            probes::trace_config(
+                &dir.file(record::TRACE_EVENTS),
+                calibrated.and_then(|p| p.trace.as_ref()),
+                (target_tasks > 0).then_some(target_tasks),
+                trace_cap,
+            )
+        });
+        probes::start(
+            pid,
+            cgroup.and_then(RunCgroup::v2_id),
+            expected_threads,
+            detail,
+            workload == Some(WorkloadKind::Serve),
+            rates,
+            trace,
+            &mut left_out,
+        )
+    } else {
+        if root {
+            left_out.push("eBPF probes: left out (--no-probes)".into());
+        }
+        None
+    };
+    if opts.perfetto && collector.is_none() {
+        left_out.push("--perfetto: no trace without the eBPF probes".into());
+    }
+    // perf starts while the workload waits at its gate, so its first instruction is sampled.
+    // Dropping the recorder on any path below stops perf.
+    let recorder = perf.and_then(|(plan, cgroup_name)| {
+        let scope = cgroup_name.map_or(perf::Scope::Pid(pid), perf::Scope::Cgroup);
+        eprintln!(
+            "spawnscope: perf: cpu-clock at {} Hz ({}), call graph {}, {}",
+            plan.freq_hz,
+            plan.why,
+            plan.call_graph.arg(),
+            match &scope {
+                perf::Scope::Cgroup(c) => format!("cgroup {c}"),
+                perf::Scope::Pid(p) => format!("process {p}"),
+            }
+        );
+        match perf::Recorder::start(plan, &scope, &dir.path) {
+            Ok(r) => Some(r),
+            Err(err) => {
+                left_out.push(format!("perf: {err:#}"));
+                None
+            }
+        }
+    });
+    // What ran just before (the calibration runs, a previous run of a sweep) is still being
+    // freed for a while (RCU callbacks, lazy teardown): MemAvailable would rise under the run and
+    // hide megabytes of it, which matters where few tasks are alive at the moment measured.
+    clock.end("setup");
+    settle();
+    clock.end("settle_before");
+    let bar = progress_bar(target_tasks);
+    bar.set_prefix("start");
+    // The sentinels' first mark: just before the release, with the workload held at its gate.
+    let mut sentinels = SentinelWatch::new(cgroup, pid, held_to.map(<[usize]>::to_vec));
+    sentinels.mark("start");
+    if workload.is_none() {
+        memory.before = command_base(cgroup, pid);
+    }
+    let start = Instant::now();
+    let released_t_ns = monotonic_ns();
+    if let Err(err) = child.release() {
+        let _ = launch::wait(pid);
+        interrupts.unwatch(pid);
+        return Err(err);
+    }
+    // What the kernel holds the workload to, read once it has exec'd (it joined its cgroup and
+    // was pinned before): the CPUs every thread and child it starts inherits.
+    let cpus_seen = procfs::cpus_allowed(pid);
+    let watcher = leash::watch(
+        pid,
+        cgroup.cloned(),
+        opts.timeout,
+        pids_limit.filter(|_| workload.is_none()),
+    );
+    let sampler = Sampler::start(
+        pid,
+        cgroup.cloned(),
+        workload.is_none(),
+        task_lifetime_ns.map(|life| released_t_ns + life),
+        bar.clone(),
+        Some(sentinels.reader()),
+    );
+    let peak_when_given = peak_when.is_some();
+    let command_stdout = peak_when.and_then(|pattern| {
+        let from = child.stdout.take()?;
+        Some(watch_command_stdout(
+            from,
+            dir.file(record::COMMAND_STDOUT),
+            pattern,
+            pid,
+            cgroup.cloned(),
+        ))
+    });
+    // A command's stdout kept by a sweep goes to command.stdout (and our stderr).
+    let kept_stdout = match (workload, child.stdout.take()) {
+        (None, Some(out)) => Some(tee_stderr(
+            out,
+            dir.file(record::COMMAND_STDOUT),
+            bar.clone(),
+        )),
+        (_, out) => {
+            child.stdout = out;
+            None
+        }
+    };
+    let stderr = child
+        .stderr
+        .take()
+        .map(|e| tee_stderr(e, dir.file(record::STDERR), bar.clone()));
+    let followed = match (child.stdout.take(), workload) {
+        (Some(stdout), Some(kind)) => follow_events(
+            stdout,
+            child.stdin.take(),
+            serve_load(opts, dir),
+            &dir.file(record::EVENTS),
+            pid,
+            cgroup,
+            collector.as_ref(),
+            kind,
+            matches!(&opts.target, Target::Workload(inv) if inv.runtime.describe().tasks_are_threads),
+            &bar,
+            Some(&mut sentinels),
+        ),
+        _ => Ok(Followed::default()),
+    };
+    let waited = launch::wait(pid);
+    let reaped_t_ns = monotonic_ns();
+    interrupts.unwatch(pid);
+    if let (None, Some(cg)) = (workload, cgroup) {
+        leash::wait_for_leftovers(cg, interrupts);
+    }
+    let wall_ns = start.elapsed().as_nanos() as u64;
+    let stopped_by = watcher.and_then(leash::Watcher::finish);
+    if let Some(c) = collector {
+        let report = c.finish();
+        left_out.extend(
+            report
+                .trace
+                .iter()
+                .flat_map(|t| probes::trace_left_out(t, report.t0_ns)),
+        );
+        dir.write_json(record::COLLECTOR, &report)?;
+    }
+    if let Some(recorder) = recorder {
+        if let Err(err) = recorder.stop() {
+            left_out.push(format!("perf: {err:#}"));
+        }
+    }
+    let Sampled {
+        timeline,
+        peak: sampled_peak,
+        sentinel_ticks,
+    } = sampler.finish();
+    let reaped_cpu_ns = waited
+        .as_ref()
+        .ok()
+        .map(|(_, ru)| (ru.user_us + ru.sys_us) * 1000);
+    // Raw, before anything is analysed.
+    dir.write_json(
+        record::SENTINELS,
+        &sentinels.finish(sentinel_ticks, reaped_cpu_ns),
+    )?;
+    for handle in stderr.into_iter().chain(kept_stdout) {
+        let _ = handle.join();
+    }
+    let matched = command_stdout.and_then(|h| h.join().ok().flatten());
+    bar.finish_and_clear();
+    let followed = followed?;
+    if let Some(load) = &followed.load {
+        dir.write_json(record::LOAD, load)?;
+        if let Some(why) = &load.failed {
+            left_out.push(format!("load: {why}"));
+        }
+    }
+    let (exit, rusage) = waited?;
+    let machine = machine::fingerprint(&workload_toolchains(
+        &opts.target,
+        followed.runtime_version.as_deref(),
+    ));
+    dir.write_json(record::MACHINE, &machine)?;
+    clock.end("workload");
+    settle();
+    memory.after = Some(snapshot(None, cgroup, false));
+    clock.end("settle_after");
+    memory.timeline = timeline;
+    memory.base = followed.base;
+    memory.phases = followed.phases;
+    memory.stops = followed.stops;
+    if let Some(why) = followed.stop_failed {
+        left_out.push(format!(
+            "stopping the workload for a still memory reading: {why}; memory is read on the run"
+        ));
+    }
+    let peak = match workload {
+        Some(_) => followed.peak,
+        None => {
+            if peak_when_given && matched.is_none() {
+                left_out.push(
+                    "--peak-when: no line of the command's stdout matched; memory is measured at the moment of most memory in use".into(),
+                );
+            }
+            matched
+                .map(|(snapshot, line)| (snapshot, PeakChoice::Matched { line }))
+                .or(sampled_peak.map(|snapshot| (snapshot, PeakChoice::MostMemory)))
+                .map(|(snapshot, chosen)| {
+                    let moment = command_moment(
+                        &snapshot,
+                        chosen,
+                        task_kind,
+                        declared_tasks,
+                        opts.guess_task_kind,
+                    );
+                    (snapshot, moment, Vec::new())
+                })
+        }
+    };
+    if let Some((snapshot, moment, neighbours)) = peak {
+        memory.peak = Some(snapshot);
+        memory.peak_moment = Some(moment);
+        memory.peak_neighbours = neighbours;
+    }
+    Ok(Measured {
+        pid: Some(pid),
+        wall_ns,
+        released_t_ns: Some(released_t_ns),
+        reaped_t_ns: Some(reaped_t_ns),
+        exit: Some(exit),
+        rusage: Some(rusage),
+        memory,
+        violations: followed.violations,
+        stopped_by,
+        open_files_limit,
+        cpus_seen,
+        left_out,
+    })
+}
+
+/// What records a runtime-traced run's runtime (`--runtime-trace`).
+enum RuntimeTracer {
+    /// goroutines: the workload's `flag` writes the Go execution trace (a command, no flag: told
+    /// the file through its environment); `reducer` reduces it after.
+    GoReduced {
+        flag: Option<&'static str>,
+        reducer: PathBuf,
+    },
+    /// tokio: the hooks build runs in the default binary's place, its `flag` writing the records.
+    TokioHooks { flag: &'static str, hooks: PathBuf },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_s_threads_are_counted_over_its_processes_less_the_launchers() {
+        let process = |pid, ppid, threads| record::ProcessReading {
+            pid,
+            ppid,
+            threads,
+            ..Default::default()
+        };
+        let status = |threads| [("Threads".to_string(), threads)].into();
+        // PROG alone: its threads less its main thread, from its status, as always.
+        let alone = Snapshot {
+            status: status(2_001),
+            tree: vec![process(11, 1, 2_001)],
+            ..Default::default()
+        };
+        let moment = |at: &Snapshot| {
+            command_moment(
+                at,
+                PeakChoice::MostMemory,
+                TaskKind::Thread,
+                Some(2_000),
+                true,
+            )
+        };
+        let m = moment(&alone);
+        assert_eq!(m.alive, Some(2_000));
+        assert_eq!(m.counted, AliveCount::ThreadsInSnapshot { before: 1 });
+        // sh -c 'PROG; true': the shell's one thread was all its status said.
+        let wrapped = Snapshot {
+            status: status(1),
+            tree: vec![process(10, 1, 1), process(11, 10, 2_001)],
+            ..Default::default()
+        };
+        let m = moment(&wrapped);
+        assert_eq!(m.alive, Some(2_000), "{m:?}");
+        assert_eq!(
+            m.counted,
+            AliveCount::ThreadsInTree {
+                processes: 2,
+                launchers: 1
+            }
+        );
+    }
+
+    #[test]
+    fn the_toolchain_is_read_from_every_runtime_version() {
+        let rustc = "rustc 1.87.0 (17067e9ac 2025-05-09)";
+        assert_eq!(toolchain_in(rustc, "rustc").as_deref(), Some(rustc));
+        assert_eq!(
+            toolchain_in(&format!("tokio 1.47.1 ({rustc})"), "rustc").as_deref(),
+            Some(rustc)
+        );
+        assert_eq!(toolchain_in("go1.22.2", "go").as_deref(), Some("go1.22.2"));
+        assert_eq!(toolchain_in("go1.22.2", "rustc"), None);
+        assert_eq!(toolchain_in(&format!("tokio 1.47.1 ({rustc})"), "go"), None);
+    }
+
+    #[test]
+    fn a_server_gets_addresses_and_an_accept_queue_for_its_connections() {
+        let serve = |n: u64, flags: &[(&str, &str)]| {
+            let mut inv = Invocation {
+                runtime: Runtime::Tokio,
+                workload: WorkloadKind::Serve,
+                n,
+                flags: flags
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            };
+            add_serve_defaults(&mut inv);
+            let flag = |name| inv.flag(name).map(String::from);
+            (flag("--addrs"), flag("--backlog"))
+        };
+        assert_eq!(
+            serve(1000, &[]),
+            (None, None),
+            "the workloads' own defaults"
+        );
+        assert_eq!(serve(19_000, &[]), (None, Some("19000".into())));
+        assert_eq!(
+            serve(120_000, &[]),
+            (Some("4".into()), Some("30000".into())),
+            "a queue per address"
+        );
+        assert_eq!(
+            serve(19_000, &[("--backlog", "128"), ("--addrs", "2")]),
+            (Some("2".into()), Some("128".into())),
+            "what the user gave stands"
+        );
+        assert_eq!(
+            serve(19_000, &[("--addrs", "4")]),
+            (Some("4".into()), Some("4750".into()))
+        );
+    }
+}

@@ -1,0 +1,4 @@
+//! The eBPF probes: their counts and the counts' verdict, what each program costs, the kernel's waits.
+
+pub mod probe_cost;
+pub mod waits;

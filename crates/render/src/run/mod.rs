@@ -1,0 +1,3 @@
+//! One run: its summary (what one task costs) and its phases.
+
+pub mod summary;
