@@ -54,8 +54,7 @@ fn a_missing_interpreter_or_build_is_skipped_with_what_to_do() {
 #[test]
 fn a_script_runs_under_its_interpreter_with_n_last_and_its_sleep_declared() {
     // `sh` stands in for an interpreter every host has.
-    let tmp =
-        std::env::temp_dir().join(format!("spawnscope-examples-sh-{}", std::process::id()));
+    let tmp = std::env::temp_dir().join(format!("spawnscope-examples-sh-{}", std::process::id()));
     std::fs::create_dir_all(tmp.join("sh")).unwrap();
     std::fs::write(tmp.join("sh/sleepers.sh"), "").unwrap();
     let ex = Example {
@@ -214,10 +213,7 @@ fn java_runs_on_the_jdk_found_with_its_flags_printed() {
     assert_eq!(platform.task_kind, TaskKind::Thread);
     // Its study clamps it (a million took 26 min here), and the command carries why.
     let (most, why) = platform.most_tasks.clone().unwrap();
-    assert_eq!(
-        most,
-        studies::async_runtimes_2024::PLATFORM_THREADS_MOST
-    );
+    assert_eq!(most, studies::async_runtimes_2024::PLATFORM_THREADS_MOST);
     assert!(why.contains("26 min"), "{why}");
     assert_eq!(command.most_tasks, None);
     assert_eq!(platform.argv(5)[7], "PlatformThreads");
@@ -257,8 +253,7 @@ fn the_heap_and_collector_are_kept_of_the_flags_a_jvm_prints() {
         Some("-XX:InitialHeapSize=394945472 -XX:MaxHeapSize=6319127552 -XX:+UseG1GC")
     );
     assert_eq!(
-        jvm_memory_flags("-XX:MaxHeapSize=1g -XX:ThreadStackSize=256 -XX:+UseSerialGC")
-            .as_deref(),
+        jvm_memory_flags("-XX:MaxHeapSize=1g -XX:ThreadStackSize=256 -XX:+UseSerialGC").as_deref(),
         Some("-XX:MaxHeapSize=1g -XX:ThreadStackSize=256 -XX:+UseSerialGC")
     );
     assert_eq!(jvm_memory_flags("openjdk version \"25\""), None);
@@ -278,9 +273,8 @@ fn the_java_examples_compile_and_run_on_this_hosts_jdk() {
     let runs: Vec<_> = ["java-virtual-threads", "java-platform-threads"]
         .into_iter()
         .map(|label| {
-            let command =
-                prepare_one(example(label), Some(&source), Some(built.path()), &tools)
-                    .unwrap_or_else(|why| panic!("{label}: {why}"));
+            let command = prepare_one(example(label), Some(&source), Some(built.path()), &tools)
+                .unwrap_or_else(|why| panic!("{label}: {why}"));
             let version = command.version.clone().unwrap_or_default();
             assert!(version.contains("-XX:MaxHeapSize="), "{label}: {version}");
             let argv = command.argv(1_000);

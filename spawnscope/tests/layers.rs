@@ -313,10 +313,15 @@ fn analyse_reads_no_raw_record_from_measure() {
 #[test]
 fn the_scanner_sees_a_planted_upward_import_and_circle() {
     // The checks above pass only if the scanner can see what it looks for.
-    let modules: BTreeSet<String> = ["record", "render::table", "render", "analyse::comparisons::compare"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let modules: BTreeSet<String> = [
+        "record",
+        "render::table",
+        "render",
+        "analyse::comparisons::compare",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let code = "use crate::render::table::Table;\nlet x = crate::analyse::compare::compare_runs();\nuse crate::{record::Plan, render};";
     let found: Vec<String> = imports(code, &modules)
         .into_iter()
@@ -324,7 +329,12 @@ fn the_scanner_sees_a_planted_upward_import_and_circle() {
         .collect();
     assert_eq!(
         found,
-        ["render::table", "analyse::comparisons::compare", "record", "render"]
+        [
+            "render::table",
+            "analyse::comparisons::compare",
+            "record",
+            "render"
+        ]
     );
     let g = Graph {
         edges: BTreeMap::from([

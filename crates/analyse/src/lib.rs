@@ -8,9 +8,9 @@ pub mod memory;
 pub mod probes;
 pub mod run;
 pub mod runtimes;
+pub mod serving;
 pub mod time;
 pub mod traces;
-pub mod serving;
 // The tests of the crates above (render, studies) build their fixtures with it too.
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;

@@ -321,10 +321,7 @@ pub fn figures(
 
 /// The load generator's CPU time is not "something else on the machine": it is the experiment.
 /// Taken out of the CPU outside the run in the `load` phase before the verdict judges it.
-pub fn discount_load_generator(
-    evidence: &mut crate::time::verdict::Evidence,
-    load: &LoadRecord,
-) {
+pub fn discount_load_generator(evidence: &mut crate::time::verdict::Evidence, load: &LoadRecord) {
     let wrk_ns: u64 = load.processes.iter().filter_map(|p| p.cpu_ns).sum();
     for phase in evidence.phases.iter_mut().filter(|p| p.phase == "load") {
         phase.outside_cpu_ns = phase.outside_cpu_ns.map(|ns| ns.saturating_sub(wrk_ns));

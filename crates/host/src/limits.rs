@@ -184,7 +184,6 @@ pub fn pin_to_cpus(pid: u32, cpus: &[usize]) -> Result<()> {
 mod tests {
     use super::*;
 
-
     #[test]
     fn a_cpu_outside_the_usable_set_is_refused_and_named() {
         assert_eq!(cpus_to_pin("0-1", &[0, 1, 2]).unwrap(), vec![0, 1]);

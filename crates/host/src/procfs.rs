@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use anyhow::{Context, Result};
 use record::tree::{ProcessReading, SMAPS_KEYS, STATUS_KEYS, TASK_SLABS};
 pub use record::CpuTime;
 use record::SlabObjects;
-use anyhow::{Context, Result};
 
 /// `Name: value [kB]` lines (/proc/meminfo, /proc/PID/status, smaps_rollup) as name -> number.
 /// Values keep the kernel's unit (kB for sizes).

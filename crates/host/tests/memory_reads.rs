@@ -11,8 +11,7 @@ use record::ProcessReading;
 fn a_moment_a_process_of_the_run_has_let_go_of_its_memory_is_not_readable() {
     // A real zombie: its status has no memory lines, as an exiting process's has not.
     let mut child = std::process::Command::new("true").spawn().unwrap();
-    let status =
-        |pid: u32| host::procfs::read_key_values(format!("/proc/{pid}/status")).unwrap();
+    let status = |pid: u32| host::procfs::read_key_values(format!("/proc/{pid}/status")).unwrap();
     let (zombie, zombie_status) = loop {
         let reading = host::procfs::read_process(child.id()).unwrap();
         if !reading.status.contains_key("VmRSS") {

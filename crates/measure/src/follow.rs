@@ -11,13 +11,13 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use spawnscope_collector::Collector;
 
-use host::cgroup::RunCgroup;
-use host::clock::monotonic_ns;
-use host::procfs;
 use crate::loadgen::{self, LoadPlan};
 use crate::sampler::snapshot;
 use crate::sentinels::SentinelWatch;
 use crate::stop::{halt, read_at_gate, read_halted, read_stopped};
+use host::cgroup::RunCgroup;
+use host::clock::monotonic_ns;
+use host::procfs;
 use record::loadgen::LoadRecord;
 use record::{
     AliveCount, AliveSnapshot, PeakChoice, PeakMoment, PhaseSample, Snapshot, StopAt, WorkloadStop,

@@ -8,9 +8,9 @@
 //! same file in `$SPAWNSCOPE_GO_TRACE` (ENV): a Go program that starts runtime/trace on it gets the
 //! same view; one that does not is said in the run's left-out list, not failed.
 
+use runtime::Invocation;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use runtime::Invocation;
 
 pub const REDUCER_ENV: &str = "SPAWNSCOPE_GOTRACE_REDUCE_BIN";
 const REDUCER: &str = "gotrace-reduce";

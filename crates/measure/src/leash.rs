@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::launch;
 use host::cgroup::RunCgroup;
 use host::signals::Interrupts;
-use crate::launch;
 use record::{PidsLimit, StoppedBy, Target};
 use runtime::TaskKind;
 

@@ -3,6 +3,7 @@
 //! write the raw records (record/). Nothing here computes a figure for people to read.
 
 pub mod examples;
+pub mod execute;
 pub mod follow;
 pub mod go_trace;
 pub mod leash;

@@ -565,12 +565,7 @@ mod tests {
                 );
                 assert!(fits(most), "{case}");
                 assert!(most == 150_000 || !fits(most + 1), "{case}");
-                for fewer in [
-                    most - 1,
-                    most / 2,
-                    1,
-                    crate::preflight::round_down(most),
-                ] {
+                for fewer in [most - 1, most / 2, 1, crate::preflight::round_down(most)] {
                     assert!(fits(fewer), "{case}, {fewer}");
                 }
             }

@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use host::cgroup::RunCgroup;
-use host::privileges::is_root;
-use host::procfs;
-use host::signals::Interrupts;
 use crate::launch::{self, ChildSetup, Stdio};
 use crate::probe_rates;
 use crate::probes::ProbeDetail;
 use crate::sampler::memory_in_use_now;
+use host::cgroup::RunCgroup;
+use host::privileges::is_root;
+use host::procfs;
+use host::signals::Interrupts;
 use record::{Calibration, Estimate};
 use runtime::command::{SweptCommand, CALIBRATION_SIZES};
 use runtime::{Contract, Event, Invocation, Runtime, WorkloadKind, RUNTIME_THREADS};

@@ -23,10 +23,10 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use host::tracefs;
 use crate::launch::{self, ChildSetup, Spawned, Stdio};
 use crate::probe_loops::{Chill, Loop, READY};
 use crate::probes::{self, ProbeDetail};
+use host::tracefs;
 use record::probe_cost::{HookLoop, Measured, ProgramRound, Round, State};
 use spawnscope_collector::{Collector, Floor, ProgramStats, ProgramTotals, TraceConfig};
 

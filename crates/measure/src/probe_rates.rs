@@ -12,9 +12,9 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use host::signals::Interrupts;
 use crate::launch::{self, ChildSetup, Stdio};
 use crate::probes::{self, ProbeDetail};
+use host::signals::Interrupts;
 use record::{FloorRate, ProbeCalibration, TraceCalibration};
 
 use runtime::{Contract, Event};

@@ -7,9 +7,9 @@ use spawnscope_collector::{
     TraceConfig, MAX_RING_BYTES,
 };
 
+use crate::trace_cap::TraceCap;
 use host::procfs;
 use host::tracefs;
-use crate::trace_cap::TraceCap;
 use record::TraceCalibration;
 use units::{bytes, count};
 

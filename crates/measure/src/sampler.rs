@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
+use crate::sentinels;
 use host::cgroup::RunCgroup;
 use host::clock::monotonic_ns;
 use host::procfs;
 use host::sentinels::RunCpuReader;
-use crate::sentinels;
 use record::{ProcessReading, SentinelTick, Snapshot, TimelineSample};
 use units::bytes;
 

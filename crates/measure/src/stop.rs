@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
+use crate::sampler::{available_now_kb, settle_within, snapshot};
 use host::cgroup::RunCgroup;
 use host::clock::monotonic_ns;
 use host::rcu;
-use crate::sampler::{available_now_kb, settle_within, snapshot};
 use record::{Snapshot, StopAt, WorkloadStop};
 
 /// How long every thread may take to stop (each has to be woken to see the signal).

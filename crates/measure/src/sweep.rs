@@ -11,18 +11,16 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use host::limits::can_raise_hard_limits;
-use host::privileges::is_root;
-use host::signals::Interrupts;
-use host::{binary, limits};
 use crate::loadgen::{self, LoadOptions};
 use crate::preflight;
 use crate::probes::{ProbeDetail, ProbeTimes};
 use crate::run::{self, Outcome, RunError, RunOptions};
+use host::limits::can_raise_hard_limits;
+use host::privileges::is_root;
+use host::signals::Interrupts;
+use host::{binary, limits};
 use record::process::signal_name;
-use record::{
-    self, Calibration, Estimate, Plan, PlannedCell, PlannedCommand, Skipped, Target,
-};
+use record::{self, Calibration, Estimate, Plan, PlannedCell, PlannedCommand, Skipped, Target};
 use runtime::command::{SweptCommand, CALIBRATION_SIZES, COMMAND_WORKLOAD};
 use runtime::{Invocation, Runtime, WorkloadKind};
 use units::{bytes, count};

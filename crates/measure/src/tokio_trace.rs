@@ -4,8 +4,8 @@
 //! record::TOKIO_SCHED and, beside it, record::TOKIO_SCHED_SUMMARY: raw, nothing to reduce). It is
 //! found as the workloads are: $SPAWNSCOPE_TOKIO_HOOKS_BIN, else beside spawnscope.
 
-use std::path::{Path, PathBuf};
 use runtime::Invocation;
+use std::path::{Path, PathBuf};
 
 pub const HOOKS_ENV: &str = "SPAWNSCOPE_TOKIO_HOOKS_BIN";
 const HOOKS: &str = "tokio-tasks-hooks";

@@ -7,11 +7,11 @@ use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::chart_kit::{err, short_n, Chart, FONT};
 use analyse::comparisons::compare::{ordered_runtimes, Cell, Comparison, RunPoint};
 use analyse::comparisons::cpu_sweep::CpuSeries;
 use analyse::comparisons::regression::Spread;
 use analyse::traces::timeline::Timeline;
-use crate::chart_kit::{err, short_n, Chart, FONT};
 use runtime::Runtime;
 use units::{bytes, count};
 

@@ -2,8 +2,8 @@
 //! report.html) and how a spreadsheet gets it (the CSVs), and a list of columns becomes a `Table`
 //! of either kind.
 
-use analyse::comparisons::regression::Spread;
 use crate::table::Table;
+use analyse::comparisons::regression::Spread;
 
 /// One column of a comparison table, defined once for compare.md and report.html (`shown`) and
 /// for compare.csv / compare-fits.csv (`raw`). The tables take the columns in list order, each

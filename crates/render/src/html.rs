@@ -5,15 +5,15 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use analyse::comparisons::compare::{Comparison, RunPoint};
-use analyse::memory::resolution;
-use record::Fingerprint;
 use crate::chart_kit::Chart;
 use crate::comparisons::compare;
 use crate::comparisons::cpu_sweep;
-use crate::time::repeats;
 use crate::table::{escape, Table};
+use crate::time::repeats;
 use crate::time::verdict;
+use analyse::comparisons::compare::{Comparison, RunPoint};
+use analyse::memory::resolution;
+use record::Fingerprint;
 use runtime::DESCRIPTORS;
 use units::{bytes, count};
 
@@ -133,12 +133,12 @@ const CHECK_COLUMNS: &[CheckColumn] = &[
             if !m.resolution.resolved {
                 return format!(
                     "not resolved ({})",
-                    crate::run::summary::percent_or_no_drop(m.difference_percent)
+                    crate::memory::per_task::percent_or_no_drop(m.difference_percent)
                 );
             }
             format!(
                 "{} {}",
-                crate::run::summary::percent_or_no_drop(m.difference_percent),
+                crate::memory::per_task::percent_or_no_drop(m.difference_percent),
                 if m.adds_up { "✓" } else { "✗" }
             )
         })

@@ -2,19 +2,20 @@
 //! one HTML page; SVG charts and flame graphs. It reads no files and writes none: it is given
 //! figures (analyse/) and returns text.
 
-pub mod comparisons;
-pub mod probes;
-pub mod run;
-pub mod runtimes;
-pub mod time;
-pub mod traces;
 pub mod chart_kit;
 pub mod charts;
 pub mod columns;
+pub mod comparisons;
 pub mod html;
+pub mod memory;
 pub mod pages;
+pub mod probes;
+pub mod run;
+pub mod runtimes;
 pub mod serving;
 pub mod table;
+pub mod time;
+pub mod traces;
 pub mod values;
 
 /// A record as one JSON document with the directory its files are in (`results_dir`): what

@@ -14,11 +14,11 @@
 
 use std::fmt::Write as _;
 
-use analyse::comparisons::compare::{ordered_runtimes, Cell, Comparison};
-use analyse::comparisons::headline::{Headline, Side};
 use crate::comparisons::compare::{
     fits_table, machine_line_with_id, per_task_cell, reproduce_markdown, runs_table, times_line,
 };
+use analyse::comparisons::compare::{ordered_runtimes, Cell, Comparison};
+use analyse::comparisons::headline::{Headline, Side};
 use runtime::DESCRIPTORS;
 use units::count;
 

@@ -5,18 +5,18 @@
 
 use std::time::Duration;
 
+use crate::{no_flags, Asked, Study};
 use analyse::comparisons::regression::spread;
 use analyse::comparisons::reproduce::{
     alive_when_measured, coexisted, mb, outcomes, slope_over_n, Reproduce,
 };
 use analyse::comparisons::run_point::RunPoint;
-use analyse::run::summary::MemoryPerTask;
+use analyse::memory::per_task::MemoryPerTask;
 use measure::examples::{self, Example, How};
 use measure::loadgen::LoadOptions;
 use measure::sweep::CompareOptions;
 use record::Plan;
 use runtime::TaskKind;
-use crate::{no_flags, Asked, Study};
 use units::{bytes, count};
 
 pub const STUDY: Study = Study {

@@ -3,13 +3,13 @@
 //! at 1,000,000, and hold: every task alive at once, threads at the largest N that fits), and what
 //! max RSS never saw (kernel memory, tasks alive at once).
 
+use crate::{no_flags, Asked, Study};
 use analyse::comparisons::reproduce::{hansen_title, Reproduce};
 use analyse::comparisons::run_point::RunPoint;
 use measure::loadgen::LoadOptions;
 use measure::sweep::CompareOptions;
 use record::Plan;
 use runtime::{Runtime, WorkloadKind};
-use crate::{no_flags, Asked, Study};
 use units::{bytes, count};
 
 pub const STUDY: Study = Study {

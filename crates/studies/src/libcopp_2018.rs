@@ -6,6 +6,7 @@
 //! examples/coroutines, and goroutines (hold for create, pingpong for switch) at the same N,
 //! with what spawnscope sees of them: page faults per create, memory per coroutine, system time.
 
+use crate::{no_flags, Asked, Study};
 use analyse::comparisons::regression::spread;
 use analyse::comparisons::reproduce::Reproduce;
 use analyse::comparisons::run_point::RunPoint;
@@ -14,7 +15,6 @@ use measure::loadgen::LoadOptions;
 use measure::sweep::CompareOptions;
 use record::Plan;
 use runtime::{Runtime, TaskKind, WorkloadKind};
-use crate::{no_flags, Asked, Study};
 use units::{bytes, count};
 
 pub const STUDY: Study = Study {
@@ -423,7 +423,7 @@ pub fn table(runs: &[RunPoint], plan: &Plan) -> Reproduce {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use analyse::run::summary::MemoryPerTask;
+    use analyse::memory::per_task::MemoryPerTask;
     use analyse::test_support::run_point;
     use record::Skipped;
 

@@ -5,13 +5,13 @@
 
 use std::time::Duration;
 
+use crate::{Asked, Study};
 use analyse::comparisons::reproduce::Reproduce;
 use analyse::comparisons::run_point::RunPoint;
 use measure::loadgen::LoadOptions;
 use measure::sweep::CompareOptions;
 use record::Plan;
 use runtime::{Runtime, WorkloadKind};
-use crate::{Asked, Study};
 use units::{bytes, count};
 
 pub const STUDY: Study = Study {

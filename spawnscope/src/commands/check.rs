@@ -4,8 +4,8 @@ use std::fmt;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use analyse::comparisons::kernel_gaps::known_gaps;
 use crate::cli::CheckArgs;
+use analyse::comparisons::kernel_gaps::known_gaps;
 use host::machine::transparent_hugepages;
 use host::privileges::is_root;
 use host::sysctl::{self, SysctlStore};

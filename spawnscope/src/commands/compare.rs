@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use analyse::probes::counts_verdict;
 use crate::cli::{exit_code, usage_error, CompareArgs, Ended};
 use crate::commands::derive;
 use crate::commands::run::finish;
+use analyse::probes::counts_verdict;
 use host::signals::Interrupts;
 use measure::run::RunError;
 use measure::sweep::{compare, CompareOptions, RunVerdict, DEFAULT_NS};

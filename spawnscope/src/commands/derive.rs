@@ -14,22 +14,23 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use analyse::time::attribution::{self, Attribution};
 use analyse::comparisons::compare::{compare_runs, Comparison, SummarizedRun};
-use analyse::runtimes::go_procs;
-use analyse::runtimes::go_sched::{self, GoSchedFigures};
 use analyse::comparisons::kernel_gaps::known_gaps;
+use analyse::probes::waits::{self, Waits};
 use analyse::run::phases::perf_phases;
 use analyse::run::phases::phase_names;
-use analyse::traces::sched_trace::{self, SchedFigures};
 use analyse::run::summary::{summarize, Summary};
+use analyse::runtimes::go_procs;
+use analyse::runtimes::go_sched::{self, GoSchedFigures};
+use analyse::runtimes::tokio_sched::TokioSchedFigures;
+use analyse::time::attribution::{self, Attribution};
+use analyse::time::verdict::{self, KernelCounts};
+use analyse::traces::sched_figures::SchedFigures;
 use analyse::traces::swimlane::{self, Swimlane};
 use analyse::traces::timeline;
-use analyse::runtimes::tokio_sched::TokioSchedFigures;
 use analyse::traces::trace_cut;
-use analyse::time::verdict::{self, KernelCounts};
-use analyse::probes::waits::{self, Waits};
-use analyse::{time::sentinels, serving};
+use analyse::traces::{run_tracks, sched_figures, sched_trace};
+use analyse::{serving, time::sentinels};
 use record::go_sched::GoSchedSummary;
 use record::perf::{read_samples, write_folded, PerfRecord, Profile, Samples};
 use record::tokio_sched::TokioSchedSummary;
@@ -285,12 +286,12 @@ fn scheduler_trace(
     let trace = sched_trace::derive(reader.by_ref(), &context)
         .with_context(|| format!("reading {}", record::TRACE_EVENTS))?;
     let histogram = |name: &str| loaded.collector.as_ref().and_then(|c| c.histogram(name));
-    let runq = sched_trace::ProbesRunq {
+    let runq = sched_figures::ProbesRunq {
         all: histogram("runq_ns"),
         wake: histogram("wake_to_run_ns"),
         preempted: histogram("preempted_to_run_ns"),
     };
-    let mut figures = sched_trace::figures(&trace, capture.as_ref(), runq);
+    let mut figures = sched_figures::figures(&trace, capture.as_ref(), runq);
     if reader.unknown > 0 {
         figures.notes.push(format!(
             "{} records of a kind this build does not know were skipped",
@@ -469,7 +470,7 @@ fn write_perfetto(
     go: Option<&(GoSchedFigures, GoSchedSummary)>,
     tokio: Option<&(TokioSchedFigures, TokioSchedSummary)>,
 ) -> Result<()> {
-    let tracks = sched_trace::run_tracks(
+    let tracks = run_tracks::run_tracks(
         &loaded.run,
         &loaded.memory,
         &loaded.events,
@@ -507,7 +508,13 @@ fn write_perfetto(
                     .filter(|m| m.holds > 0)
                     .map(|m| m.tid)
                     .collect();
-                render::traces::perfetto_procs::write_ps(&mut out, &edges, &ps, &ms, tracks.offset_ns)?;
+                render::traces::perfetto_procs::write_ps(
+                    &mut out,
+                    &edges,
+                    &ps,
+                    &ms,
+                    tracks.offset_ns,
+                )?;
                 let mut described: BTreeSet<u32> = trace.threads.keys().copied().collect();
                 described.extend(&figures.threads);
                 render::traces::perfetto_procs::write_ms(

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use analyse::comparisons::compare::Comparison;
 use crate::cli::{usage_error, Cli, DocsAction};
+use analyse::comparisons::compare::Comparison;
 use render::{pages, values};
 
 pub fn completions(shell: clap_complete::Shell) -> ExitCode {

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use crate::cli::usage_error;
 use analyse::time::paired::{self, Pair};
 use analyse::{probes::overhead_band, probes::probe_cost};
-use crate::cli::usage_error;
 
 /// `spawnscope pairs CSV --workload W [--exclude N,…] [--margin M] [--programs PROGRAMS_CSV
 /// [--band PROBE_COST_JSON]]`

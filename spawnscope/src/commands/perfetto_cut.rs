@@ -13,10 +13,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
-use analyse::traces::sched_trace::{self, Context, SchedTrace};
-use analyse::traces::trace_cut::{self, Cut, CutCounts, Sample, Window, WindowAsked};
 use crate::cli::{usage_error, PerfettoCutArgs};
 use crate::commands::derive;
+use analyse::traces::run_tracks;
+use analyse::traces::sched_trace::{self, Context, SchedTrace};
+use analyse::traces::trace_cut::{self, Cut, CutCounts, Sample, Window, WindowAsked};
 use record::{self, LoadedRun};
 use render::traces::perfetto::{self, Written};
 pub fn command(dirs: &[PathBuf], out: Option<PathBuf>, args: &PerfettoCutArgs) -> ExitCode {
@@ -133,7 +134,7 @@ fn write(
     path: &Path,
 ) -> Result<(Written, CutCounts)> {
     let capture = record::trace::read_capture(dir);
-    let tracks = sched_trace::run_tracks(
+    let tracks = run_tracks::run_tracks(
         &loaded.run,
         &loaded.memory,
         &loaded.events,

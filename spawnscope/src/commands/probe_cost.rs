@@ -6,8 +6,8 @@
 
 use std::process::ExitCode;
 
-use analyse::probes::probe_cost::figures;
 use crate::cli::{exit_code, Ended};
+use analyse::probes::probe_cost::figures;
 use host::privileges::is_root;
 use host::procfs;
 use measure::probe_cost::{measure, Options, HOOKS};

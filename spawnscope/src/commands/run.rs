@@ -3,10 +3,10 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use analyse::probes::counts_verdict;
-use analyse::run::summary::Summary;
 use crate::cli::{exit_code, usage_error, Ended, RunArgs};
 use crate::commands::derive::{self, Writes};
+use analyse::probes::counts_verdict;
+use analyse::run::summary::Summary;
 use host::signals::Interrupts;
 use measure::perf;
 use measure::run::{self, Outcome, RunError, RunOptions};

@@ -10,9 +10,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use analyse::traces::on_cpu::{self, OnCpuSpans};
-use analyse::traces::sched_trace;
 use analyse::runtimes::tokio_sched::{self, TokioSchedFigures};
+use analyse::traces::on_cpu::{self, OnCpuSpans};
+use analyse::traces::{sched_trace, thread_states};
 use record::tokio_sched::TokioSchedSummary;
 use record::{self, LoadedRun};
 use runtime::result_event;
@@ -32,15 +32,15 @@ pub fn running(dir: &Path, tids: &BTreeSet<u32>) -> Result<Option<Running>> {
         return Ok(None);
     };
     let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
-    let states = sched_trace::thread_states(events, tids, u64::MAX)?;
+    let states = thread_states::thread_states(events, tids, u64::MAX)?;
     let events = sched_trace::TimeOrdered::new(record::trace::open_events(dir)?);
-    let missed = sched_trace::missed_switch_ins(events, tids)?;
+    let missed = thread_states::missed_switch_ins(events, tids)?;
     let mut running: BTreeMap<u32, Vec<(u64, u64)>> = states
         .into_iter()
         .map(|(tid, spans)| {
             let on: Vec<(u64, u64)> = spans
                 .iter()
-                .filter(|s| s.state == sched_trace::State::Running)
+                .filter(|s| s.state == thread_states::State::Running)
                 .map(|s| (s.begin, s.end))
                 .collect();
             (tid, on)
@@ -128,6 +128,13 @@ pub fn write_polls(
 ) -> Result<()> {
     let (figures, written) = tokio;
     let edges = tokio_sched::PollEdges::new(record::tokio_sched::open_merged(dir, written)?);
-    render::traces::perfetto_tokio::write(out, edges, &figures.threads, described, launched, offset_ns)?;
+    render::traces::perfetto_tokio::write(
+        out,
+        edges,
+        &figures.threads,
+        described,
+        launched,
+        offset_ns,
+    )?;
     Ok(())
 }

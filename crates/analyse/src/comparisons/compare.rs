@@ -8,17 +8,18 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::probes::counts_verdict;
 use crate::comparisons::cpu_sweep::{cpu_sweep, CpuSweep};
 use crate::comparisons::headline::{headlines, Headline, Measured, WAKE_WORKLOADS};
 use crate::comparisons::regression::{self, LineFit, Spread};
-use crate::time::repeats::{self, repeated, Repeated};
 use crate::comparisons::reproduce::Reproduce;
-use crate::memory::resolution::{self, Resolution};
 pub use crate::comparisons::run_point::RunPoint;
-use crate::traces::runtime_latency::{self, LatencyCell};
-use crate::run::summary::{memory_unresolved, MemoryPerTask, Summary};
+use crate::memory::per_task::{memory_unresolved, MemoryPerTask};
+use crate::memory::resolution::{self, Resolution};
+use crate::probes::counts_verdict;
+use crate::run::summary::Summary;
+use crate::time::repeats::{self, repeated, Repeated};
 use crate::time::times_from::{timed, TimesFrom};
+use crate::traces::runtime_latency::{self, LatencyCell};
 use record::{Fingerprint, LoadedRun, Plan, Target};
 use runtime::{result_event, Runtime, WorkloadKind};
 use units::count;

@@ -16,11 +16,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::probes::counts_verdict;
 use crate::comparisons::regression::spread;
-use crate::traces::runtime_latency::{self, LatencySide};
-use crate::run::summary::{memory_unresolved, Summary};
+use crate::memory::per_task::memory_unresolved;
+use crate::probes::counts_verdict;
+use crate::run::summary::Summary;
 use crate::time::times_from::timed;
+use crate::traces::runtime_latency::{self, LatencySide};
 use runtime::DESCRIPTORS;
 use units::{bytes, count, in_unit};
 
@@ -417,8 +418,9 @@ fn clause(a: &Side, b: &Side) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::per_task::MemoryPerTask;
     use crate::probes::counts::ProbeSummary;
-    use crate::run::summary::{MemoryPerTask, TimePerTask};
+    use crate::run::summary::TimePerTask;
     use spawnscope_collector::{CrossCheck, Verdict as CheckVerdict};
 
     fn run(runtime: &str, n: u64, memory_kb: f64, spawn_us: f64) -> Summary {
@@ -473,7 +475,8 @@ mod tests {
 
     /// A pingpong run with a scheduler trace whose whole-run wake-to-run has this p50.
     fn pingpong_traced(runtime: &str, n: u64, memory_kb: f64, wake_p50_ns: u64) -> Summary {
-        use crate::traces::sched_trace::{LatencyRow, SchedFigures, WHOLE_RUN};
+        use crate::traces::sched_figures::{LatencyRow, SchedFigures};
+        use crate::traces::sched_trace::WHOLE_RUN;
         let mut s = run(runtime, n, memory_kb, 10.0);
         s.workload = Some("pingpong".into());
         s.scheduler_trace = Some(SchedFigures {

@@ -41,8 +41,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::time::paired::MeanInterval;
 use crate::probes::probe_cost::{Figures, HookFigures};
+use crate::time::paired::MeanInterval;
 use record::probe_cost::State;
 
 /// A hook's loop resolves an event's cost when its untraced iteration takes at most this.

@@ -10,7 +10,8 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::traces::sched_trace::{LatencyRow, PhaseEdges, PhaseHistograms};
+use crate::traces::sched_figures::LatencyRow;
+use crate::traces::sched_trace::{PhaseEdges, PhaseHistograms};
 use record::go_sched::{GoChange, GoSchedSummary};
 
 /// The package a workload's own goroutines start in: the goroutines binary is package main.
@@ -425,7 +426,7 @@ pub fn derive(
 mod tests {
     use super::*;
     use crate::traces::on_cpu::add_missed_switch_ins;
-    use crate::traces::sched_trace::MissedSwitchIn;
+    use crate::traces::thread_states::MissedSwitchIn;
     use record::go_sched::GoState::{self, *};
 
     fn change(ts_ns: u64, goid: u64, tid: u32, from: GoState, to: GoState) -> GoChange {

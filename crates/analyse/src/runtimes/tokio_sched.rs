@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use spawnscope_collector::trace_events::{Kind, TraceEvent, Wait};
 
 use crate::traces::on_cpu::{Clocks, OnCpuCheck};
-use crate::traces::sched_trace::{LatencyRow, PhaseEdges, PhaseHistograms};
+use crate::traces::sched_figures::LatencyRow;
+use crate::traces::sched_trace::{PhaseEdges, PhaseHistograms};
 use record::tokio_sched::{HookEvent, HookKind, TokioSchedSummary};
 
 const METHOD: &str = "tokio's task hooks (tokio_unstable: on_task_spawn, on_before_task_poll, on_after_task_poll, on_task_terminate) recorded per thread by the tokio workload's hooks build (tokio-tasks-hooks --tokio-trace; CLOCK_MONOTONIC by clock_gettime, the thread by gettid) and tokio's RuntimeMetrics at the exit; scheduled→polled: tokio's own schedule latency (track_task_schedule_latency: the task's latest transition to scheduled to the start of the poll), per phase of the poll's start";

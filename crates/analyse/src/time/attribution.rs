@@ -360,7 +360,9 @@ mod tests {
     #[test]
     fn a_recorded_threads_run_is_classified_to_known_counts() {
         let a = fixture(
-            include_str!("../../../../spawnscope/tests/fixtures/perf/threads-sleep-2000.perf-script"),
+            include_str!(
+                "../../../../spawnscope/tests/fixtures/perf/threads-sleep-2000.perf-script"
+            ),
             &[
                 ("startup", 5_892_106_612_774),
                 ("spawn", 5_892_109_988_322),
@@ -406,7 +408,9 @@ mod tests {
     #[test]
     fn a_recorded_goroutines_run_is_classified_to_known_counts() {
         let a = fixture(
-            include_str!("../../../../spawnscope/tests/fixtures/perf/goroutines-hold-100000.perf-script"),
+            include_str!(
+                "../../../../spawnscope/tests/fixtures/perf/goroutines-hold-100000.perf-script"
+            ),
             &[
                 ("startup", 5_929_903_810_645),
                 ("spawn", 5_929_907_140_224),

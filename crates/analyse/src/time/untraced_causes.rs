@@ -15,10 +15,10 @@
 
 use std::collections::HashMap;
 
-use crate::runtimes::go_gc::cycles;
 use crate::comparisons::regression::spread;
-use crate::time::sentinels::{PhaseSentinels, ReportedAt};
 use crate::run::summary::Summary;
+use crate::runtimes::go_gc::cycles;
+use crate::time::sentinels::{PhaseSentinels, ReportedAt};
 use units::{bytes, count};
 
 /// Memory handed back to the host between the run before (any run of the set, on the same
@@ -352,8 +352,8 @@ pub fn causes(run: &Untraced, others: &[Untraced], figure: Figure) -> Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtimes::go_gc::{GcSpan, GoGc};
     use crate::run::phases::PhaseCost;
+    use crate::runtimes::go_gc::{GcSpan, GoGc};
 
     /// A goroutines run: its user time and, when given, the GC's cycles and CPU.
     fn goroutines(user_s: f64, gc: Option<(u64, f64)>) -> Summary {

@@ -12,7 +12,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::traces::sched_trace::MissedSwitchIn;
+use crate::traces::thread_states::MissedSwitchIn;
 
 /// The runtime's events against the kernel's on-CPU spans of the threads that emitted them. A
 /// goroutine's or task's slice may still be open while the kernel has switched its thread out:

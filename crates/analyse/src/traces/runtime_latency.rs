@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::comparisons::regression::spread;
 use crate::comparisons::run_point::RunPoint;
-use crate::traces::sched_trace::{LatencyRow, WHOLE_RUN};
 use crate::run::summary::Summary;
+use crate::traces::sched_figures::LatencyRow;
+use crate::traces::sched_trace::WHOLE_RUN;
 use runtime::{Runtime, DESCRIPTORS};
 use units::{count, in_unit};
 
@@ -323,8 +324,8 @@ pub fn clause(sides: &[LatencySide]) -> String {
 mod tests {
     use super::*;
     use crate::runtimes::go_sched::GoSchedFigures;
-    use crate::traces::sched_trace::SchedFigures;
     use crate::test_support::run_point;
+    use crate::traces::sched_figures::SchedFigures;
 
     /// A scheduler trace's figures with these wake→run rows, the rest empty.
     fn sched_figures(wake_to_run: Vec<LatencyRow>) -> SchedFigures {

@@ -14,9 +14,9 @@ use std::io;
 use serde::{Deserialize, Serialize};
 use spawnscope_collector::trace_events::TraceEvent;
 
-use crate::traces::sched_trace::{
-    thread_states, SchedTrace, Span, State, StateSpan, Thread, WHOLE_RUN,
-};
+use crate::traces::run_tracks::Span;
+use crate::traces::sched_trace::{SchedTrace, Thread, WHOLE_RUN};
+use crate::traces::thread_states::{thread_states, State, StateSpan};
 
 /// Thread lanes at most, the spawning thread's included.
 pub const THREAD_LANES: usize = 32;

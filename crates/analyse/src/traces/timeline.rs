@@ -3,8 +3,8 @@
 //! which runs of a comparison get a timeline.
 
 use crate::comparisons::compare::{ordered_runtimes, Comparison};
-use crate::run::phases::shown_name;
 use crate::comparisons::run_point::RunPoint;
+use crate::run::phases::shown_name;
 use record::LoadedRun;
 
 /// One panel of a timeline: lines sharing a unit.

@@ -22,8 +22,9 @@ use std::io;
 
 use spawnscope_collector::trace_events::{comm_bytes, Kind, Task, TraceEvent};
 
-use crate::traces::sched_trace::{Counter, RunTracks, SchedTrace, Span, Thread, WaitStacks};
+use crate::traces::run_tracks::{Counter, RunTracks, Span};
 use crate::traces::sched_trace::{PhaseEdges, WHOLE_RUN};
+use crate::traces::sched_trace::{SchedTrace, Thread, WaitStacks};
 use crate::traces::swimlane::{self, THREAD_LANES};
 /// Perfetto's UI holds a trace in the browser's memory, "2gb is typical" of the limit, and a proto
 /// trace takes "2-4x" its size there: https://perfetto.dev/docs/visualization/large-traces
@@ -779,7 +780,7 @@ mod tests {
             ],
             counters: vec![Counter {
                 name: "memory".into(),
-                unit: crate::traces::sched_trace::CounterUnit::Bytes,
+                unit: crate::traces::run_tracks::CounterUnit::Bytes,
                 points: vec![(0, 1), (4, 2), (12, 3), (25, 4)],
             }],
             records_lost: Some(0),

@@ -3,16 +3,16 @@
 
 use std::fmt::Write;
 
+use crate::columns::{figure, label, raw_table, shown_table, Column, Raw};
+use crate::comparisons::cpu_sweep::{self, runtime_label};
+use crate::table::{self, Table};
+use crate::time::repeats;
 use analyse::comparisons::compare::{Cell, Comparison, Fit, Machine, Over};
 use analyse::comparisons::regression::Spread;
 use analyse::comparisons::reproduce::Reproduce;
 use analyse::memory::resolution;
 use analyse::time::times_from::TimesFrom;
 use record::{Fingerprint, Plan};
-use crate::columns::{figure, label, raw_table, shown_table, Column, Raw};
-use crate::comparisons::cpu_sweep::{self, runtime_label};
-use crate::time::repeats;
-use crate::table::{self, Table};
 use units::{bytes, count};
 
 /// The cells' columns: compare.md's and report.html's runs table, and compare.csv. A new column
@@ -706,7 +706,9 @@ mod tests {
         );
         assert_eq!(
             fits_csv(&r),
-            include_str!("../../../../spawnscope/tests/fixtures/before-house/compare/compare-fits.csv")
+            include_str!(
+                "../../../../spawnscope/tests/fixtures/before-house/compare/compare-fits.csv"
+            )
         );
     }
 

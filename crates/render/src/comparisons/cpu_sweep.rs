@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
+use crate::table::Table;
 use analyse::comparisons::cpu_sweep::{ns_text, CpuSeries, CpuSweep};
 use analyse::time::times_from::TimeRuns;
-use crate::table::Table;
 use units::count;
 
 pub const TITLE: &str = "Per task against CPUs";

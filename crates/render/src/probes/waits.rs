@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use analyse::probes::waits::{WaitKind, Waits};
 use crate::table::Table;
+use analyse::probes::waits::{WaitKind, Waits};
 use units::{count, in_unit};
 
 fn ns(v: u64) -> String {

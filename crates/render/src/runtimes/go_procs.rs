@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use analyse::runtimes::go_procs::GoProcsFigures;
 use crate::table::Table;
+use analyse::runtimes::go_procs::GoProcsFigures;
 use units::{count, in_unit};
 
 /// The Ms listed in summary.md, most holding first; the rest are summed in a line.

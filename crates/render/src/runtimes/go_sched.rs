@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use analyse::runtimes::go_sched::GoSchedFigures;
-use analyse::traces::sched_trace::{LatencyRow, SchedFigures, WHOLE_RUN};
 use crate::table::Table;
+use analyse::runtimes::go_sched::GoSchedFigures;
+use analyse::traces::sched_figures::{LatencyRow, SchedFigures};
+use analyse::traces::sched_trace::WHOLE_RUN;
 use units::{count, in_unit};
 
 fn ns(v: u64) -> String {

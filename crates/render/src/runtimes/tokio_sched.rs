@@ -4,10 +4,11 @@
 
 use std::fmt::Write;
 
-use analyse::traces::on_cpu::OnCpuCheck;
-use analyse::traces::sched_trace::{LatencyRow, SchedFigures, WHOLE_RUN};
-use analyse::runtimes::tokio_sched::TokioSchedFigures;
 use crate::table::Table;
+use analyse::runtimes::tokio_sched::TokioSchedFigures;
+use analyse::traces::on_cpu::OnCpuCheck;
+use analyse::traces::sched_figures::{LatencyRow, SchedFigures};
+use analyse::traces::sched_trace::WHOLE_RUN;
 use units::{count, in_unit};
 
 fn ns(v: u64) -> String {

@@ -10,10 +10,10 @@ use plotters::coord::combinators::LogCoord;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
+use crate::chart_kit::{err, short_n, Chart, FONT};
 use analyse::comparisons::compare::{ordered_runtimes, RunPoint};
 use analyse::comparisons::regression::spread;
 use analyse::serving::ServeFigures;
-use crate::chart_kit::{err, short_n, Chart, FONT};
 use runtime::Runtime;
 use units::count;
 

@@ -5,8 +5,8 @@ pub mod charts;
 
 use std::fmt::Write;
 
-use analyse::serving::ServeFigures;
 use crate::table::Table;
+use analyse::serving::ServeFigures;
 use units::count;
 
 /// wrk's figures in one line: requests/s, latency, errors.

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use analyse::time::attribution::{Attribution, Mode, Row};
 use crate::table::{Cell, Table};
+use analyse::time::attribution::{Attribution, Mode, Row};
 use units::count;
 
 fn secs(v: f64) -> String {

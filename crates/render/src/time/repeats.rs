@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
+use crate::table::Table;
 use analyse::comparisons::regression::Spread;
 use analyse::time::repeats::{FigureSpread, Repeated, OUTLIER_FACTOR};
-use crate::table::Table;
 use units::count;
 
 fn figure(value: f64, unit: &str) -> String {

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use analyse::time::sentinels::{PhaseSentinels, SentinelFigures};
 use crate::table::Table;
+use analyse::time::sentinels::{PhaseSentinels, SentinelFigures};
 use units::{bytes, count};
 
 fn ms(ns: u64) -> String {

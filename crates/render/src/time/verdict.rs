@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use analyse::time::verdict::{rule_text, Verdict};
 use crate::table::Table;
+use analyse::time::verdict::{rule_text, Verdict};
 
 /// "trustworthy" or "suspect (steal, outside_cpu)", for a table cell.
 pub fn cell(v: Option<&Verdict>) -> String {

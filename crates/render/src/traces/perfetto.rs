@@ -46,9 +46,8 @@ use perfetto_protos::track_event::{track_event::Type, EventName, TrackEvent};
 use protobuf::{CodedOutputStream, Message};
 use spawnscope_collector::trace_events::{Kind, TraceEvent, Wait};
 
-use analyse::traces::sched_trace::{
-    ClosedWait, Counter, CounterUnit, RunTracks, SchedTrace, WaitStacks,
-};
+use analyse::traces::run_tracks::{Counter, CounterUnit, RunTracks};
+use analyse::traces::sched_trace::{ClosedWait, SchedTrace, WaitStacks};
 
 /// The run's own tracks: clocks, descriptors, phases, counters, notes.
 pub const SEQ_RUN: u32 = 1;

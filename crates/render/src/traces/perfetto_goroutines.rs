@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
-use analyse::runtimes::go_sched::SliceEdge;
 use crate::traces::perfetto_runtime::{self, Edge, Sequence};
+use analyse::runtimes::go_sched::SliceEdge;
 
 pub use crate::traces::perfetto_runtime::Written;
 

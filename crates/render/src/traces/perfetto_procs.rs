@@ -16,9 +16,9 @@ use perfetto_protos::track_descriptor::{track_descriptor::ChildTracksOrdering, T
 use perfetto_protos::track_event::{track_event::Type, EventName, TrackEvent};
 use protobuf::{CodedOutputStream, Message};
 
+use crate::traces::perfetto_runtime::{self, Edge, Sequence, Written};
 use analyse::runtimes::go_procs::ProcEdge;
 use analyse::traces::sched_trace::boot;
-use crate::traces::perfetto_runtime::{self, Edge, Sequence, Written};
 
 /// The Ps' packets and the Ms' "P" tracks' (render/perfetto.rs uses 1, 2 and 16 up; the
 /// goroutines 3, tokio 4).

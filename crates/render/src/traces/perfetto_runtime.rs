@@ -18,8 +18,8 @@ use perfetto_protos::track_descriptor::TrackDescriptor;
 use perfetto_protos::track_event::{track_event::Type, EventName, TrackEvent};
 use protobuf::{CodedOutputStream, Message};
 
-use analyse::traces::sched_trace::boot;
 use crate::traces::perfetto::thread_uuid;
+use analyse::traces::sched_trace::boot;
 
 /// What was written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
-use analyse::runtimes::tokio_sched::PollEdge;
 use crate::traces::perfetto_runtime::{self, Edge, Sequence};
+use analyse::runtimes::tokio_sched::PollEdge;
 
 pub use crate::traces::perfetto_runtime::Written;
 

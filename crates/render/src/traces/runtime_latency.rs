@@ -4,10 +4,10 @@
 
 use std::fmt::Write;
 
+use crate::table::{escape, Table};
+use crate::traces::sched_trace::cells;
 use analyse::comparisons::compare::Comparison;
 use analyse::traces::runtime_latency::LatencyCell;
-use crate::traces::sched_trace::cells;
-use crate::table::{escape, Table};
 use units::count;
 
 pub const TITLE: &str = "How long a woken task waits to run, by its own scheduler";
@@ -117,7 +117,8 @@ pub fn html(r: &Comparison) -> String {
 mod tests {
     use super::*;
     use analyse::traces::runtime_latency::LatencySide;
-    use analyse::traces::sched_trace::{LatencyRow, WHOLE_RUN};
+    use analyse::traces::sched_figures::LatencyRow;
+    use analyse::traces::sched_trace::WHOLE_RUN;
 
     fn side(runtime: &str, what: &str, kernel: bool, p50_ns: Option<u64>) -> LatencySide {
         LatencySide {

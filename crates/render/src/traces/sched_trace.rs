@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use analyse::traces::sched_trace::{LatencyRow, SchedFigures};
 use crate::table::Table;
+use analyse::traces::sched_figures::{LatencyRow, SchedFigures};
 use units::{count, in_unit};
 
 fn plural(n: u64, one: &str) -> String {

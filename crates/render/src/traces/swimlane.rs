@@ -9,10 +9,10 @@ use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use analyse::traces::sched_trace::State;
-use analyse::traces::swimlane::{CpuLane, Holder, Lane, Swimlane, SwimlaneFigures, Why};
 use crate::chart_kit::{err, FONT};
 use crate::table::Table;
+use analyse::traces::swimlane::{CpuLane, Holder, Lane, Swimlane, SwimlaneFigures, Why};
+use analyse::traces::thread_states::State;
 use units::{count, in_unit};
 
 /// The states' colours (RGB), in `State::ALL`'s order.
