@@ -730,7 +730,6 @@ fn toolchain_in(runtime_version: &str, prefix: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::execute::*;
 
     #[test]
     fn the_toolchain_is_read_from_every_runtime_version() {

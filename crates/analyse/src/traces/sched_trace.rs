@@ -682,8 +682,7 @@ fn processes_of(threads: &BTreeMap<u32, Thread>) -> BTreeMap<u32, Process> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traces::run_tracks::*;
-    use crate::traces::sched_figures::*;
+
     use crate::traces::thread_states::*;
 
     const CPU0: u32 = 0;

@@ -472,11 +472,11 @@ mod tests {
     }
 
     use super::*;
+    use crate::memory::per_task::*;
     use analyse::memory::processes::{ProcessRow, Processes};
     use analyse::probes::counts::ProbeCost;
     use record::{StopAt, WorkloadStop};
-    use crate::memory::per_task::*;
-    use crate::memory::processes::*;
+
     use crate::probes::counts::*;
     use analyse::memory::per_task::MemoryPerTask;
     use analyse::run::summary::TimePerTask;
