@@ -2,13 +2,15 @@
 //! workload gated in its cgroup with perf, the probes and the runtime's tracer, follows its
 //! processes, samples the machine, stops it for still readings, reaps it, and says what it saw.
 
+use crate::follow::ServeLoad;
 use crate::follow::{follow_events, progress_bar, tee_stderr, watch_command_stdout, Followed};
 use crate::launch::{self, ChildSetup, Stdio};
 use crate::leash::{self};
+use crate::options::RunOptions;
 use crate::probes::{self};
-use crate::run::{serve_connections, serve_load, workload_toolchains, RunOptions};
 use crate::sampler::{settle, snapshot, Sampled, Sampler};
 use crate::sentinels::SentinelWatch;
+use crate::serve_setup::serve_connections;
 use crate::{go_trace, perf, trace_cap};
 use anyhow::{Context, Result};
 use host::cgroup::RunCgroup;
@@ -21,6 +23,7 @@ use record::{
     self, AliveCount, Exit, MemoryRecord, PeakChoice, PeakMoment, ResultsDir, Rusage, Snapshot,
     Stage, StoppedBy, Target,
 };
+use runtime::Runtime;
 use runtime::{TaskKind, WorkloadKind, RUNTIME_THREADS};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -513,6 +516,46 @@ pub(crate) enum RuntimeTracer {
     },
     /// tokio: the hooks build runs in the default binary's place, its `flag` writing the records.
     TokioHooks { flag: &'static str, hooks: PathBuf },
+}
+
+/// serve: the load to put on it once it listens (measure/loadgen.rs).
+pub(crate) fn serve_load(opts: &RunOptions, dir: &ResultsDir) -> Option<ServeLoad> {
+    let (connections, _) = serve_connections(&opts.target)?;
+    Some(ServeLoad {
+        plan: opts.load.plan(connections),
+        script: dir.file(record::WRK_SCRIPT),
+    })
+}
+
+/// Where the fingerprint reads the Go and Rust versions: the workload's own `start` event, and
+/// the binaries a run of each runtime would start (read, not run).
+pub(crate) fn workload_toolchains(
+    target: &Target,
+    runtime_version: Option<&str>,
+) -> machine::Toolchains {
+    let from_event = |prefix: &str| runtime_version.and_then(|v| toolchain_in(v, prefix));
+    let binary = |r: Runtime| r.binary().ok().filter(|p| p.is_file());
+    machine::Toolchains {
+        go_from_event: from_event("go"),
+        rust_from_event: from_event("rustc"),
+        event_runtime: match target {
+            Target::Workload(inv) if runtime_version.is_some() => Some(inv.runtime.name().into()),
+            _ => None,
+        },
+        goroutines_bin: binary(Runtime::Goroutines),
+        threads_bin: binary(Runtime::Threads),
+    }
+}
+
+/// The toolchain a start event's `runtime_version` names: all of it ("go1.22.2", "rustc 1.87.0
+/// (…)"), or, after a runtime's own version, in parentheses ("tokio 1.47.1 (rustc 1.87.0 (…))").
+pub(crate) fn toolchain_in(runtime_version: &str, prefix: &str) -> Option<String> {
+    if runtime_version.starts_with(prefix) {
+        return Some(runtime_version.to_string());
+    }
+    let at = runtime_version.find(&format!("({prefix}"))?;
+    let inner = &runtime_version[at + 1..];
+    Some(inner.strip_suffix(')').unwrap_or(inner).to_string())
 }
 
 #[cfg(test)]

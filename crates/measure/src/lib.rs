@@ -8,6 +8,7 @@ pub mod follow;
 pub mod go_trace;
 pub mod leash;
 pub mod loadgen;
+pub mod options;
 /// The one launcher (fork, join the cgroup, hold at a gate, exec, wait4), from the collector crate.
 pub use spawnscope_collector::launch;
 pub mod perf;
@@ -19,6 +20,7 @@ pub mod probes;
 pub mod run;
 pub mod sampler;
 pub mod sentinels;
+pub mod serve_setup;
 pub mod stop;
 pub mod sweep;
 pub mod tokio_trace;

@@ -5,15 +5,16 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 
+use crate::execute::workload_toolchains;
 use crate::execute::{measure, RuntimeTracer, StageClock};
-use crate::follow::ServeLoad;
-use crate::leash::{self, PidsLimitArg};
-use crate::loadgen::{self, LoadOptions};
-use crate::probes::{ProbeDetail, ProbeTimes};
+use crate::leash::{self};
+use crate::loadgen::{self};
+use crate::options::RunOptions;
+use crate::probes::ProbeTimes;
+use crate::serve_setup::{serve_backlog, serve_connections, with_serve_defaults};
 use crate::{go_trace, perf, preflight, tokio_trace, trace_cap};
 use host::cgroup::{self, RunCgroup};
 use host::limits::can_raise_hard_limits;
@@ -22,53 +23,8 @@ use host::signals::Interrupts;
 use host::sysctl::{self, RaisedGuard, SysctlStore};
 use host::{binary, cpu_order, limits, machine, procfs};
 use record::process::signal_name;
-use record::{
-    self, AliveCount, Calibration, Estimate, PeakMoment, ResultsDir, RunRecord, SysctlRecord,
-    Target,
-};
-use runtime::{Invocation, Runtime, TaskKind, WorkloadKind};
-
-pub struct RunOptions {
-    pub target: Target,
-    pub out_root: PathBuf,
-    pub force: bool,
-    pub memory_limit: Option<u64>,
-    /// The eBPF collector and what it keeps (root only); None: left out (`--no-probes`).
-    pub probes: Option<ProbeDetail>,
-    /// Where the probe programs' times come from (a calibration, or this run's statistics).
-    pub probe_times: ProbeTimes,
-    /// Record perf samples (`--perf`).
-    pub perf: Option<perf::Options>,
-    /// A calibration already made under the same flags (compare calibrates once per runtime);
-    /// None: this run calibrates.
-    pub calibration: Option<Calibration>,
-    /// `--timeout`: the leash's time (measure/leash.rs).
-    pub timeout: Option<Duration>,
-    /// `--pids-limit` (None: the default for the target).
-    pub pids_limit: Option<PidsLimitArg>,
-    /// serve: the load wrk puts on the server.
-    pub load: LoadOptions,
-    /// `--cpus`: the CPU list the workload is pinned to (as taskset takes it).
-    pub cpus: Option<String>,
-    /// `--cpu-count K`: the run held to K CPUs (host/cpu_order.rs's policy) through its cgroup's
-    /// cpuset, else the workload's affinity. Refused beside `cpus`.
-    pub cpu_count: Option<u32>,
-    /// A command in compare's sweep: it gets no terminal (stdin /dev/null; its stdout kept in
-    /// command.stdout, its stderr in workload.stderr, both shown on our stderr), so that what
-    /// compare prints on stdout stays its own.
-    pub keep_command_output: bool,
-    /// A command's `--task-kind` was not given: its `--tasks` are taken as a runtime's tasks when
-    /// it runs far fewer OS threads than that (`command_moment`).
-    pub guess_task_kind: bool,
-    /// `--perfetto`: the collector streams the run's scheduler events to TRACE_EVENTS.
-    pub perfetto: bool,
-    /// `--trace-max-size`: the most TRACE_EVENTS may hold [default: trace_cap::default_cap].
-    pub trace_max_bytes: Option<u64>,
-    /// `--runtime-trace`: the workload records its runtime's scheduler (goroutines: GO_TRACE,
-    /// reduced after the run by measure/go_trace.rs); a runtime without one is refused. A command
-    /// is given `$SPAWNSCOPE_GO_TRACE` (go_trace::ENV), the same file, to start runtime/trace on.
-    pub runtime_trace: bool,
-}
+use record::{self, AliveCount, Estimate, PeakMoment, ResultsDir, RunRecord, SysctlRecord, Target};
+use runtime::{Runtime, TaskKind};
 
 /// Why a run did not happen or did not finish, by exit code.
 #[derive(Debug)]
@@ -622,114 +578,16 @@ pub fn run(opts: RunOptions, interrupts: &Interrupts) -> Result<Outcome, RunErro
     })
 }
 
-/// serve: (connections, loopback addresses the server listens on), from the invocation.
-pub(crate) fn serve_connections(target: &Target) -> Option<(u64, u64)> {
-    match target {
-        Target::Workload(inv) if inv.workload == WorkloadKind::Serve => {
-            let addresses = inv
-                .flag("--addrs")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1);
-            Some((inv.n, addresses))
-        }
-        _ => None,
-    }
-}
-
-/// serve: the listen(2) backlog it asks for (--backlog, else the workloads' 4096).
-fn serve_backlog(target: &Target) -> u64 {
-    match target {
-        Target::Workload(inv) => inv
-            .flag("--backlog")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(WORKLOAD_BACKLOG),
-        Target::Command { .. } => 0,
-    }
-}
-
-/// A server's flags where the user gave none, for C connections:
-/// - more connections than one address takes (CONNECTIONS_PER_ADDRESS: the load generator's
-///   ephemeral ports): more loopback addresses (--addrs);
-/// - more connections per address than the workloads' own backlog (4096): an accept queue that
-///   holds them (--backlog). wrk connects all of them at once; past a full queue, the kernel
-///   drops the handshake's last ACK and the client retransmits after 1 s, 3 s…, and the load
-///   measures the connecting. (Not seen on the 2-core VM, whose connects the port search held
-///   back: host/sysctl.rs, PORT_RANGE; a faster load generator fills the queue.)
-fn with_serve_defaults(mut opts: RunOptions) -> RunOptions {
-    if let Target::Workload(inv) = &mut opts.target {
-        add_serve_defaults(inv);
-    }
-    opts
-}
-
-fn add_serve_defaults(inv: &mut Invocation) {
-    if inv.workload != WorkloadKind::Serve {
-        return;
-    }
-    // A value that does not parse is the workload's to refuse (bad input), not to add to.
-    let addresses = match inv.flag("--addrs") {
-        Some(given) => given.parse().unwrap_or(1),
-        None => {
-            let needed = sysctl::addresses_for(inv.n);
-            if needed > 1 {
-                inv.flags.push(("--addrs".into(), needed.to_string()));
-            }
-            needed
-        }
-    };
-    let per_address = inv.n.div_ceil(addresses.max(1));
-    if inv.flag("--backlog").is_none() && per_address > WORKLOAD_BACKLOG {
-        let backlog = per_address.min(sysctl::BACKLOG_LIMIT);
-        inv.flags.push(("--backlog".into(), backlog.to_string()));
-    }
-}
-
-/// The workloads' own listen(2) backlog, where --backlog is not given.
-const WORKLOAD_BACKLOG: u64 = 4096;
-
-/// serve: the load to put on it once it listens (measure/loadgen.rs).
-pub(crate) fn serve_load(opts: &RunOptions, dir: &ResultsDir) -> Option<ServeLoad> {
-    let (connections, _) = serve_connections(&opts.target)?;
-    Some(ServeLoad {
-        plan: opts.load.plan(connections),
-        script: dir.file(record::WRK_SCRIPT),
-    })
-}
-
-/// Where the fingerprint reads the Go and Rust versions: the workload's own `start` event, and
-/// the binaries a run of each runtime would start (read, not run).
-pub(crate) fn workload_toolchains(
-    target: &Target,
-    runtime_version: Option<&str>,
-) -> machine::Toolchains {
-    let from_event = |prefix: &str| runtime_version.and_then(|v| toolchain_in(v, prefix));
-    let binary = |r: Runtime| r.binary().ok().filter(|p| p.is_file());
-    machine::Toolchains {
-        go_from_event: from_event("go"),
-        rust_from_event: from_event("rustc"),
-        event_runtime: match target {
-            Target::Workload(inv) if runtime_version.is_some() => Some(inv.runtime.name().into()),
-            _ => None,
-        },
-        goroutines_bin: binary(Runtime::Goroutines),
-        threads_bin: binary(Runtime::Threads),
-    }
-}
-
-/// The toolchain a start event's `runtime_version` names: all of it ("go1.22.2", "rustc 1.87.0
-/// (…)"), or, after a runtime's own version, in parentheses ("tokio 1.47.1 (rustc 1.87.0 (…))").
-fn toolchain_in(runtime_version: &str, prefix: &str) -> Option<String> {
-    if runtime_version.starts_with(prefix) {
-        return Some(runtime_version.to_string());
-    }
-    let at = runtime_version.find(&format!("({prefix}"))?;
-    let inner = &runtime_version[at + 1..];
-    Some(inner.strip_suffix(')').unwrap_or(inner).to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[allow(unused_imports)]
+    use crate::execute::*;
+    #[allow(unused_imports)]
+    use crate::options::*;
+    #[allow(unused_imports)]
+    use crate::serve_setup::*;
+    use runtime::{Invocation, WorkloadKind};
 
     #[test]
     fn the_toolchain_is_read_from_every_runtime_version() {

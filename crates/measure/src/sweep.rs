@@ -12,9 +12,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::loadgen::{self, LoadOptions};
+use crate::options::RunOptions;
 use crate::preflight;
 use crate::probes::{ProbeDetail, ProbeTimes};
-use crate::run::{self, Outcome, RunError, RunOptions};
+use crate::run::{self, Outcome, RunError};
 use host::limits::can_raise_hard_limits;
 use host::privileges::is_root;
 use host::signals::Interrupts;

@@ -8,8 +8,9 @@ use crate::commands::derive::{self, Writes};
 use analyse::probes::counts_verdict;
 use analyse::run::summary::Summary;
 use host::signals::Interrupts;
+use measure::options::RunOptions;
 use measure::perf;
-use measure::run::{self, Outcome, RunError, RunOptions};
+use measure::run::{self, Outcome, RunError};
 use record::{self, Calibration, RunRecord, Target, WarmUpRecord};
 use runtime::{Invocation, TaskKind};
 

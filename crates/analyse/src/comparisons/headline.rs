@@ -475,7 +475,8 @@ mod tests {
 
     /// A pingpong run with a scheduler trace whose whole-run wake-to-run has this p50.
     fn pingpong_traced(runtime: &str, n: u64, memory_kb: f64, wake_p50_ns: u64) -> Summary {
-        use crate::traces::sched_figures::{LatencyRow, SchedFigures};
+        use crate::traces::sched_figures::SchedFigures;
+        use crate::traces::sched_trace::LatencyRow;
         use crate::traces::sched_trace::WHOLE_RUN;
         let mut s = run(runtime, n, memory_kb, 10.0);
         s.workload = Some("pingpong".into());

@@ -73,11 +73,11 @@ pub struct RunPoint {
     /// `--perfetto`: the scheduler trace's wake-to-run over the whole run (a wakeup of one of
     /// the run's threads → its next switch-in; analyse::sched_trace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wake_to_run: Option<crate::traces::sched_figures::LatencyRow>,
+    pub wake_to_run: Option<crate::traces::sched_trace::LatencyRow>,
     /// `--perfetto`: preempted-to-run over the whole run (a switch out still runnable → the
     /// thread's next switch-in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preempted_to_run: Option<crate::traces::sched_figures::LatencyRow>,
+    pub preempted_to_run: Option<crate::traces::sched_trace::LatencyRow>,
     /// `--runtime-trace` (run.json's `runtime_traced`): a run of its own kind, listed with the
     /// runs but kept out of cells, fits, repeats, headlines' memory and times and the CPU sweep
     /// (the tracer's memory and time); it gives the runtime's latencies

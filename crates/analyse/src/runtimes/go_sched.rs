@@ -10,7 +10,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::traces::sched_figures::LatencyRow;
+use crate::traces::sched_trace::LatencyRow;
 use crate::traces::sched_trace::{PhaseEdges, PhaseHistograms};
 use record::go_sched::{GoChange, GoSchedSummary};
 

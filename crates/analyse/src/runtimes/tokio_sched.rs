@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use spawnscope_collector::trace_events::{Kind, TraceEvent, Wait};
 
 use crate::traces::on_cpu::{Clocks, OnCpuCheck};
-use crate::traces::sched_figures::LatencyRow;
+use crate::traces::sched_trace::LatencyRow;
 use crate::traces::sched_trace::{PhaseEdges, PhaseHistograms};
 use record::tokio_sched::{HookEvent, HookKind, TokioSchedSummary};
 

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::comparisons::regression::spread;
 use crate::comparisons::run_point::RunPoint;
 use crate::run::summary::Summary;
-use crate::traces::sched_figures::LatencyRow;
+use crate::traces::sched_trace::LatencyRow;
 use crate::traces::sched_trace::WHOLE_RUN;
 use runtime::{Runtime, DESCRIPTORS};
 use units::{count, in_unit};

@@ -1,24 +1,10 @@
 //! The scheduler trace's figures per phase: wake-to-run and preempted-to-run latency rows, the waits,
 //! and the run queues beside what the probes counted.
 
-use crate::traces::sched_trace::{SchedTrace, METHOD, WHOLE_RUN};
+use crate::traces::sched_trace::{LatencyRow, SchedTrace, METHOD, WHOLE_RUN};
 use hdrhistogram::Histogram;
 use record::trace::TraceCapture;
 use serde::{Deserialize, Serialize};
-
-/// One latency in one phase.
-#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct LatencyRow {
-    /// The phase the switch-ins fall in, or "whole run".
-    pub phase: String,
-    pub count: u64,
-    /// Within 1 % (HDR histogram, 2 significant digits).
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    /// Exact.
-    pub max_ns: u64,
-}
 
 /// One wait's pairs, as the trace shows them.
 #[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -27,9 +27,9 @@ use hdrhistogram::Histogram;
 use spawnscope_collector::trace_events::{Kind, Task, TraceEvent, Wait};
 
 use crate::run::phases::phase_marks;
-use crate::traces::sched_figures::LatencyRow;
 use record::trace::TraceCapture;
 use record::{MemoryRecord, RunRecord};
+use serde::{Deserialize, Serialize};
 
 /// How far records may come out of time order and still be put back in it: the ring buffer is
 /// shared by every CPU, each reserving its record microseconds after reading the clock, so a
@@ -329,6 +329,20 @@ impl WaitStacks {
             .flat_map(|tid| self.close_thread(tid, ts))
             .collect()
     }
+}
+
+/// One latency in one phase.
+#[derive(schemars::JsonSchema, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LatencyRow {
+    /// The phase the switch-ins fall in, or "whole run".
+    pub phase: String,
+    pub count: u64,
+    /// Within 1 % (HDR histogram, 2 significant digits).
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    /// Exact.
+    pub max_ns: u64,
 }
 
 /// Samples of one latency per phase, and over the whole run.

@@ -6,7 +6,8 @@ use std::fmt::Write;
 
 use crate::table::Table;
 use analyse::runtimes::go_sched::GoSchedFigures;
-use analyse::traces::sched_figures::{LatencyRow, SchedFigures};
+use analyse::traces::sched_figures::SchedFigures;
+use analyse::traces::sched_trace::LatencyRow;
 use analyse::traces::sched_trace::WHOLE_RUN;
 use units::{count, in_unit};
 

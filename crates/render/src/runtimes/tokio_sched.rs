@@ -7,7 +7,8 @@ use std::fmt::Write;
 use crate::table::Table;
 use analyse::runtimes::tokio_sched::TokioSchedFigures;
 use analyse::traces::on_cpu::OnCpuCheck;
-use analyse::traces::sched_figures::{LatencyRow, SchedFigures};
+use analyse::traces::sched_figures::SchedFigures;
+use analyse::traces::sched_trace::LatencyRow;
 use analyse::traces::sched_trace::WHOLE_RUN;
 use units::{count, in_unit};
 

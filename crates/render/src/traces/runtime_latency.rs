@@ -117,7 +117,7 @@ pub fn html(r: &Comparison) -> String {
 mod tests {
     use super::*;
     use analyse::traces::runtime_latency::LatencySide;
-    use analyse::traces::sched_figures::LatencyRow;
+    use analyse::traces::sched_trace::LatencyRow;
     use analyse::traces::sched_trace::WHOLE_RUN;
 
     fn side(runtime: &str, what: &str, kernel: bool, p50_ns: Option<u64>) -> LatencySide {

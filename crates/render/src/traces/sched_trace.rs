@@ -4,7 +4,8 @@
 use std::fmt::Write;
 
 use crate::table::Table;
-use analyse::traces::sched_figures::{LatencyRow, SchedFigures};
+use analyse::traces::sched_figures::SchedFigures;
+use analyse::traces::sched_trace::LatencyRow;
 use units::{count, in_unit};
 
 fn plural(n: u64, one: &str) -> String {
