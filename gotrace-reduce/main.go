@@ -25,7 +25,7 @@ const usage = "usage: gotrace-reduce [--max-records N] TRACE RECORDS.bin SUMMARY
 // defaultMaxRecords bounds RECORDS.bin to 2^24 records × 40 bytes = 671 MB (0.63 GiB), whatever
 // the trace's length: a pingpong of 10,000 pairs at its default 10,000 rounds changes goroutine
 // state about 400 M times (16 GB of records uncut). The conductor passes its own cap (the same,
-// spawnscope/src/measure/go_trace.rs): it also draws a running slice per start into the Perfetto
+// crates/measure/src/go_trace.rs): it also draws a running slice per start into the Perfetto
 // trace, which ui.perfetto.dev must open beside the kernel's packets.
 const defaultMaxRecords = 1 << 24
 

@@ -3,7 +3,7 @@ package main
 // The Go runtime's Ps: every P state change of the trace (x/exp/trace's ProcStatus, ProcStart,
 // ProcStop and ProcSteal, seen as StateTransitions of a ResourceProc), one record each in
 // go-procs.bin (schema/go-proc-record.tsv; the conductor's reader,
-// spawnscope/src/record/go_procs.rs, follows the same table), with which M made the change and
+// crates/record/src/go_procs.rs, follows the same table), with which M made the change and
 // which M held the P before it. x/exp/trace does not say a steal's kind or victim (the event's
 // third argument, the M stolen from, is kept inside the parser), so a steal is told here by who
 // made it: a Running P stopped by an M other than the one that holds it (sysmon's retake, or a

@@ -1,7 +1,7 @@
 package main
 
 // The raw records this reducer writes: their layout is schema/go-sched-record.tsv (the
-// conductor's reader, spawnscope/src/record/go_sched.rs, follows the same table; both tests check
+// conductor's reader, crates/record/src/go_sched.rs, follows the same table; both tests check
 // it row by row).
 
 import (

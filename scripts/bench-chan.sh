@@ -5,7 +5,7 @@
 # 1,000 and 5,000 workers, queue 256, int / str / str_ptr), median of REPEATS runs, written in
 # the article's CSV shape (program,etype,worker,event,time,speed) to target/bench/chain.csv and
 # shown beside its published speeds (Go, Rust tokio and Kotlin; i7-9750H, WSL), as
-# `spawnscope published bench-of-chan` prints them (spawnscope/src/studies/bench_of_chan.rs).
+# `spawnscope published bench-of-chan` prints them (crates/studies/src/bench_of_chan.rs).
 # `threads` (std::sync::mpsc, one OS thread per task) is the row the article never had. `kotlin`
 # is the article's third language: examples/kotlin-chain (kotlinx.coroutines channels, its warm-up
 # run first), built with Maven on the JDK spawnscope finds; left out, saying why, without mvn or

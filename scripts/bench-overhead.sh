@@ -13,7 +13,7 @@
 # interval is narrower than the goal's margin (its half-width below MARGIN percentage points,
 # default 1), or MAX_PAIRS pairs (default 30, at least REPEATS) have been taken; the output says
 # which. Each ratio (wall, CPU) is the mean of the per-pair ratios traced/untraced with its paired
-# 95 % Student t-interval (`spawnscope pairs`, spawnscope/src/analyse/paired.rs). Stopping when
+# 95 % Student t-interval (`spawnscope pairs`, crates/analyse/src/time/paired.rs). Stopping when
 # the interval is narrow enough is a sequential rule: its coverage is close to 95 %, not exact.
 #
 # Outliers. The machine sometimes runs a whole run in a slow mode (half again the CPU time or
@@ -48,7 +48,7 @@
 # read too many), where the hook's loop resolves an event (getppid's, for the syscall pair) the
 # loop's ns an event with the statistics off (the dispatch and the syscall-tracing slow path
 # included), and ours coldest (the statistics' figure with every cache emptied before each event:
-# the most an event can cost the program; spawnscope/src/analyse/overhead_band.rs says why each end
+# the most an event can cost the program; crates/analyse/src/probes/overhead_band.rs says why each end
 # bounds what it bounds); between them the estimate, the events at ours cold (the CPU's own caches
 # emptied, as a big run's events meet them), checked against the measured difference's 95 %
 # interval. The

@@ -4,7 +4,7 @@
 # each, alternating, untraced as trace.sh times its runs (the probes add to a traced task's CPU
 # time), and once more traced in the middle round for the kernel's counts (its times left out, as
 # trace.sh's are); an untraced outlier's cause is named from what costs it nothing (memory handed
-# back to the host before it, system time per fault, PSI stalls: analyse/untraced_causes.rs);
+# back to the host before it, system time per fault, PSI stalls: analyse/time/untraced_causes.rs);
 # after trace.sh's warm-up (recorded in warmup/ and not counted), then prints per time figure
 # (spawn, user and system time per task, wall time) the median and the max / min over every run
 # and over the runs whose verdict is "trustworthy", and each flagged run with its cause (the

@@ -32,7 +32,7 @@ cd "$REPO_ROOT"
 # runtime. The eBPF collector adds 7–13 % to a traced thread's CPU time, so the timed runs go
 # without it (--no-probes) and one more run of each, traced, gives the counts and waits: timing
 # and counting in separate runs, as `perf stat` and `perf record` are. The report takes every time
-# figure from the untraced runs and memory from all of them (analyse/times_from.rs).
+# figure from the untraced runs and memory from all of them (analyse/time/times_from.rs).
 # (Checked before anything is installed or built: a refused run changes nothing.)
 repeats=${SPAWNSCOPE_REPEATS:-3}
 if [ $# -eq 0 ] && ! is_count "$repeats"; then

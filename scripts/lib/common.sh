@@ -182,7 +182,7 @@ need_command() {
 BUILD_PACKAGES=(build-essential pkg-config clang libelf-dev zlib1g-dev jq)
 # shellcheck disable=SC2034
 TRACE_PACKAGES=(bpftrace "linux-perf|linux-tools-$(uname -r)")
-# wrk: the load generator of the serve workload (spawnscope/src/measure/loadgen.rs).
+# wrk: the load generator of the serve workload (crates/measure/src/loadgen.rs).
 # shellcheck disable=SC2034
 LOAD_PACKAGES=(wrk)
 # The studies' optional programs: g++ and Boost.Context for examples/coroutines (libcopp-2018),

@@ -2,8 +2,8 @@
 //! layer crates and the only crates each may depend on (`cargo metadata`, every kind of
 //! dependency, tests' too), and ARCHITECTURE.md's drawing of that graph is the one cargo gives.
 //! What Cargo cannot hold is checked on the source: no module circle inside a crate (nor in the
-//! collector), the binary's command line below its commands, and analyse, studies and render
-//! neither spawn a process nor touch a file. A change that breaks a rule fails here, in CI,
+//! collector), the binary's command line below its commands, analyse, studies and render
+//! neither spawn a process nor touch a file, and no source file passes 900 lines outside its tests. A change that breaks a rule fails here, in CI,
 //! naming the crate, or the file and line.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -530,6 +530,29 @@ fn analyse_studies_and_render_neither_spawn_nor_touch_files() {
         "analyse, studies and render must stay pure:\n{}",
         wrong.join("\n")
     );
+}
+
+/// The most lines a source file holds outside its test module: past it, a file does several
+/// things and is cut by what they are (ARCHITECTURE.md).
+const MOST_LINES: usize = 900;
+
+#[test]
+fn no_source_file_passes_900_lines_outside_its_tests() {
+    let mut files = Vec::new();
+    for dir in crate_dirs() {
+        rust_files(&workspace().join(dir).join("src"), &mut files);
+    }
+    let wrong: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let text = fs::read_to_string(f).unwrap();
+            let code = text.find("#[cfg(test)]\nmod tests").map_or(&text[..], |i| &text[..i]);
+            let lines = code.lines().count();
+            (lines > MOST_LINES).then(|| format!("{}: {lines} lines", f.display()))
+        })
+        .collect();
+    assert!(files.len() > 150, "found too few source files");
+    assert!(wrong.is_empty(), "over {MOST_LINES} lines outside the tests:\n{}", wrong.join("\n"));
 }
 
 #[test]
