@@ -98,7 +98,7 @@ pub enum Command {
         #[arg(long)]
         programs: Option<PathBuf>,
         /// `probe-cost --json`'s output: the CPU difference checked against the band its figures
-        /// predict for the traced runs' own events (analyse/overhead_band.rs), in `band`.
+        /// predict for the traced runs' own events (analyse/probes/overhead_band.rs), in `band`.
         #[arg(long, requires = "programs")]
         band: Option<PathBuf>,
     },

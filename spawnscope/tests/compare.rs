@@ -79,7 +79,7 @@ fn exact_lines_give_exact_slopes_intercepts_and_r2() {
                 "intercept of {what}"
             );
             // The largest N's first threads repeat is traced, its twin is not: a time figure there
-            // comes from the untraced run alone (analyse/times_from.rs), so the time fits have one
+            // comes from the untraced run alone (analyse/time/times_from.rs), so the time fits have one
             // point fewer; memory and counts take both.
             let traced_left_out =
                 world.runtime == "threads" && matches!(metric, "user_us" | "sys_us" | "wall_us");

@@ -546,13 +546,19 @@ fn no_source_file_passes_900_lines_outside_its_tests() {
         .iter()
         .filter_map(|f| {
             let text = fs::read_to_string(f).unwrap();
-            let code = text.find("#[cfg(test)]\nmod tests").map_or(&text[..], |i| &text[..i]);
+            let code = text
+                .find("#[cfg(test)]\nmod tests")
+                .map_or(&text[..], |i| &text[..i]);
             let lines = code.lines().count();
             (lines > MOST_LINES).then(|| format!("{}: {lines} lines", f.display()))
         })
         .collect();
     assert!(files.len() > 150, "found too few source files");
-    assert!(wrong.is_empty(), "over {MOST_LINES} lines outside the tests:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "over {MOST_LINES} lines outside the tests:\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]

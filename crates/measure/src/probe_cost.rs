@@ -15,7 +15,7 @@
 //! coldest (every cache emptied), the statistics on: what an event costs a run whose tasks' slots
 //! and structures are out of the CPU's caches, and the most it can cost. The states run in cycles, each
 //! hook in every state in turn, so that the machine's drift falls on all alike.
-//! The figures are analyse/probe_cost.rs's; the raw rounds are record/probe_cost.rs's types.
+//! The figures are analyse/probes/probe_cost.rs's; the raw rounds are record/probe_cost.rs's types.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::OwnedFd;

@@ -1,6 +1,6 @@
 //! The raw records of `spawnscope probe-cost`: every timed round of every hook's loop, and what the
 //! kernel's run-time statistics counted of each attached program in it (measure/probe_cost.rs
-//! takes them, analyse/probe_cost.rs derives the figures from them: raw records live here, so that
+//! takes them, analyse/probes/probe_cost.rs derives the figures from them: raw records live here, so that
 //! analyse/ reads nothing from measure/).
 
 use schemars::JsonSchema;

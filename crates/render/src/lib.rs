@@ -1,6 +1,8 @@
 //! The only place that formats: summaries and comparisons as Markdown, terminal lines, CSV and
 //! one HTML page; SVG charts and flame graphs. It reads no files and writes none: it is given
-//! figures (analyse/) and returns text.
+//! figures (analyse/) and returns text. Its modules are analyse's concerns, of the same names (run,
+//! memory, time, probes, traces, runtimes, comparisons, serving: ARCHITECTURE.md), beside what
+//! every format shares at the root (table, columns, values, charts, html, pages).
 
 pub mod chart_kit;
 pub mod charts;

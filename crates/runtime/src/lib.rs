@@ -104,7 +104,7 @@ pub struct Descriptor {
     pub tasks_are_processes: bool,
     pub os_threads: OsThreads,
     /// OS threads its workload has at its start gate, all its processes together: before its
-    /// first task, so more says tasks had started when the base was read (analyse/summary.rs).
+    /// first task, so more says tasks had started when the base was read (analyse/run/summary.rs).
     /// None where the runtime starts threads of its own in numbers that vary (Go's scheduler,
     /// tokio's workers by --workers or the CPUs): not checked.
     pub threads_at_gate: Option<u64>,

@@ -1,4 +1,5 @@
-//! Formatting of the figures people read: counts with separators, bytes in binary units.
+//! Formatting of the figures people read: counts with separators, bytes in binary units; and the
+//! kernel's small text formats read on both sides of the house (a CPU list: `cpu_list`).
 
 pub mod cpu_list;
 

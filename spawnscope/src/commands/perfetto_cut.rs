@@ -1,7 +1,7 @@
 //! `spawnscope report DIR --perfetto [--from S] [--to S | --window PHASE] [--threads K | --tids
 //! LIST] [--out FILE]`: a cut of a traced run's Perfetto trace, for one larger than the UI opens.
-//! analyse/trace_cut.rs chooses the window and the threads and clips the records,
-//! render/perfetto.rs encodes them as it encodes the full trace; here they are written under a
+//! analyse/traces/trace_cut.rs chooses the window and the threads and clips the records,
+//! render/traces/perfetto.rs encodes them as it encodes the full trace; here they are written under a
 //! temporary name and renamed once whole (on an error nothing stays). The full trace
 //! (trace.perfetto-trace) and every other file of the run directory are left as they are.
 

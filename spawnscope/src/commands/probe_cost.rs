@@ -1,6 +1,6 @@
 //! `spawnscope probe-cost [--rounds K] [--seconds S] [--hooks H,…] [--json]` (alias
 //! `syscall-cost`): each probe program's cost an event against the floor of its hook
-//! (measure/probe_cost.rs), its figures (analyse/probe_cost.rs) on the terminal or, with --json,
+//! (measure/probe_cost.rs), its figures (analyse/probes/probe_cost.rs) on the terminal or, with --json,
 //! the raw rounds and the figures as one JSON object on stdout (`measured` first: the raw records
 //! are written before anything derived from them). And the hidden `probe-loop`, its loops.
 

@@ -1,7 +1,7 @@
 //! What derive.rs asks of a runtime-traced run beyond the Go reducer's records: tokio's figures
-//! from the hooks build's records (record/tokio_sched.rs → analyse/tokio_sched.rs), its on-CPU
+//! from the hooks build's records (record/tokio_sched.rs → analyse/runtimes/tokio_sched.rs), its on-CPU
 //! check and its workers' futex waits against the kernel's trace, its polls in the Perfetto trace
-//! (render/perfetto_tokio.rs); and the kernel's running spans of a set of threads, which the
+//! (render/traces/perfetto_tokio.rs); and the kernel's running spans of a set of threads, which the
 //! goroutines' on-CPU check reads too.
 
 use std::collections::{BTreeMap, BTreeSet};

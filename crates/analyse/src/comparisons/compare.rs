@@ -276,11 +276,11 @@ pub struct Comparison {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headlines: Vec<Headline>,
     /// `--cpu-counts`: the figures per task against K, where each runtime stops scaling and the
-    /// waits that grew (analyse/cpu_sweep.rs).
+    /// waits that grew (analyse/comparisons/cpu_sweep.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_sweep: Option<CpuSweep>,
     /// `--runtime-trace`: per workload × N, how long a woken task waits to run by its own
-    /// scheduler, each runtime (analyse/runtime_latency.rs).
+    /// scheduler, each runtime (analyse/traces/runtime_latency.rs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runtime_latency: Vec<LatencyCell>,
 }

@@ -2,7 +2,7 @@
 //! CPUs it was held to, and where a curve bends, what bent it. One series per machine × runtime ×
 //! workload × N, one point per K: spawn, system and wall time per task, throughput (pingpong,
 //! chain), and the kernel's waits per task (mmap_lock and futex with the lean probes, run-queue
-//! with the full ones). Times from the untraced runs where a point has any (analyse/times_from.rs),
+//! with the full ones). Times from the untraced runs where a point has any (analyse/time/times_from.rs),
 //! waits from the traced ones. The headline names where a runtime stops scaling and the wait
 //! that grew most over that step.
 

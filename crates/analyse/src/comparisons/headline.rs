@@ -10,7 +10,7 @@
 //! chain (each against the next) would hide it, and the factors between the dearer ones follow by
 //! division. With two it is the one pair, as before.
 //!
-//! A run whose cross-checks failed (`analyse/counts_verdict.rs`) is named in the line: its
+//! A run whose cross-checks failed (`analyse/probes/counts_verdict.rs`) is named in the line: its
 //! counts are wrong, and a headline read alone must not hide it. One run's own line, its outcome,
 //! says so too ([`of_run`]).
 
@@ -73,7 +73,7 @@ pub struct Headline {
     pub woken_untold: bool,
     /// pingpong and chain in a set with runtime-traced runs: each runtime's wait by its own
     /// scheduler (the kernel's wake→run, a runtime's readied→running or scheduled→polled),
-    /// said instead of `woken` (analyse/runtime_latency.rs).
+    /// said instead of `woken` (analyse/traces/runtime_latency.rs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency: Vec<LatencySide>,
 }

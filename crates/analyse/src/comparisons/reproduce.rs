@@ -1,4 +1,4 @@
-//! A published study's table beside our runs (`Reproduce`, rendered by render/compare.rs), and what
+//! A published study's table beside our runs (`Reproduce`, rendered by render/comparisons/compare.rs), and what
 //! every study's rows are made of: medians of repeats, whether a command's tasks coexisted, the
 //! slope over N. The studies themselves (their published figures and how rows are matched) are
 //! in studies/, one file each.

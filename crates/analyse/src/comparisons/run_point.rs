@@ -81,7 +81,7 @@ pub struct RunPoint {
     /// `--runtime-trace` (run.json's `runtime_traced`): a run of its own kind, listed with the
     /// runs but kept out of cells, fits, repeats, headlines' memory and times and the CPU sweep
     /// (the tracer's memory and time); it gives the runtime's latencies
-    /// (analyse/runtime_latency.rs).
+    /// (analyse/traces/runtime_latency.rs).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub runtime_traced: bool,
 }

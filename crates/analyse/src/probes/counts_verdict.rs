@@ -1,7 +1,7 @@
 //! The verdict on a run's counts: whether what the eBPF probes counted agrees with the kernel's
-//! own accounting. The time verdict (`analyse/verdict.rs`) judges times by the machine's noise;
+//! own accounting. The time verdict (`analyse/time/verdict.rs`) judges times by the machine's noise;
 //! this one judges counts by their cross-checks (`spawnscope_collector`'s, summed up in
-//! `analyse/probes.rs`), and the two stay apart: a quiet machine does not make a count right, and
+//! `analyse/probes/counts.rs`), and the two stay apart: a quiet machine does not make a count right, and
 //! a probe that missed the workload's threads does not make a time wrong.
 //!
 //! A failed cross-check is never trustworthy: it means the probes did not see what the kernel saw

@@ -4,7 +4,7 @@
 //! held it last) and how often it was stolen (taken from an M in a syscall by sysmon or a
 //! stop-the-world); per M, the time it held a P, which Ps, and the time it went without one
 //! between its first and last P event. The one walk ([`walk`]) also yields the edges the
-//! Perfetto trace draws (render/perfetto_procs.rs): a P's slice "M <tid>" while an M holds it, a
+//! Perfetto trace draws (render/traces/perfetto_procs.rs): a P's slice "M <tid>" while an M holds it, a
 //! steal as an instant, and the M's "P" slice on its own thread.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -120,7 +120,7 @@ impl KeptRecords {
 /// The tracer's 64 ns tick, for the event and for its clock snapshot.
 pub const ON_CPU_TOLERANCE_NS: u64 = 2 * 64;
 
-/// Holds each change with a thread to that thread's running spans (analyse/on_cpu.rs: the
+/// Holds each change with a thread to that thread's running spans (analyse/traces/on_cpu.rs: the
 /// kernel's trace, BOOTTIME; `offset_ns` = BOOTTIME − MONOTONIC puts the changes there). Each
 /// change was emitted by its thread (`tid`), so that thread was on a CPU then; a change whose
 /// time the parser moved is held over [its thread's last record of its own time, the moved time].

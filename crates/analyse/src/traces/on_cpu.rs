@@ -1,7 +1,7 @@
 //! The on-CPU check of a runtime-traced run (issue 39.6): every event the runtime's own tracer
 //! recorded was emitted by a thread (its TID), so that thread was on a CPU then, by the kernel's
 //! switches (the kernel's trace's running spans of those threads, `sched_trace::thread_states`).
-//! Shared by the goroutines' (analyse/go_sched.rs) and tokio's (analyse/tokio_sched.rs) events;
+//! Shared by the goroutines' (analyse/runtimes/go_sched.rs) and tokio's (analyse/runtimes/tokio_sched.rs) events;
 //! each says its clocks' tolerance and what it means when its events lie before their threads ran.
 //! Two kinds of event are not judged at a time, each counted apart and said: one whose time the
 //! runtime's trace parser moved (Go: x/exp/trace), and one inside a stint of its thread whose

@@ -1,7 +1,7 @@
 //! A cut of a run's Perfetto trace (`report DIR --perfetto --from/--to/--window/--threads/--tids`),
 //! for a trace larger than Perfetto's UI opens: which window and which threads ([`Window`],
 //! [`choose`]), and the records, phases and counters clipped to them ([`Cut`], [`cut_trace`],
-//! [`clip_tracks`]). render/perfetto.rs encodes what it is handed, as for the full trace;
+//! [`clip_tracks`]). render/traces/perfetto.rs encodes what it is handed, as for the full trace;
 //! commands/perfetto_cut.rs writes it. The full trace (`trace.perfetto-trace`) is left as it is.
 //!
 //! What a cut holds, within its window [from, to] on CLOCK_BOOTTIME (the records' clock), given

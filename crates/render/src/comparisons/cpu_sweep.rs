@@ -1,4 +1,4 @@
-//! A CPU sweep (analyse/cpu_sweep.rs) as people read it: one table per runtime of its figures per
+//! A CPU sweep (analyse/comparisons/cpu_sweep.rs) as people read it: one table per runtime of its figures per
 //! task against K, for compare.md and report.html, and the section's words.
 
 use std::fmt::Write;

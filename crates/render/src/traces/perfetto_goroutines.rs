@@ -1,7 +1,7 @@
 //! A runtime-traced run's goroutines in its Perfetto trace: each goroutine's running slices on a
-//! "goroutines" track under its OS thread's track (render/perfetto.rs's `thread_uuid`, by TID),
+//! "goroutines" track under its OS thread's track (render/traces/perfetto.rs's `thread_uuid`, by TID),
 //! named by the goroutine's start function, its id a debug annotation (`goid`: the UI's search
-//! and SQL find one by id). Appended after render/perfetto.rs's packets on a sequence of its own
+//! and SQL find one by id). Appended after render/traces/perfetto.rs's packets on a sequence of its own
 //! ([`SEQ_GOROUTINES`]); a Trace is a stream of `packet` fields, so the two simply follow each
 //! other. Kept apart from the kernel's waits, which are slices on the thread's own track: the two
 //! need not nest.
@@ -14,10 +14,10 @@ use analyse::runtimes::go_sched::SliceEdge;
 
 pub use crate::traces::perfetto_runtime::Written;
 
-/// The goroutines' packets (render/perfetto.rs uses 1, 2 and 16 up).
+/// The goroutines' packets (render/traces/perfetto.rs uses 1, 2 and 16 up).
 pub const SEQ_GOROUTINES: u32 = 3;
 
-/// A thread's goroutines track: its uuid (render/perfetto.rs's kinds are 1 to 4).
+/// A thread's goroutines track: its uuid (render/traces/perfetto.rs's kinds are 1 to 4).
 pub fn goroutines_uuid(tid: u32) -> u64 {
     5 << 32 | tid as u64
 }
@@ -26,7 +26,7 @@ pub fn goroutines_uuid(tid: u32) -> u64 {
 const UNNAMED: &str = "goroutine";
 const GOID: &str = "goid";
 
-/// Appends the goroutines' packets to `out` (render/perfetto_runtime.rs: the shape both
+/// Appends the goroutines' packets to `out` (render/traces/perfetto_runtime.rs: the shape both
 /// runtimes share). `threads`: the TIDs goroutines ran on; `described`: those that already have
 /// a thread descriptor (the kernel's trace), the others get one in process `launched`;
 /// `functions`: the start functions a slice is named by (interned after UNNAMED: a function's

@@ -1,8 +1,8 @@
-//! The Go runtime's Ps in a runtime-traced run's Perfetto trace (analyse/go_procs.rs's edges):
+//! The Go runtime's Ps in a runtime-traced run's Perfetto trace (analyse/runtimes/go_procs.rs's edges):
 //! a top-level "Go Ps" track whose children are one track per P (in P order), with a slice
 //! `M <tid>` while that M holds the P (its `m` and `proc` as debug annotations) and an instant
 //! `steal` where the P was taken from an M in a syscall (`stolen_from`, `by`); and, through
-//! render/perfetto_runtime.rs, a "P" track under each M's thread track with a slice `P <n>` while
+//! render/traces/perfetto_runtime.rs, a "P" track under each M's thread track with a slice `P <n>` while
 //! it holds that P. Each on a sequence of its own ([`SEQ_GO_PS`], [`SEQ_GO_MS`]), appended after
 //! the other packets; names interned in the sequence's first packet; time never goes back.
 
@@ -20,12 +20,12 @@ use crate::traces::perfetto_runtime::{self, Edge, Sequence, Written};
 use analyse::runtimes::go_procs::ProcEdge;
 use analyse::traces::sched_trace::boot;
 
-/// The Ps' packets and the Ms' "P" tracks' (render/perfetto.rs uses 1, 2 and 16 up; the
+/// The Ps' packets and the Ms' "P" tracks' (render/traces/perfetto.rs uses 1, 2 and 16 up; the
 /// goroutines 3, tokio 4).
 pub const SEQ_GO_PS: u32 = 5;
 pub const SEQ_GO_MS: u32 = 6;
 
-/// The "Go Ps" group's uuid, and its P tracks' (render/perfetto.rs's kinds are 1 to 4, the
+/// The "Go Ps" group's uuid, and its P tracks' (render/traces/perfetto.rs's kinds are 1 to 4, the
 /// goroutines' 5, tokio's 6).
 pub const GROUP_UUID: u64 = 7 << 32 | 0xffff_ffff;
 pub fn proc_uuid(proc: u32) -> u64 {
@@ -154,7 +154,7 @@ pub fn write_ps(
     Ok(written)
 }
 
-/// Appends each M's "P" track under its thread (render/perfetto_runtime.rs): `ms` the Ms that
+/// Appends each M's "P" track under its thread (render/traces/perfetto_runtime.rs): `ms` the Ms that
 /// held a P, `described` the TIDs that already have a thread descriptor, the others get one in
 /// process `launched`; `procs` the Ps (the slices' names, `P <n>`).
 pub fn write_ms(

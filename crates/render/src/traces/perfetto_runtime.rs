@@ -1,8 +1,8 @@
 //! What a runtime's own slices in a run's Perfetto trace share (the goroutines' running slices,
-//! render/perfetto_goroutines.rs; tokio's polls, render/perfetto_tokio.rs): a sequence of their
-//! own, appended after render/perfetto.rs's packets (a Trace is a stream of `packet` fields, so
+//! render/traces/perfetto_goroutines.rs; tokio's polls, render/traces/perfetto_tokio.rs): a sequence of their
+//! own, appended after render/traces/perfetto.rs's packets (a Trace is a stream of `packet` fields, so
 //! they simply follow each other), its names interned in its first packet; a track per OS thread
-//! under that thread's track (render/perfetto.rs's `thread_uuid`, by TID; a thread descriptor
+//! under that thread's track (render/traces/perfetto.rs's `thread_uuid`, by TID; a thread descriptor
 //! first where the kernel's trace gave none); each slice begun with its name and an id as a debug
 //! annotation (the UI's search and SQL find a goroutine or a task by it) and ended; within the
 //! sequence time never goes back.
