@@ -44,7 +44,7 @@ pub struct Snapshot {
     /// The run's processes at this moment (record/tree.rs): its cgroup's, else the process
     /// started and its descendants; each one's smaps_rollup where this is a moment memory is
     /// measured at (a `peak` event, a stopped reading, a command's peak). Where it has more than
-    /// one process, the tree is what memory is counted from (analyse/run/summary.rs); runs recorded
+    /// one process, the tree is what memory is counted from (analyse/memory/per_task.rs); runs recorded
     /// before it: the process started alone (`status`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tree: Vec<ProcessReading>,
