@@ -31,7 +31,7 @@ use std::time::Instant;
 /// A command's base: the machine just before its release. The command does not exist yet: its
 /// RSS, page tables and threads are zero (the gated child is still a copy of the conductor), and
 /// what that copy holds alone is freed at its exec: counted free already (`freed_at_exec_kb`).
-pub(crate) fn command_base(cgroup: Option<&RunCgroup>, gated: u32) -> Snapshot {
+fn command_base(cgroup: Option<&RunCgroup>, gated: u32) -> Snapshot {
     let rollup = procfs::read_key_values(format!("/proc/{gated}/smaps_rollup")).unwrap_or_default();
     let status = procfs::read_key_values(format!("/proc/{gated}/status")).unwrap_or_default();
     let mut base = snapshot(None, cgroup, false);
@@ -53,9 +53,9 @@ pub(crate) fn command_base(cgroup: Option<&RunCgroup>, gated: u32) -> Snapshot {
 /// A command whose OS threads at the moment measured are fewer than `--tasks` over this runs
 /// a user-space runtime's tasks (a tokio or Go program of a million tasks runs a handful), not a
 /// thread per task: dividing its memory by its few threads would make each "task" megabytes.
-pub(crate) const THREADS_PER_TASK_FLOOR: u64 = 10;
+const THREADS_PER_TASK_FLOOR: u64 = 10;
 
-pub(crate) fn command_moment(
+fn command_moment(
     at: &Snapshot,
     chosen: PeakChoice,
     kind: TaskKind,
@@ -96,7 +96,7 @@ pub(crate) fn command_moment(
 
 /// The stages of a run, timed one after the other (`RunRecord::stages`).
 pub(crate) struct StageClock {
-    pub(crate) since: Instant,
+    since: Instant,
     pub(crate) stages: Vec<Stage>,
 }
 
@@ -519,7 +519,7 @@ pub(crate) enum RuntimeTracer {
 }
 
 /// serve: the load to put on it once it listens (measure/loadgen.rs).
-pub(crate) fn serve_load(opts: &RunOptions, dir: &ResultsDir) -> Option<ServeLoad> {
+fn serve_load(opts: &RunOptions, dir: &ResultsDir) -> Option<ServeLoad> {
     let (connections, _) = serve_connections(&opts.target)?;
     Some(ServeLoad {
         plan: opts.load.plan(connections),
@@ -549,7 +549,7 @@ pub(crate) fn workload_toolchains(
 
 /// The toolchain a start event's `runtime_version` names: all of it ("go1.22.2", "rustc 1.87.0
 /// (…)"), or, after a runtime's own version, in parentheses ("tokio 1.47.1 (rustc 1.87.0 (…))").
-pub(crate) fn toolchain_in(runtime_version: &str, prefix: &str) -> Option<String> {
+fn toolchain_in(runtime_version: &str, prefix: &str) -> Option<String> {
     if runtime_version.starts_with(prefix) {
         return Some(runtime_version.to_string());
     }
@@ -562,6 +562,19 @@ pub(crate) fn toolchain_in(runtime_version: &str, prefix: &str) -> Option<String
 mod tests {
     use super::*;
     use record::{PeakChoice, Snapshot};
+
+    #[test]
+    fn the_toolchain_is_read_from_every_runtime_version() {
+        let rustc = "rustc 1.87.0 (17067e9ac 2025-05-09)";
+        assert_eq!(toolchain_in(rustc, "rustc").as_deref(), Some(rustc));
+        assert_eq!(
+            toolchain_in(&format!("tokio 1.47.1 ({rustc})"), "rustc").as_deref(),
+            Some(rustc)
+        );
+        assert_eq!(toolchain_in("go1.22.2", "go").as_deref(), Some("go1.22.2"));
+        assert_eq!(toolchain_in("go1.22.2", "rustc"), None);
+        assert_eq!(toolchain_in(&format!("tokio 1.47.1 ({rustc})"), "go"), None);
+    }
 
     #[test]
     fn a_command_s_threads_are_counted_over_its_processes_less_the_launchers() {

@@ -46,7 +46,7 @@ pub(crate) fn with_serve_defaults(mut opts: RunOptions) -> RunOptions {
     opts
 }
 
-pub(crate) fn add_serve_defaults(inv: &mut Invocation) {
+fn add_serve_defaults(inv: &mut Invocation) {
     if inv.workload != WorkloadKind::Serve {
         return;
     }
@@ -69,4 +69,48 @@ pub(crate) fn add_serve_defaults(inv: &mut Invocation) {
 }
 
 /// The workloads' own listen(2) backlog, where --backlog is not given.
-pub(crate) const WORKLOAD_BACKLOG: u64 = 4096;
+const WORKLOAD_BACKLOG: u64 = 4096;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runtime::{Invocation, Runtime, WorkloadKind};
+
+    #[test]
+    fn a_server_gets_addresses_and_an_accept_queue_for_its_connections() {
+        let serve = |n: u64, flags: &[(&str, &str)]| {
+            let mut inv = Invocation {
+                runtime: Runtime::Tokio,
+                workload: WorkloadKind::Serve,
+                n,
+                flags: flags
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            };
+            add_serve_defaults(&mut inv);
+            let flag = |name| inv.flag(name).map(String::from);
+            (flag("--addrs"), flag("--backlog"))
+        };
+        assert_eq!(
+            serve(1000, &[]),
+            (None, None),
+            "the workloads' own defaults"
+        );
+        assert_eq!(serve(19_000, &[]), (None, Some("19000".into())));
+        assert_eq!(
+            serve(120_000, &[]),
+            (Some("4".into()), Some("30000".into())),
+            "a queue per address"
+        );
+        assert_eq!(
+            serve(19_000, &[("--backlog", "128"), ("--addrs", "2")]),
+            (Some("2".into()), Some("128".into())),
+            "what the user gave stands"
+        );
+        assert_eq!(
+            serve(19_000, &[("--addrs", "4")]),
+            (Some("4".into()), Some("4750".into()))
+        );
+    }
+}

@@ -128,28 +128,24 @@ pub struct Moments {
     pub alive_max: u64,
 }
 
-pub(crate) fn delta(
-    later: &BTreeMap<String, u64>,
-    earlier: &BTreeMap<String, u64>,
-    key: &str,
-) -> Option<f64> {
+fn delta(later: &BTreeMap<String, u64>, earlier: &BTreeMap<String, u64>, key: &str) -> Option<f64> {
     Some(*later.get(key)? as f64 - *earlier.get(key)? as f64)
 }
 
-pub(crate) fn cgroup_stat_kb(s: &Snapshot, key: &str) -> Option<f64> {
+fn cgroup_stat_kb(s: &Snapshot, key: &str) -> Option<f64> {
     let stats = s.cgroup.as_ref()?;
     (stats.version == Some(CgroupVersion::V2)).then_some(())?;
     Some(*stats.memory_stat.get(key)? as f64 / 1024.0)
 }
 
-pub(crate) fn cgroup_kb(s: &Snapshot, pick: impl Fn(&CgroupStats) -> Option<u64>) -> Option<f64> {
+fn cgroup_kb(s: &Snapshot, pick: impl Fn(&CgroupStats) -> Option<u64>) -> Option<f64> {
     Some(pick(s.cgroup.as_ref()?)? as f64 / 1024.0)
 }
 
 /// The process's kernel stacks (kB): one THREAD_SIZE stack per thread, THREAD_SIZE read as the
 /// host's KernelStack over its tasks at the peak (16 KiB on x86_64). Per process, so other
 /// activity on the host does not blur it the way a KernelStack delta would.
-pub(crate) fn kernel_stacks(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
+fn kernel_stacks(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
     let threads = if peak.counts_by_tree() {
         tree_sum(peak, |p| Some(p.threads as f64))? - tree_sum(base, |p| Some(p.threads as f64))?
     } else {
@@ -160,10 +156,7 @@ pub(crate) fn kernel_stacks(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
 
 /// A figure summed over a snapshot's processes (`Snapshot::tree`); a snapshot without them (a
 /// command's base, taken before it existed) holds none.
-pub(crate) fn tree_sum(
-    s: &Snapshot,
-    figure: impl Fn(&ProcessReading) -> Option<f64>,
-) -> Option<f64> {
+fn tree_sum(s: &Snapshot, figure: impl Fn(&ProcessReading) -> Option<f64>) -> Option<f64> {
     if s.tree.is_empty() {
         return Some(0.0);
     }
@@ -178,7 +171,7 @@ pub(crate) const V2_KERNEL_SOURCE: &str = "kernel stacks: cgroup v2 memory.stat;
 /// of the objects charged to the cgroup, not the slab pages they occupy: 2.7 KiB a thread short
 /// on 6.1 and 6.12); cgroup v1 kmem (per cgroup) less kernel stacks and page tables; else
 /// /proc/meminfo (host-wide: anything else running moves it).
-pub(crate) fn kernel_parts(
+fn kernel_parts(
     base: &Snapshot,
     peak: &Snapshot,
     page_tables: f64,
@@ -238,14 +231,14 @@ pub fn memory_per_task_still(
 
 /// How the readings compared were taken.
 #[derive(Clone, Copy, PartialEq)]
-pub(crate) enum Reading {
+enum Reading {
     /// While the workload ran (or parked, as in hold).
     OnTheRun,
     /// With the workload stopped and free memory still.
     Still,
 }
 
-pub(crate) fn per_task(
+fn per_task(
     base: &Snapshot,
     moments: &[(&Snapshot, u64)],
     reading: Reading,
@@ -324,11 +317,7 @@ pub(crate) fn per_task(
 /// What the parts are checked against: the MemAvailable drop, plus the slab room the run used
 /// and less the stacks awaiting their free, where those were measured (and less the huge pages
 /// awaiting their split: `MemoryPerTask::drop_compared_kb`).
-pub(crate) fn drop_compared(
-    drop: f64,
-    slab_room_used: Option<f64>,
-    stacks_awaiting_free: Option<f64>,
-) -> f64 {
+fn drop_compared(drop: f64, slab_room_used: Option<f64>, stacks_awaiting_free: Option<f64>) -> f64 {
     drop + slab_room_used.unwrap_or(0.0) - stacks_awaiting_free.unwrap_or(0.0)
 }
 
@@ -344,7 +333,7 @@ impl MemoryPerTask {
 }
 
 /// What one moment holds above the base, in kB (not yet per task).
-pub(crate) struct MemoryParts {
+struct MemoryParts {
     rss: f64,
     kernel_stack: f64,
     page_tables: f64,
@@ -377,7 +366,7 @@ impl MemoryParts {
 /// What the run's processes hold above the base, kB, where memory is counted from them
 /// (`Snapshot::counts_by_tree`): all of them, and the launchers' share (record/tree.rs,
 /// `launchers`), which is said apart from the tasks'.
-pub(crate) struct TreeParts {
+struct TreeParts {
     /// Their own memory, anonymous and shared (`ProcessReading::anonymous_kb`).
     own: f64,
     page_tables: f64,
@@ -393,7 +382,7 @@ pub(crate) struct TreeParts {
 /// (threads × THREAD_SIZE) and their task and mm structs (an estimate from the slab's object
 /// sizes: `tree::task_slab_bytes`; 0 where slabinfo was not read).
 #[derive(Default)]
-pub(crate) struct Launchers {
+struct Launchers {
     own: f64,
     page_tables: f64,
     kernel_stack: f64,
@@ -406,7 +395,7 @@ impl Launchers {
     }
 }
 
-pub(crate) fn tree_parts(base: &Snapshot, peak: &Snapshot) -> Option<TreeParts> {
+fn tree_parts(base: &Snapshot, peak: &Snapshot) -> Option<TreeParts> {
     let own = |p: &ProcessReading| p.anonymous_kb().map(|(kb, _)| kb as f64);
     let page_tables = |p: &ProcessReading| p.page_tables_kb().map(|kb| kb as f64);
     let by = if peak.tree.iter().all(|p| {
@@ -459,11 +448,7 @@ pub(crate) fn tree_parts(base: &Snapshot, peak: &Snapshot) -> Option<TreeParts> 
     })
 }
 
-pub(crate) fn memory_parts(
-    base: &Snapshot,
-    peak: &Snapshot,
-    reading: Reading,
-) -> Option<MemoryParts> {
+fn memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<MemoryParts> {
     if peak.counts_by_tree() {
         return tree_memory_parts(base, peak, reading);
     }
@@ -500,11 +485,7 @@ pub(crate) fn memory_parts(
 /// the tasks in the parts, the launchers' memory apart (`MemoryParts::launchers`), both checked
 /// together against the drop. The kernel parts are read for the whole run as for one process,
 /// then the launchers' share taken out of them.
-pub(crate) fn tree_memory_parts(
-    base: &Snapshot,
-    peak: &Snapshot,
-    reading: Reading,
-) -> Option<MemoryParts> {
+fn tree_memory_parts(base: &Snapshot, peak: &Snapshot, reading: Reading) -> Option<MemoryParts> {
     let tree = tree_parts(base, peak)?;
     let l = &tree.launchers;
     let counted = Counted {
@@ -533,7 +514,7 @@ pub(crate) const TREE_BY_PSS: &str = "anonymous and shared memory of the run's p
 pub(crate) const TREE_BY_RSS: &str = "anonymous and shared memory of the run's processes by RSS (RssAnon + RssShmem; smaps_rollup not read at this moment, or its walk short of the status's VmRSS read beside it: a page shared between them counted once per process); file-backed pages are page cache";
 
 /// A moment's own memory of the run, counted one way or the other, before the kernel parts.
-pub(crate) struct Counted {
+struct Counted {
     rss: f64,
     /// All the run's page tables (the launchers' too: the kernel parts are read for the run).
     page_tables: f64,
@@ -543,7 +524,7 @@ pub(crate) struct Counted {
     rss_summed: Option<f64>,
 }
 
-pub(crate) fn parts_with_kernel(
+fn parts_with_kernel(
     base: &Snapshot,
     peak: &Snapshot,
     reading: Reading,
@@ -645,7 +626,7 @@ pub(crate) fn parts_with_kernel(
 /// How far /proc/PID/status's RssAnon is below the exact count, smaps_rollup `Anonymous`, at one
 /// moment, kB: where it is more than STATUS_RSS_TOLERANCE_PERCENT of `rss` off (kernels before
 /// 6.2 with many threads), else None and status stands.
-pub(crate) fn status_anon_lag(s: &Snapshot, rss: f64) -> Option<f64> {
+fn status_anon_lag(s: &Snapshot, rss: f64) -> Option<f64> {
     let exact = *s.smaps_rollup.get("Anonymous")? as f64;
     let lag = exact - *s.status.get("RssAnon")? as f64;
     (lag.abs() > rss.abs() * STATUS_RSS_TOLERANCE_PERCENT / 100.0).then_some(lag)
@@ -654,7 +635,7 @@ pub(crate) fn status_anon_lag(s: &Snapshot, rss: f64) -> Option<f64> {
 /// Transparent huge pages the run gained, kB: its cgroup's count (v2 `anon_thp`, v1
 /// `rss_huge`), else smaps_rollup `AnonHugePages` at the peak less the base's (none where the base
 /// did not read it).
-pub(crate) fn huge_pages(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
+fn huge_pages(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
     let cgroup = |s: &Snapshot| {
         let stats = s.cgroup.as_ref()?;
         let key = match stats.version? {
@@ -674,7 +655,7 @@ pub(crate) fn huge_pages(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
 /// v2's anonymous memory on the LRU less what is mapped (`anon`) and shmem, its rise from base to
 /// peak; only where huge pages were faulted in meanwhile (`thp_fault_alloc` rose) and it rose.
 /// Elsewhere the LRU's anon trails `anon` by the pages not yet on a list (a few dozen kB).
-pub(crate) fn huge_pages_awaiting_split(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
+fn huge_pages_awaiting_split(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
     let unmapped = |s: &Snapshot| {
         Some(
             cgroup_stat_kb(s, "active_anon")? + cgroup_stat_kb(s, "inactive_anon")?

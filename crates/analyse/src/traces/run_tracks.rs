@@ -43,7 +43,7 @@ pub struct RunTracks {
 }
 
 /// The collector's series shown as counters (summed where several make one).
-pub(crate) const SERIES_COUNTERS: [(&str, &[&str]); 3] = [
+const SERIES_COUNTERS: [(&str, &[&str]); 3] = [
     ("page faults per bucket", &["faults"]),
     ("clones (threads created) per bucket", &["new_threads"]),
     (

@@ -110,7 +110,7 @@ impl SchedFigures {
     }
 }
 
-pub(crate) fn whole(rows: &[LatencyRow]) -> Option<&LatencyRow> {
+fn whole(rows: &[LatencyRow]) -> Option<&LatencyRow> {
     rows.iter()
         .find(|r| r.phase == WHOLE_RUN)
         .or_else(|| (rows.len() == 1).then(|| &rows[0]))

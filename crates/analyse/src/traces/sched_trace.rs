@@ -348,7 +348,7 @@ pub struct LatencyRow {
 /// Samples of one latency per phase, and over the whole run.
 #[derive(Clone, Debug)]
 pub struct PhaseHistograms {
-    pub(crate) per_phase: Vec<Latency>,
+    per_phase: Vec<Latency>,
     pub(crate) whole: Latency,
 }
 

@@ -159,7 +159,7 @@ pub fn missed_switch_ins(
 }
 
 /// [`thread_states`]' state: each asked-for thread's spans so far and its open one.
-pub(crate) struct States<'a> {
+struct States<'a> {
     tids: &'a BTreeSet<u32>,
     spans: BTreeMap<u32, Vec<StateSpan>>,
     open: HashMap<u32, (State, u64)>,

@@ -16,7 +16,7 @@ pub(crate) const TREE_ROWS_TERMINAL: usize = 6;
 
 /// The rows shown when there are more than `most`: the launchers, then the processes holding the
 /// most (PSS, else RSS), in PID order; the others summed in one last row.
-pub(crate) fn shown_rows(p: &Processes, most: usize) -> (Vec<&ProcessRow>, Vec<&ProcessRow>) {
+fn shown_rows(p: &Processes, most: usize) -> (Vec<&ProcessRow>, Vec<&ProcessRow>) {
     if p.rows.len() <= most {
         return (p.rows.iter().collect(), Vec::new());
     }
