@@ -668,3 +668,704 @@ fn huge_pages_awaiting_split(base: &Snapshot, peak: &Snapshot) -> Option<f64> {
     let kb = unmapped(peak)? - unmapped(base)?;
     (faulted > 0.0 && kb > 0.0).then_some(kb)
 }
+
+#[cfg(test)]
+pub mod tests {
+    //! Also the fixtures of run::summary's tests (`snap`, `command_snapshots`).
+    use super::*;
+    use record::{MemoryRecord, SlabObjects};
+
+    pub fn snap(pairs_meminfo: &[(&str, u64)], pairs_status: &[(&str, u64)]) -> Snapshot {
+        Snapshot {
+            meminfo: pairs_meminfo
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            status: pairs_status
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn parts_add_up_to_the_drop() {
+        // The 20,000-thread hold measured on the dev VM (kB).
+        let base = snap(
+            &[
+                ("MemAvailable", 24_353_332),
+                ("KernelStack", 1_376),
+                ("Slab", 123_596),
+            ],
+            &[("VmRSS", 2_000), ("VmPTE", 300)],
+        );
+        let peak = snap(
+            &[
+                ("MemAvailable", 23_631_720),
+                ("KernelStack", 321_376),
+                ("Slab", 278_596),
+            ],
+            &[("VmRSS", 193_284), ("VmPTE", 80_508)],
+        );
+        let m = memory_per_task_over(&base, &[(&peak, 20_000)]).unwrap();
+        assert!((m.rss_kb - 9.564).abs() < 0.01, "{m:?}");
+        assert!((m.kernel_stack_kb - 16.0).abs() < 0.01);
+        assert!((m.page_tables_kb - 4.0104).abs() < 0.01);
+        assert!((m.slab_kb - 7.75).abs() < 0.01);
+        assert!((m.mem_available_drop_kb - 36.08).abs() < 0.01);
+        assert!(m.adds_up, "{:?} %", m.difference_percent);
+        assert_eq!(m.kernel_source, "/proc/meminfo (host-wide)");
+    }
+
+    #[test]
+    fn parts_that_do_not_add_up_are_flagged() {
+        let base = snap(
+            &[("MemAvailable", 1_000_000), ("KernelStack", 0), ("Slab", 0)],
+            &[("VmRSS", 0), ("VmPTE", 0)],
+        );
+        let peak = snap(
+            &[("MemAvailable", 500_000), ("KernelStack", 0), ("Slab", 0)],
+            &[("VmRSS", 100_000), ("VmPTE", 0)],
+        );
+        let m = memory_per_task_over(&base, &[(&peak, 100)]).unwrap();
+        assert!(!m.adds_up);
+        assert!((m.difference_percent.unwrap() + 80.0).abs() < 1e-9);
+        assert!(memory_per_task_over(&base, &[(&peak, 0)]).is_none());
+    }
+
+    #[test]
+    fn cgroup_v1_kmem_gives_the_slab_of_this_run_only() {
+        let cg = |current: u64, kmem: u64| CgroupStats {
+            version: Some(CgroupVersion::V1),
+            memory_current_bytes: Some(current),
+            kernel_bytes: Some(kmem),
+            ..Default::default()
+        };
+        // The 2,000-thread run measured here while other builds ran: the host's Slab and
+        // MemAvailable moved for other reasons, the cgroup did not; another program started
+        // threads too, so KernelStack rose by more than this run's.
+        let mut base = snap(
+            &[
+                ("MemAvailable", 20_000_000),
+                ("KernelStack", 1_000),
+                ("Slab", 100_000),
+            ],
+            &[("VmRSS", 1_000), ("VmPTE", 100), ("Threads", 1)],
+        );
+        let mut peak = snap(
+            &[
+                ("MemAvailable", 19_979_816),
+                ("KernelStack", 40_000),
+                ("Slab", 190_000),
+            ],
+            &[("VmRSS", 20_024), ("VmPTE", 8_220), ("Threads", 2_001)],
+        );
+        peak.tasks_on_host = Some(2_500);
+        base.cgroup = Some(cg(786_432, 266_240));
+        peak.cgroup = Some(cg(75_235_328, 55_324_672));
+        let m = memory_per_task_over(&base, &[(&peak, 2_000)]).unwrap();
+        assert!(
+            (m.kernel_stack_kb - 16.0).abs() < 1e-9,
+            "2,000 threads × 16 KiB, not the host's KernelStack rise: {m:?}"
+        );
+        assert!(
+            (m.slab_kb - 6.824).abs() < 0.001,
+            "kmem 26.884 - stacks 16 - page tables 4.06: {m:?}"
+        );
+        assert!((m.cgroup_kb.unwrap() - 36.352).abs() < 0.001);
+        assert!((m.total_kb - 36.4).abs() < 0.1, "{m:?}");
+        assert!(
+            m.kernel_source.starts_with("cgroup v1 kmem"),
+            "{}",
+            m.kernel_source
+        );
+    }
+
+    /// 300 threads alive while 10,000 a second start and exit: a moment as snapshots record it
+    /// since they read /proc/slabinfo and the zones' free pages (kB). `reclaimed`: page cache the
+    /// host reclaimed meanwhile; `pending`: exited threads' stacks not yet freed.
+    fn churn_moment(reclaimed: u64, pending: u64, room_used: u64) -> (Snapshot, Snapshot) {
+        let mut base = snap(
+            &[
+                ("MemAvailable", 1_000_000),
+                ("MemFree", 900_000),
+                ("Active(file)", 40_000),
+                ("Inactive(file)", 60_000),
+                ("KReclaimable", 50_000),
+                ("KernelStack", 1_000),
+                ("VmallocUsed", 10_000),
+                ("Slab", 100_000),
+            ],
+            &[("VmRSS", 1_000), ("VmPTE", 100), ("Threads", 1)],
+        );
+        base.zone_free_kb = Some(899_000);
+        base.pcp_free_kb = Some(20_000);
+        base.slab_objects = Some(SlabObjects {
+            in_use_kb: 80_000,
+            room_kb: 90_000,
+        });
+        // 300 threads: RSS 3,000, stacks 4,800, page tables 1,200, slab 2,100 = 11,100 kB.
+        let mut peak = snap(
+            &[
+                // Half the reclaimed cache shows in MemAvailable (the cache is small).
+                (
+                    "MemAvailable",
+                    1_000_000 - 11_100 - pending + room_used + reclaimed / 2,
+                ),
+                ("MemFree", 0),
+                ("Active(file)", 40_000 - reclaimed),
+                ("Inactive(file)", 60_000),
+                ("KReclaimable", 50_000),
+                ("KernelStack", 5_800),
+                ("VmallocUsed", 14_800 + pending),
+                ("Slab", 100_000 + 2_100 - room_used),
+            ],
+            &[("VmRSS", 4_000), ("VmPTE", 1_300), ("Threads", 301)],
+        );
+        // Free memory: what the run took and the pending stacks, less what was already slab
+        // room, plus the reclaimed cache; 5,000 kB moved from the per-CPU lists to the zones.
+        let free = 919_000 + reclaimed + room_used - 11_100 - pending;
+        peak.pcp_free_kb = Some(15_000);
+        peak.zone_free_kb = Some(free - 15_000);
+        peak.slab_objects = Some(SlabObjects {
+            in_use_kb: 80_000 + 2_100,
+            room_kb: 90_000 + 2_100 - room_used,
+        });
+        let cg = |kmem_kb: u64| CgroupStats {
+            version: Some(CgroupVersion::V1),
+            memory_current_bytes: Some(kmem_kb * 1024),
+            kernel_bytes: Some(kmem_kb * 1024),
+            ..Default::default()
+        };
+        base.cgroup = Some(cg(0));
+        peak.cgroup = Some(cg(4_800 + 1_200 + 2_100));
+        base.tasks_on_host = Some(100);
+        peak.tasks_on_host = Some(400);
+        (base, peak)
+    }
+
+    /// The first big run after boot on a kernel that initializes memory lazily (figures of the
+    /// cold threads run of 2026-11-26, kB): 2,490,368 kB — 19 sections of 128 MiB — came from
+    /// memory no zone managed before, which the zones' free pages never held.
+    #[test]
+    fn memory_initialized_during_the_run_counts_in_the_drop() {
+        let (mut base, mut peak) = churn_moment(0, 0, 0);
+        let total = 24_684_092;
+        base.meminfo.insert("MemTotal".into(), total);
+        peak.meminfo.insert("MemTotal".into(), total);
+        base.zone_managed_kb = Some(7_956_692);
+        let sections = 19 * 128 * 1024;
+        peak.zone_managed_kb = Some(7_956_692 + sections);
+        // The zones gained the sections, and what the run took came out of them.
+        peak.zone_free_kb = Some(peak.zone_free_kb.unwrap() + sections);
+        let m = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        assert!(
+            (m.mem_available_drop_kb * 300.0 - 11_100.0).abs() < 1e-6,
+            "{m:?}"
+        );
+        assert!(m.adds_up, "{m:?}");
+        assert!((m.first_used_kb.unwrap() * 300.0 - sections as f64).abs() < 1e-6);
+        // Read without the managed pages, the same moment loses the sections from the drop.
+        let blind = |mut s: Snapshot| {
+            s.zone_managed_kb = None;
+            s
+        };
+        let old = memory_per_task_over(&blind(base), &[(&blind(peak), 300)]).unwrap();
+        assert!(old.first_used_kb.is_none());
+        assert!(!old.adds_up, "{old:?}");
+    }
+
+    /// On a kernel that initialized all its memory at boot, MemTotal less the managed pages is a
+    /// constant (0, or what the kernel reserved): it moves nothing.
+    #[test]
+    fn memory_initialized_at_boot_changes_nothing() {
+        let (mut base, mut peak) = churn_moment(0, 0, 0);
+        let plain = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        for s in [&mut base, &mut peak] {
+            s.meminfo.insert("MemTotal".into(), 8_000_000);
+            s.zone_managed_kb = Some(7_900_000);
+        }
+        let with_managed = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        assert_eq!(with_managed.first_used_kb, Some(0.0));
+        assert_eq!(
+            with_managed.mem_available_drop_kb,
+            plain.mem_available_drop_kb
+        );
+    }
+
+    #[test]
+    fn under_churn_the_drop_counts_cache_whole_slab_room_and_pending_stacks() {
+        let (base, peak) = churn_moment(8_000, 1_600, 900);
+        let m = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        assert!((m.total_kb - 37.0).abs() < 1e-9, "{m:?}");
+        // Free + per-CPU lists + page cache + reclaimable: the cache the host reclaimed moved
+        // to free memory and changes nothing; what the run took shows whole.
+        assert!((m.mem_available_drop_kb * 300.0 - (11_100.0 + 1_600.0 - 900.0)).abs() < 1e-6);
+        assert!((m.slab_room_used_kb.unwrap() * 300.0 - 900.0).abs() < 1e-6);
+        assert!((m.stacks_awaiting_free_kb.unwrap() * 300.0 - 1_600.0).abs() < 1e-6);
+        assert!(
+            m.difference_percent.unwrap().abs() < 1e-9 && m.adds_up,
+            "{m:?}"
+        );
+        // It adds up, yet 300 threads held 10.8 MiB: below what one reading resolves, so no
+        // page quotes it; 16 MiB / 37 KiB ≈ 443 → 450 alive would.
+        assert!(!m.resolution.resolved, "{m:?}");
+        assert_eq!(m.resolution.resolve_at_n, Some(450));
+        let twice = memory_per_task_over(&base, &[(&peak, 300), (&peak, 300)]).unwrap();
+        assert!(
+            !twice.resolution.resolved,
+            "two moments are not twice the memory held"
+        );
+        // Without the slab and zone readings (older records), MemAvailable alone: the half of
+        // the reclaimed cache it counted and the pending stacks break the sum.
+        let strip = |mut s: Snapshot| {
+            s.slab_objects = None;
+            s.zone_free_kb = None;
+            s
+        };
+        let old = memory_per_task_over(&strip(base), &[(&strip(peak), 300)]).unwrap();
+        assert!(old.slab_room_used_kb.is_none() && old.stacks_awaiting_free_kb.is_none());
+        assert!(!old.adds_up, "{old:?}");
+    }
+
+    #[test]
+    fn a_still_reading_takes_the_slab_room_from_the_hosts_own_slab_count() {
+        // 900 kB of the run's slab objects went into room freed objects had left in per-CPU
+        // slabs, which /proc/slabinfo counts as in use: it sees no room used.
+        let (base, mut peak) = churn_moment(0, 0, 900);
+        peak.slab_objects = Some(SlabObjects {
+            in_use_kb: 80_000 + 2_100,
+            room_kb: 90_000 + 2_100,
+        });
+        let on_the_run = memory_per_task_over(&base, &[(&peak, 300)]).unwrap();
+        assert!(on_the_run.slab_room_used_kb.unwrap().abs() < 1e-9);
+        assert!(!on_the_run.adds_up, "{on_the_run:?}");
+        // Read still, the charge beyond the host's slab growth (2,100 − 1,200 kB) is the room.
+        let still = memory_per_task_still(&base, &peak, 300).unwrap();
+        assert!(
+            (still.slab_room_used_kb.unwrap() * 300.0 - 900.0).abs() < 1e-6,
+            "{still:?}"
+        );
+        assert!(
+            still.difference_percent.unwrap().abs() < 1e-9 && still.adds_up,
+            "{still:?}"
+        );
+        assert_eq!(still.total_kb, on_the_run.total_kb);
+    }
+
+    #[test]
+    fn moments_are_averaged_weighted_by_tasks_alive() {
+        let (base, peak) = churn_moment(0, 0, 0);
+        // A second moment with the same memory and half the tasks counted alive (e.g. the
+        // rest had just exited): memory over all tasks alive in both.
+        let m = memory_per_task_over(&base, &[(&peak, 300), (&peak, 150)]).unwrap();
+        assert!((m.total_kb - 2.0 * 11_100.0 / 450.0).abs() < 1e-9, "{m:?}");
+        let moments = m.moments.unwrap();
+        assert_eq!(
+            (moments.count, moments.alive_min, moments.alive_max),
+            (2, 150, 300)
+        );
+        assert!(memory_per_task_over(&base, &[(&peak, 300)])
+            .unwrap()
+            .moments
+            .is_none());
+    }
+
+    /// A command of 1,000 tasks on cgroup v1: its binary's 40 MiB of file pages were in the page
+    /// cache before it ran, and 8 MiB of them were read for it (charged as cache).
+    pub fn command_snapshots() -> (Snapshot, Snapshot) {
+        let cg = |current: u64, kmem: u64, cache: u64| CgroupStats {
+            version: Some(CgroupVersion::V1),
+            memory_current_bytes: Some(current),
+            kernel_bytes: Some(kmem),
+            memory_stat: [("cache".to_string(), cache)].into(),
+            ..Default::default()
+        };
+        let mut base = snap(
+            &[
+                ("MemAvailable", 10_000_000),
+                ("KernelStack", 1_000),
+                ("Slab", 100_000),
+            ],
+            &[
+                ("VmRSS", 0),
+                ("RssAnon", 0),
+                ("RssShmem", 0),
+                ("VmPTE", 0),
+                ("Threads", 0),
+            ],
+        );
+        base.cgroup = Some(cg(0, 0, 0));
+        base.tasks_on_host = Some(100);
+        // 10,000 kB anonymous, 40,960 kB file-backed mapped, 100 kB page tables, 1 thread.
+        let mut peak = snap(
+            &[
+                ("MemAvailable", 9_989_900),
+                ("KernelStack", 1_016),
+                ("Slab", 100_000),
+            ],
+            &[
+                ("VmRSS", 50_960),
+                ("RssAnon", 10_000),
+                ("RssFile", 40_960),
+                ("RssShmem", 0),
+                ("VmPTE", 100),
+                ("Threads", 1),
+            ],
+        );
+        peak.cgroup = Some(cg((10_000 + 116 + 8_192) * 1024, 116 * 1024, 8_192 * 1024));
+        peak.tasks_on_host = Some(101);
+        (base, peak)
+    }
+
+    #[test]
+    fn a_command_counts_its_anonymous_memory_not_the_page_cache_it_maps() {
+        let (base, peak) = command_snapshots();
+        let m = memory_per_task_over(&base, &[(&peak, 1_000)]).unwrap();
+        assert!((m.rss_kb - 10.0).abs() < 1e-9, "RssAnon + RssShmem: {m:?}");
+        assert!(m
+            .rss_counted
+            .as_deref()
+            .unwrap()
+            .starts_with("anonymous and shared"));
+        assert!((m.total_kb - 10.116).abs() < 1e-9, "{m:?}");
+        assert!(m.adds_up, "{:?} % of the drop", m.difference_percent);
+        // The charge holds the 8 MiB read into the page cache; the check leaves it out.
+        assert!((m.cgroup_kb.unwrap() - 18.308).abs() < 1e-9);
+        assert!(m.charge_difference_percent.unwrap().abs() < 1e-9, "{m:?}");
+        // The rule of runs recorded before: the whole of VmRSS, page cache and all.
+        let old_base = Snapshot {
+            status: [
+                ("VmRSS".to_string(), 0),
+                ("VmPTE".to_string(), 0),
+                ("Threads".to_string(), 0),
+            ]
+            .into(),
+            ..base
+        };
+        let old = memory_per_task_over(&old_base, &[(&peak, 1_000)]).unwrap();
+        assert!((old.rss_kb - 50.96).abs() < 1e-9);
+        assert!(old.rss_counted.is_none() && !old.adds_up);
+    }
+
+    /// `sh -c 'PROG; true'`: the command's base (before it existed), and its peak with the run's
+    /// processes, the shell and PROG sharing 676 kB of anonymous pages (as a fork's copy-on-write
+    /// pages are): PROG holds the 2,000 tasks, the shell none.
+    fn shell_wrapped_snapshots(shell_pss: bool) -> (Snapshot, Snapshot) {
+        let (mut base, _) = command_snapshots();
+        base.meminfo = kv(&[
+            ("MemAvailable", 10_000_000),
+            ("KernelStack", 1_600),
+            ("Slab", 100_000),
+        ]);
+        let process = |pid, ppid, threads, rss_anon, pss_anon: Option<u64>, pte| ProcessReading {
+            pid,
+            ppid,
+            command: format!("p{pid}"),
+            threads,
+            status: kv(&[
+                ("VmRSS", rss_anon + 1_500),
+                ("RssAnon", rss_anon),
+                ("RssShmem", 0),
+                ("VmPTE", pte),
+            ]),
+            smaps_rollup: pss_anon
+                .map(|pss| kv(&[("Pss_Anon", pss), ("Pss_Shmem", 0), ("Pss", pss + 90)]))
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        let own = 48_000 + 676 + 100;
+        let (stacks, page_tables, slab) = (2_002 * 16, 48 + 8_188, 12_000);
+        let mut peak = Snapshot {
+            meminfo: kv(&[
+                (
+                    "MemAvailable",
+                    10_000_000 - (own + stacks + page_tables + slab),
+                ),
+                ("KernelStack", 1_600 + stacks),
+                ("Slab", 100_000 + slab),
+            ]),
+            tasks_on_host: Some(100 + 2_002),
+            // /proc/PID/status of the process started: the shell.
+            status: kv(&[
+                ("VmRSS", 2_276),
+                ("RssAnon", 776),
+                ("RssShmem", 0),
+                ("Threads", 1),
+            ]),
+            tree: vec![
+                process(10, 1, 1, 776, shell_pss.then_some(100 + 338), 48),
+                process(11, 10, 2_001, 48_676, Some(48_000 + 338), 8_188),
+            ],
+            slab_object_bytes: kv(&[("task_struct", 6_144), ("mm_struct", 1_024)]),
+            ..Default::default()
+        };
+        peak.cgroup = Some(CgroupStats {
+            version: Some(CgroupVersion::V1),
+            memory_current_bytes: Some((own + stacks + page_tables + slab) * 1024),
+            kernel_bytes: Some((stacks + page_tables + slab) * 1024),
+            memory_stat: [("cache".to_string(), 0)].into(),
+            ..Default::default()
+        });
+        (base, peak)
+    }
+
+    fn kv(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn a_tree_is_summed_by_pss_its_launcher_apart_and_both_checked_against_the_drop() {
+        let (base, peak) = shell_wrapped_snapshots(true);
+        assert!(peak.counts_by_tree());
+        let m = memory_per_task_over(&base, &[(&peak, 2_000)]).unwrap();
+        let per = |kb: f64| kb / 2_000.0;
+        // PROG's own by PSS: its 48,000 kB and half the pages it shares with the shell.
+        assert!((m.rss_kb - per(48_338.0)).abs() < 1e-9, "{m:?}");
+        assert_eq!(m.rss_counted.as_deref(), Some(TREE_BY_PSS));
+        // Beside it, what RSS summed would say: PROG's 48,676 kB, the shared pages whole.
+        assert_eq!(m.rss_summed_kb, Some(per(48_676.0)));
+        // PROG's kernel parts: the shell's stack, page tables and task and mm structs out.
+        assert!((m.kernel_stack_kb - per(2_001.0 * 16.0)).abs() < 1e-9);
+        assert!((m.page_tables_kb - per(8_188.0)).abs() < 1e-9);
+        assert!((m.slab_kb - per(12_000.0 - 7.0)).abs() < 1e-9, "{m:?}");
+        // The shell: its 438 kB by PSS, 48 kB of page tables, one 16 kB stack, 7 kB of structs.
+        let launchers = m.launchers_kb.expect("the shell apart");
+        assert!((launchers - per(438.0 + 48.0 + 16.0 + 7.0)).abs() < 1e-9);
+        // Both together are what free memory lost: exactly, each shared page once.
+        assert!(m.difference_percent.unwrap().abs() < 1e-9, "{m:?}");
+        assert!(m.adds_up && m.charge_difference_percent.unwrap().abs() < 1e-9);
+        // The shell's smaps_rollup not read: by RSS, the shared pages twice, said so.
+        let (base, peak) = shell_wrapped_snapshots(false);
+        let by_rss = memory_per_task_over(&base, &[(&peak, 2_000)]).unwrap();
+        assert_eq!(by_rss.rss_counted.as_deref(), Some(TREE_BY_RSS));
+        assert_eq!(by_rss.rss_summed_kb, None, "RSS is the figure itself");
+        let over = (by_rss.total_kb + by_rss.launchers_kb.unwrap()) - (m.total_kb + launchers);
+        assert!((over - per(776.0 - 438.0)).abs() < 1e-9, "{over}");
+    }
+
+    /// `threads hold --n 5000` as spawnscope recorded it in Debian's kernels under QEMU, cgroup
+    /// v2 (kB; shared/evidence/kernels/*/r): the base (first phase) and the peak event. `kernel`:
+    /// "6.1" (status's RssAnon lags smaps_rollup by 5 KiB a thread, 7 stacks got a huge page) or
+    /// "6.12".
+    fn debian_v2_hold(kernel: &str) -> (Snapshot, Snapshot) {
+        let v61 = kernel == "6.1";
+        let cg = |stat: &[(&str, u64)], current: u64| CgroupStats {
+            version: Some(CgroupVersion::V2),
+            memory_current_bytes: Some(current),
+            memory_stat: stat.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ..Default::default()
+        };
+        let at = |meminfo: [u64; 7], status: [u64; 4], zones: [u64; 2], stat: [u64; 6]| {
+            let [available, slab, stack, vmalloc, active, inactive, reclaimable] = meminfo;
+            let [rss, anon, pte, threads] = status;
+            let [anon_thp, memcg_slab, kernel_stack, pagetables, file, current] = stat;
+            let mut s = snap(
+                &[
+                    ("MemAvailable", available),
+                    ("Slab", slab),
+                    ("KernelStack", stack),
+                    ("VmallocUsed", vmalloc),
+                    ("Active(file)", active),
+                    ("Inactive(file)", inactive),
+                    ("KReclaimable", reclaimable),
+                ],
+                &[
+                    ("VmRSS", rss),
+                    ("RssAnon", anon),
+                    ("RssShmem", 0),
+                    ("VmPTE", pte),
+                    ("Threads", threads),
+                ],
+            );
+            (s.zone_free_kb, s.pcp_free_kb) = (Some(zones[0]), Some(zones[1]));
+            s.cgroup = Some(cg(
+                &[
+                    ("anon_thp", anon_thp),
+                    ("slab", memcg_slab),
+                    ("kernel_stack", kernel_stack),
+                    ("pagetables", pagetables),
+                    ("file", file),
+                ],
+                current,
+            ));
+            s
+        };
+        let (mut base, mut peak) = if v61 {
+            (
+                at(
+                    [5_860_192, 24_640, 1_012, 11_796, 1_452, 9_088, 9_564],
+                    [732, 120, 84, 6],
+                    [5_982_328, 19_892],
+                    [0, 63_200, 81_920, 73_728, 0, 770_048],
+                ),
+                at(
+                    [5_649_492, 84_324, 80_928, 91_716, 1_464, 9_228, 9_576],
+                    [38_248, 37_032, 20_164, 5_001],
+                    [5_771_548, 8_588],
+                    [
+                        14_680_064,
+                        47_117_832,
+                        81_920_000,
+                        20_635_648,
+                        0,
+                        213_630_976,
+                    ],
+                ),
+            )
+        } else {
+            (
+                at(
+                    [5_842_376, 17_696, 1_452, 11_580, 10_376, 0, 1_292],
+                    [1_764, 616, 256, 39],
+                    [5_968_776, 37_976],
+                    [0, 418_536, 655_360, 274_432, 0, 2_342_912],
+                ),
+                at(
+                    [5_652_728, 78_708, 81_120, 91_228, 10_428, 0, 1_324],
+                    [49_072, 47_924, 20_224, 5_001],
+                    [5_779_084, 19_000],
+                    [0, 48_540_864, 81_920_000, 20_709_376, 0, 200_523_776],
+                ),
+            )
+        };
+        base.slab_objects = Some(SlabObjects {
+            in_use_kb: if v61 { 22_275 } else { 15_804 },
+            room_kb: if v61 { 22_552 } else { 16_011 },
+        });
+        peak.slab_objects = Some(SlabObjects {
+            in_use_kb: if v61 { 69_934 } else { 64_733 },
+            room_kb: if v61 { 70_100 } else { 64_884 },
+        });
+        peak.smaps_rollup = [
+            ("Anonymous".to_string(), if v61 { 62_220 } else { 47_924 }),
+            ("AnonHugePages".to_string(), if v61 { 14_336 } else { 0 }),
+        ]
+        .into();
+        (base, peak)
+    }
+
+    #[test]
+    fn huge_pages_of_exited_threads_stacks_awaiting_their_split_leave_the_drop() {
+        // Debian's 6.1 (THP `always`, stacks without VM_NOHUGEPAGE), threads sleep --n 2000 under
+        // QEMU's emulation, 137 alive at the moment measured: 8 huge pages faulted into stacks,
+        // 4,048 kB of anonymous memory on the cgroup's LRU that nothing mapped (lru_anon 6,004
+        // kB, anon 1,956 kB): the huge pages of exited threads' stacks, partly given back by
+        // glibc, waiting whole for their deferred split. Without this part: −43 %.
+        let record: MemoryRecord = serde_json::from_str(include_str!(
+            "../../../../spawnscope/tests/fixtures/kernels/6.1-threads-sleep-2000.memory.json"
+        ))
+        .unwrap();
+        let base = record
+            .phases
+            .first()
+            .map_or(&record.before, |p| &p.snapshot);
+        let peak = record.peak.as_ref().unwrap();
+        let m = memory_per_task_over(base, &[(peak, 137)]).unwrap();
+        let split = m.huge_pages_awaiting_split_kb.unwrap();
+        assert!((split - 4_048.0 / 137.0).abs() < 0.5, "{m:?}");
+        assert!(m.adds_up, "{:?} %: {m:?}", m.difference_percent);
+        // Against the cgroup's charge, less them too (−43 % with them).
+        assert!(m.charge_difference_percent.unwrap().abs() < 5.0, "{m:?}");
+        // Where no huge page was faulted in, the LRU's anon above `anon` is not counted: −43 %.
+        let mut no_thp = peak.clone();
+        let stats = no_thp.cgroup.as_mut().unwrap();
+        stats.memory_stat.insert("thp_fault_alloc".into(), 0);
+        let m = memory_per_task_over(base, &[(&no_thp, 137)]).unwrap();
+        assert!(m.huge_pages_awaiting_split_kb.is_none(), "{m:?}");
+        assert!(!m.adds_up && m.difference_percent.unwrap() < -40.0, "{m:?}");
+    }
+
+    #[test]
+    fn on_cgroup_v2_slab_is_the_hosts_slab_pages_not_the_objects_charged() {
+        // 6.12: status is exact; memory.stat slab (9.40 KiB a thread) misses the room in
+        // task_struct's slabs and the caches no cgroup is charged for. Read from it, the parts
+        // were −7.2 % of the drop.
+        let (base, peak) = debian_v2_hold("6.12");
+        let m = memory_per_task_over(&base, &[(&peak, 5_000)]).unwrap();
+        assert!(
+            (m.slab_kb - 61_012.0 / 5_000.0).abs() < 1e-9,
+            "meminfo Slab: {m:?}"
+        );
+        assert!(
+            (m.slab_uncharged_kb.unwrap()
+                - (61_012.0 - (48_540_864.0 - 418_536.0) / 1024.0) / 5_000.0)
+                .abs()
+                < 1e-9,
+            "{m:?}"
+        );
+        assert!(
+            (m.kernel_stack_kb - 15.872).abs() < 1e-9,
+            "memory.stat kernel_stack"
+        );
+        assert!((m.rss_kb - 9.4616).abs() < 1e-9, "status stands: {m:?}");
+        assert!(m.rss_source.is_none() && m.huge_pages_kb.is_none());
+        assert!(
+            m.slab_room_used_kb.is_none(),
+            "slab pages need no room correction"
+        );
+        assert!((m.mem_available_drop_kb - 41.7168).abs() < 1e-9, "{m:?}");
+        assert!(
+            m.adds_up && m.difference_percent.unwrap().abs() < 1.0,
+            "{:?} %",
+            m.difference_percent
+        );
+        assert_eq!(m.kernel_source, V2_KERNEL_SOURCE);
+    }
+
+    #[test]
+    fn before_6_2_anonymous_memory_is_read_from_smaps_rollup_where_status_lags() {
+        // 6.1: RssAnon 37,032 kB against smaps_rollup's 62,220 at the same peak (each parked
+        // thread's last faults never reached status's counters), 14,336 kB of it huge pages on 7
+        // stacks. Read from status and memory.stat slab, the parts were −17.4 % of the drop.
+        let (base, peak) = debian_v2_hold("6.1");
+        let m = memory_per_task_over(&base, &[(&peak, 5_000)]).unwrap();
+        assert!(
+            (m.rss_kb - (37_516.0 + 25_188.0) / 5_000.0).abs() < 1e-9,
+            "VmRSS rise + smaps Anonymous − RssAnon: {m:?}"
+        );
+        assert!(m.rss_source.as_deref().unwrap().contains("smaps_rollup"));
+        assert!(
+            (m.huge_pages_kb.unwrap() - 14_336.0 / 5_000.0).abs() < 1e-9,
+            "{m:?}"
+        );
+        assert!((m.slab_kb - 59_684.0 / 5_000.0).abs() < 1e-9, "{m:?}");
+        assert!(
+            m.adds_up && m.difference_percent.unwrap().abs() < 1.0,
+            "{:?} %",
+            m.difference_percent
+        );
+        // Without smaps_rollup (status alone), it does not add up.
+        let mut blind = peak.clone();
+        blind.smaps_rollup.clear();
+        let m = memory_per_task_over(&base, &[(&blind, 5_000)]).unwrap();
+        assert!((m.rss_kb - 7.5032).abs() < 1e-9 && !m.adds_up, "{m:?}");
+        assert!(
+            m.huge_pages_kb.is_some(),
+            "the cgroup's anon_thp still counts them"
+        );
+    }
+
+    #[test]
+    fn status_stands_where_it_is_within_its_tolerance_of_smaps_rollup() {
+        // The host's 6.18 (percpu RSS counters): a goroutines sleep whose smaps_rollup, read a
+        // moment after status while the goroutines ran, was 44 kB more of 2,772 kB.
+        let base = snap(
+            &[("MemAvailable", 1_000_000), ("KernelStack", 0), ("Slab", 0)],
+            &[("VmRSS", 3_188), ("RssAnon", 900), ("VmPTE", 0)],
+        );
+        let mut peak = snap(
+            &[("MemAvailable", 997_228), ("KernelStack", 0), ("Slab", 0)],
+            &[("VmRSS", 5_960), ("RssAnon", 3_608), ("VmPTE", 0)],
+        );
+        peak.smaps_rollup = [("Anonymous".to_string(), 3_652)].into();
+        let m = memory_per_task_over(&base, &[(&peak, 1_000)]).unwrap();
+        assert!((m.rss_kb - 2.772).abs() < 1e-9, "{m:?}");
+        assert!(m.rss_source.is_none());
+        // 3 % off: smaps_rollup is taken.
+        peak.smaps_rollup = [("Anonymous".to_string(), 3_608 + 84)].into();
+        let m = memory_per_task_over(&base, &[(&peak, 1_000)]).unwrap();
+        assert!((m.rss_kb - 2.856).abs() < 1e-9, "{m:?}");
+    }
+}

@@ -144,3 +144,43 @@ pub(crate) fn processes_line(s: &Summary, p: &Processes) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_of_a_thousand_processes_shows_its_launcher_and_heaviest_and_sums_the_rest() {
+        let row = |pid: u32, pss: u64, launcher: bool| ProcessRow {
+            pid,
+            command: format!("p{pid}"),
+            threads: 1,
+            rss_kb: Some(500),
+            pss_kb: Some(pss),
+            uss_kb: Some(40),
+            launcher,
+            ..ProcessRow::default()
+        };
+        let mut rows = vec![row(1, 700, true)];
+        rows.extend((2..=1001).map(|pid| row(pid, if pid == 500 { 90 } else { 45 }, false)));
+        let p = Processes {
+            rows,
+            ..Processes::default()
+        };
+        let t = processes_table(&p, 6);
+        assert_eq!(t.rows.len(), 6);
+        let first: Vec<&str> = t.rows.iter().map(|r| r[0].text()).collect();
+        assert_eq!(first[0], "1", "the launcher first: {first:?}");
+        assert!(first.contains(&"500"), "the heaviest: {first:?}");
+        let last: Vec<&str> = t.rows[5].iter().map(|c| c.text()).collect();
+        assert_eq!(last[1], "996 more processes, summed");
+        assert_eq!(last[2], "996");
+        assert_eq!(last[5], kb(996.0 * 45.0));
+        // A small tree is shown whole.
+        let small = Processes {
+            rows: p.rows[..3].to_vec(),
+            ..Processes::default()
+        };
+        assert_eq!(processes_table(&small, 6).rows.len(), 3);
+    }
+}

@@ -234,3 +234,89 @@ pub(crate) const KEY_PROBES: &[(&str, bool)] = &[
     ("mmap_calls", true),
     ("munmap_calls", false),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cost_line_is_the_formula_with_its_parts() {
+        use analyse::probes::counts::{cost_formula, ProgramCostRow};
+        use record::FloorRate;
+        let programs = vec![
+            ProgramCostRow {
+                program: "btf_sys_enter".into(),
+                tracepoint: "raw_syscalls:sys_enter".into(),
+                events: 1_500,
+                filtered_out: 500,
+                total_ns: 90_000,
+                ns_per_event: 60.0,
+            },
+            ProgramCostRow {
+                program: "btf_sys_exit".into(),
+                tracepoint: "raw_syscalls:sys_exit".into(),
+                events: 1_400,
+                filtered_out: 400,
+                total_ns: 70_000,
+                ns_per_event: 50.0,
+            },
+            ProgramCostRow {
+                program: "btf_sched_switch".into(),
+                tracepoint: "sched:sched_switch".into(),
+                events: 2_000,
+                filtered_out: 0,
+                total_ns: 160_000,
+                ns_per_event: 80.0,
+            },
+        ];
+        let floors = vec![
+            FloorRate {
+                hook: "raw_syscalls:sys_enter".into(),
+                runs: 10,
+                ns: 500,
+            },
+            FloorRate {
+                hook: "raw_syscalls:sys_exit".into(),
+                runs: 10,
+                ns: 400,
+            },
+        ];
+        // 2 ms of the workload's CPU.
+        let f = cost_formula(&programs, &floors, Some(2_000));
+        // Every run at its ns: 1,500 × 60 + 1,400 × 50 + 2,000 × 80 = 320 µs; the host's: 500 × 50
+        // + 400 × 40 = 41 µs at the floors; the run's own the rest: 65 + 54 + 160 = 279 µs (its
+        // own events dearer than the average, which the cheap filtered-out runs pull down).
+        assert_eq!(f.programs_ns, 279_000.0);
+        assert_eq!(f.host.as_ref().unwrap().ns, Some(41_000.0));
+        assert_eq!(f.total_ns, 320_000.0);
+        let cost = ProbeCost {
+            events: 4_900,
+            total_ns: 320_000,
+            rates_from: Some("threads hold --n 2500, lean probes, 2026-11-28T04:00:00Z".into()),
+            formula: Some(f.clone()),
+            programs,
+            ..Default::default()
+        };
+        assert_eq!(
+            cost_line(&cost),
+            "320.0 µs = Σ the run's own events × each program's ns: btf_sched_switch 2,000 × 80 ns + btf_sys_enter 1,000 × 65 ns + btf_sys_exit 1,000 × 54 ns (= 279.0 µs) + the host's share, the syscalls of other processes the raw_syscalls pair filtered out × the pair's floor: 500 × 50 ns + 400 × 40 ns (= 41.0 µs, paid by those processes), 16.00 % of the workload's CPU time; not in it: the tracepoints' dispatch and the syscall-tracing slow path around the run's own events (docs/manual/probe-cost.md); every time figure of this run includes the programs' part (each program's runs at its ns per run in the probes' calibration run (threads hold --n 2500, lean probes, 2026-11-28T04:00:00Z); the kernel's run-time statistics off in this run; each run's time holds one of the statistics' own clock reads)"
+        );
+        // No floor timed: the host's runs said, not turned into a figure (their time stays in the programs').
+        let unfloored = cost_formula(&cost.programs, &[], None);
+        assert_eq!(unfloored.total_ns, 320_000.0);
+        assert!(formula_text(&unfloored).contains(
+            "500 × its floor (not timed) + 400 × its floor (not timed) (= not counted: the calibration timed no floor"
+        ), "{}", formula_text(&unfloored));
+        // A record from before the pair counted its filtered runs: the programs' time alone.
+        let old = ProbeCost {
+            formula: None,
+            sampled_share: Some(1.0),
+            share_of_cpu: Some(0.16),
+            ..cost
+        };
+        assert_eq!(
+            cost_line(&old),
+            "320.0 µs in BPF programs over 4,900 runs, 16.0 % of the workload's CPU time (each program's runs at its ns per run in the probes' calibration run (threads hold --n 2500, lean probes, 2026-11-28T04:00:00Z); the kernel's run-time statistics off in this run; each run's time holds one of the statistics' own clock reads); not in it: the tracepoints' dispatch and the syscall-tracing slow path around the run's own events (docs/manual/probe-cost.md)"
+        );
+    }
+}
