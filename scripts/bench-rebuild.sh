@@ -43,16 +43,14 @@ if [ ! -f "$base_dir/Cargo.toml" ]; then
   mkdir -p "$base_dir"
   git archive "$base_commit" | tar -x -C "$base_dir"
 fi
-# The stamp of an extracted tree is its commit (no git repository there).
-export SPAWNSCOPE_GIT_COMMIT_BASE
-SPAWNSCOPE_GIT_COMMIT_BASE=$(git rev-parse --short "$base_commit")
+base_short=$(git rev-parse --short "$base_commit")
 
-build() { # DIR
-  if [ "$1" = "$base_dir" ]; then
-    (cd "$1" && SPAWNSCOPE_GIT_COMMIT=$SPAWNSCOPE_GIT_COMMIT_BASE cargo build --release -p spawnscope --quiet)
-  else
-    (cd "$1" && cargo build --release -p spawnscope --quiet)
-  fi
+# build DIR: the release build of spawnscope there. The extracted tree is stamped with its
+# commit: left to its build script, git would find this checkout around it and stamp that.
+build() {
+  local stamp=()
+  [ "$1" != "$base_dir" ] || stamp=(SPAWNSCOPE_GIT_COMMIT="$base_short")
+  (cd "$1" && env "${stamp[@]}" cargo build --release -p spawnscope --quiet)
 }
 say "building both once (a fresh build of either takes minutes)"
 build "$base_dir"
@@ -73,7 +71,7 @@ here=$(git rev-parse --short HEAD)
 for round in $(seq 1 "$repeats"); do
   for pair in "${pairs[@]}"; do
     t=$(timed "$base_dir" "${pair%%:*}")
-    printf '%s\t%s\t%s\tround %s\n' "$SPAWNSCOPE_GIT_COMMIT_BASE" "${pair%%:*}" "$t" "$round"
+    printf '%s\t%s\t%s\tround %s\n' "$base_short" "${pair%%:*}" "$t" "$round"
     base_times[$pair]+="$t "
     t=$(timed "$REPO_ROOT" "${pair#*:}")
     printf '%s\t%s\t%s\tround %s\n' "$here" "${pair#*:}" "$t" "$round"
@@ -85,5 +83,5 @@ for pair in "${pairs[@]}"; do
   b=$(median ${base_times[$pair]})
   # shellcheck disable=SC2086
   h=$(median ${here_times[$pair]})
-  printf 'touch %s: %s s at %s, %s s here, ratio %.2f\n' "${pair#*:}" "$b" "$SPAWNSCOPE_GIT_COMMIT_BASE" "$h" "$(ratio "$h" "$b")"
+  printf 'touch %s: %s s at %s, %s s here, ratio %.2f\n' "${pair#*:}" "$b" "$base_short" "$h" "$(ratio "$h" "$b")"
 done
