@@ -276,8 +276,15 @@ pub fn read_process(pid: u32) -> Option<ProcessReading> {
 /// Adds a process's smaps_rollup and command line to its reading: both take its mmap_lock, and
 /// smaps_rollup walks every mapping under it. Left as they were when it is gone.
 pub fn read_mappings(p: &mut ProcessReading) {
-    if let Ok(rollup) = read_key_values(format!("/proc/{}/smaps_rollup", p.pid)) {
-        p.smaps_rollup = kept(&rollup, &SMAPS_KEYS);
+    let rollup = read_key_values(format!("/proc/{}/smaps_rollup", p.pid)).ok();
+    take_mappings(p, rollup.as_ref());
+}
+
+/// As `read_mappings`, with the process's smaps_rollup already read (`rollup`; None: gone):
+/// one walk of its mappings serves the snapshot's reading and the tree's.
+pub fn take_mappings(p: &mut ProcessReading, rollup: Option<&BTreeMap<String, u64>>) {
+    if let Some(rollup) = rollup {
+        p.smaps_rollup = kept(rollup, &SMAPS_KEYS);
     }
     if let Some(line) = fs::read(format!("/proc/{}/cmdline", p.pid))
         .ok()

@@ -8,12 +8,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::{clock, procfs};
-use record::{KernelThreadTime, KernelThreads, MachineCpu, RunCpuSource};
+use record::{KernelThreadTime, KernelThreads, MachineCpu, ProcessCpu, RunCpuSource};
 
 /// The `cpu ` line of /proc/stat (all CPUs), in USER_HZ ticks, and `procs_running`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProcStat {
     pub cpu: MachineCpu,
+    /// The `cpuN` lines `cpu` sums (every online CPU, or those of `cpus` found).
+    pub cpus: u32,
     pub procs_running: Option<u64>,
 }
 
@@ -30,6 +32,12 @@ pub fn parse_proc_stat_over(text: &str, cpus: Option<&[usize]>) -> Option<ProcSt
     for line in text.lines() {
         let mut words = line.split_whitespace();
         let first = words.next();
+        let per_cpu = first
+            .and_then(|w| w.strip_prefix("cpu"))
+            .and_then(|n| n.parse::<usize>().ok());
+        if per_cpu.is_some_and(|n| cpus.is_none_or(|cpus| cpus.contains(&n))) {
+            stat.cpus += 1;
+        }
         let wanted = match (first, cpus) {
             (Some("cpu"), None) => true,
             (Some(name), Some(cpus)) => name
@@ -206,6 +214,8 @@ pub struct TaskStat {
     pub flags: u64,
     /// utime + stime (fields 14 and 15), clock ticks.
     pub cpu_ticks: u64,
+    /// cutime + cstime (fields 16 and 17): children that ended and were waited for.
+    pub children_ticks: u64,
     /// Field 22, clock ticks since boot.
     pub start_ticks: u64,
 }
@@ -231,12 +241,37 @@ pub fn parse_task_stat(text: &str) -> Option<TaskStat> {
         ppid: u32::try_from(field(4)?).ok()?,
         flags: field(9)?,
         cpu_ticks: field(14)? + field(15)?,
+        children_ticks: field(16)? + field(17)?,
         start_ticks: field(22)?,
     })
 }
 
 fn task_stat(pid: u32) -> Option<TaskStat> {
     parse_task_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Every process's CPU time now (/proc/PID/stat, every thread of it together), kernel threads
+/// and the PIDs `skip` names left out — `skip` is asked before a process is read, so that the
+/// run's processes (one with 100,000 threads sums them all in its stat) are never read here.
+/// None when /proc cannot be listed.
+pub fn processes_cpu(skip: impl Fn(u32) -> bool) -> Option<Vec<ProcessCpu>> {
+    let listed = fs::read_dir("/proc").ok()?;
+    let processes = listed
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != KTHREADD && !skip(pid))
+        .filter_map(task_stat)
+        .filter(|t| !t.is_kernel_thread() && t.ppid != KTHREADD)
+        .map(|t| ProcessCpu {
+            pid: t.pid,
+            ppid: t.ppid,
+            start_ticks: t.start_ticks,
+            cpu_ticks: t.cpu_ticks,
+            children_ticks: t.children_ticks,
+            comm: t.comm,
+        })
+        .collect();
+    Some(processes)
 }
 
 /// The PIDs listed in a /proc/PID/task/TID/children file.
@@ -381,6 +416,7 @@ procs_blocked 0
         assert_eq!(s.cpu.idle, 741_967);
         assert_eq!(s.cpu.busy(), 610_872 + 205 + 213_211 + 1305);
         assert_eq!(s.procs_running, Some(10));
+        assert_eq!(s.cpus, 2, "the cpuN lines summed");
         // A kernel that prints no steal column (before 2.6.11) reads it as 0, not garbage.
         let old = parse_proc_stat("cpu  1 2 3 4\nprocs_running 1\n").unwrap();
         assert_eq!((old.cpu.system, old.cpu.steal), (3, 0));
@@ -389,6 +425,7 @@ procs_blocked 0
         let text = "cpu  30 0 6 90 0 0 0 9\ncpu0 10 0 2 30 0 0 0 3\ncpu1 20 0 4 60 0 0 0 6\nprocs_running 2\n";
         let one = parse_proc_stat_over(text, Some(&[1])).unwrap();
         assert_eq!((one.cpu.user, one.cpu.system, one.cpu.steal), (20, 4, 6));
+        assert_eq!(one.cpus, 1);
         let both = parse_proc_stat_over(text, Some(&[0, 1])).unwrap();
         assert_eq!(both.cpu, parse_proc_stat(text).unwrap().cpu);
         assert!(
@@ -502,11 +539,58 @@ procs_blocked 0
         .unwrap();
         assert_eq!(odd.comm, "(a b) c)");
         assert_eq!((odd.ppid, odd.cpu_ticks, odd.start_ticks), (1, 291, 55_000));
+        assert_eq!(odd.children_ticks, 0);
+        let shell = parse_task_stat(
+            "77 (bash) S 1 77 77 0 -1 4194560 120 0 0 0 5 3 700 90 20 0 1 0 1000 \
+             8192000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0",
+        )
+        .unwrap();
+        assert_eq!(
+            (shell.cpu_ticks, shell.children_ticks),
+            (8, 790),
+            "cutime + cstime: its children that ended"
+        );
         assert!(!odd.is_kernel_thread());
         assert!(parse_task_stat("4242 (cut short) S 1").is_none());
         assert!(parse_task_stat("no parentheses").is_none());
         assert_eq!(parse_children("3 4 5 7 \n"), [3, 4, 5, 7]);
         assert!(parse_children("").is_empty());
+    }
+
+    /// A child that burns CPU is listed with its time, its parent named; a PID `skip` names is
+    /// never read, and no kernel thread is listed.
+    #[test]
+    fn every_process_s_cpu_is_read_but_those_skipped() {
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 5",
+            ])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let me = std::process::id();
+        // Until the loop has run long enough to be counted (clock ticks).
+        let mut seen = None;
+        for _ in 0..100 {
+            let all = processes_cpu(|_| false).unwrap();
+            if let Some(p) = all.iter().find(|p| p.pid == pid && p.cpu_ticks > 0) {
+                seen = Some(p.clone());
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let skipped = processes_cpu(|p| p == pid).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let seen = seen.expect("the busy child with its CPU time");
+        assert_eq!((seen.ppid, seen.comm.as_str()), (me, "sh"));
+        assert!(skipped.iter().all(|p| p.pid != pid));
+        assert!(skipped.iter().any(|p| p.pid == me), "this test process");
+        if let Some(k) = kernel_threads() {
+            let kernel: std::collections::HashSet<u32> = k.threads.iter().map(|t| t.pid).collect();
+            assert!(skipped.iter().all(|p| !kernel.contains(&p.pid)));
+        }
     }
 
     #[test]

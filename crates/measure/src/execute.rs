@@ -400,6 +400,12 @@ pub(crate) fn measure(
     if let (None, Some(cg)) = (workload, cgroup) {
         leash::wait_for_leftovers(cg, interrupts);
     }
+    sentinels.mark_reaped(
+        waited
+            .as_ref()
+            .ok()
+            .map(|(_, ru)| (ru.user_us + ru.sys_us) * 1000),
+    );
     let wall_ns = start.elapsed().as_nanos() as u64;
     let stopped_by = watcher.and_then(leash::Watcher::finish);
     if let Some(c) = collector {
@@ -422,15 +428,8 @@ pub(crate) fn measure(
         peak: sampled_peak,
         sentinel_ticks,
     } = sampler.finish();
-    let reaped_cpu_ns = waited
-        .as_ref()
-        .ok()
-        .map(|(_, ru)| (ru.user_us + ru.sys_us) * 1000);
     // Raw, before anything is analysed.
-    dir.write_json(
-        record::SENTINELS,
-        &sentinels.finish(sentinel_ticks, reaped_cpu_ns),
-    )?;
+    dir.write_json(record::SENTINELS, &sentinels.finish(sentinel_ticks))?;
     for handle in stderr.into_iter().chain(kept_stdout) {
         let _ = handle.join();
     }

@@ -43,8 +43,23 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
         _ => Default::default(),
     };
     if with_smaps {
-        tree.iter_mut().for_each(procfs::read_mappings);
+        // The process's own walk was just taken: the tree's entry for it reuses it (a walk of
+        // 200,000 mappings is tens of milliseconds under its mmap_lock).
+        for p in tree.iter_mut() {
+            if Some(p.pid) == pid && !smaps_rollup.is_empty() {
+                procfs::take_mappings(p, Some(&smaps_rollup));
+            } else {
+                procfs::read_mappings(p);
+            }
+        }
     }
+    // The tree read the process's stat already (its CPU: a sum over every thread of it).
+    let cpu = pid.and_then(|p| {
+        tree.iter()
+            .find(|r| r.pid == p)
+            .and_then(|r| r.cpu)
+            .or_else(|| procfs::process_cpu(p))
+    });
     Snapshot {
         tree,
         slab_object_bytes: if pid.is_some() {
@@ -61,7 +76,7 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
         tasks_on_host: procfs::tasks_on_host(),
         status,
         smaps_rollup,
-        cpu: pid.and_then(procfs::process_cpu),
+        cpu,
         cgroup,
         slab_objects,
         freed_at_exec_kb: None,
@@ -72,8 +87,11 @@ pub fn snapshot(pid: Option<u32>, cgroup: Option<&RunCgroup>, with_smaps: bool) 
 /// cgroup's where it has one that lists any (every process of the run, however started), else
 /// `pid` and its descendants.
 pub fn read_tree(pid: u32, cgroup: Option<&RunCgroup>) -> Vec<ProcessReading> {
+    let threads = procfs::read_key_values(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.get("Threads").copied());
     let mut pids: Vec<u32> = cgroup
-        .map(RunCgroup::processes)
+        .map(|c| c.processes_of(pid, threads))
         .unwrap_or_default()
         .into_iter()
         .filter_map(|p| u32::try_from(p).ok())

@@ -5,20 +5,23 @@
 use std::collections::BTreeMap;
 
 use host::cgroup::RunCgroup;
-use host::clock::monotonic_ns;
+use host::clock::{monotonic_ns, process_cpu_ns};
 use host::procfs;
 use host::sentinels::{self as read, RunCpuReader};
 use record::sentinels::{
-    BALLOON, FREQUENCY, KERNEL_THREADS, OUTSIDE_CPU, PAGE_REPORTING, PRESSURE, RUNNABLE, STEAL,
-    VMSTAT,
+    BALLOON, FREQUENCY, KERNEL_THREADS, OUTSIDE_CPU, PAGE_REPORTING, PRESSURE, PROCESSES, RUNNABLE,
+    STEAL, VMSTAT,
 };
-use record::{SentinelMark, SentinelTick, SentinelsRecord};
+use record::{CpuRead, SentinelMark, SentinelTick, SentinelsRecord};
 
 /// The sentinels of one run, being taken.
 pub struct SentinelWatch {
     reader: RunCpuReader,
     /// A run held to K CPUs: CPU time outside the run and steal are read over these alone.
     cpus: Option<Vec<usize>>,
+    /// The run, whose processes the per-process reading leaves out (its own CPU is `reader`'s).
+    cgroup: Option<RunCgroup>,
+    pid: u32,
     record: SentinelsRecord,
 }
 
@@ -77,6 +80,9 @@ fn unavailable_here() -> BTreeMap<String, String> {
             "kthreadd (PID 2) is not visible as a kernel thread: a PID namespace other than the machine's".into(),
         );
     }
+    if read::processes_cpu(|_| true).is_none() {
+        say(PROCESSES, "/proc cannot be listed".into());
+    }
     if read::cpu_frequencies_khz().is_empty() {
         say(
             FREQUENCY,
@@ -103,11 +109,14 @@ impl SentinelWatch {
                 .ok()
                 .map(|id| id.trim().to_string()),
             cpus: cpus.as_deref().map(host::limits::cpu_list),
+            conductor_pid: Some(std::process::id()),
             ..Default::default()
         };
         SentinelWatch {
             reader,
             cpus,
+            cgroup: cgroup.cloned(),
+            pid,
             record,
         }
     }
@@ -119,44 +128,78 @@ impl SentinelWatch {
 
     /// Readings at an edge between phases (`start`, a phase mark's name).
     pub fn mark(&mut self, name: &str) {
-        let run_cpu_ns = self.reader.read_ns();
-        self.record
-            .marks
-            .push(read_mark(name, run_cpu_ns, self.cpus.as_deref()));
+        let reader = self.reader.clone();
+        self.push_mark(name, || reader.read_ns());
     }
 
-    /// The last mark, after the reap, and the record. `reaped_cpu_ns`: the run's CPU time from
-    /// wait4's rusage, for when the process was the source (its /proc entry is gone by now).
-    pub fn finish(
-        mut self,
-        ticks: Vec<SentinelTick>,
-        reaped_cpu_ns: Option<u64>,
-    ) -> SentinelsRecord {
-        let run_cpu_ns = match self.reader {
+    /// The mark right after the reap. `reaped_cpu_ns`: the run's CPU time from wait4's rusage,
+    /// for when the process was the source (its /proc entry is gone by now). Taken before the
+    /// conductor's own teardown (the probes' report, perf's end), which is not the run's exit.
+    pub fn mark_reaped(&mut self, reaped_cpu_ns: Option<u64>) {
+        let reader = self.reader.clone();
+        self.push_mark("reaped", move || match reader {
             RunCpuReader::Process(_) => reaped_cpu_ns,
-            _ => self.reader.read_ns(),
-        };
-        self.record
-            .marks
-            .push(read_mark("reaped", run_cpu_ns, self.cpus.as_deref()));
+            _ => reader.read_ns(),
+        });
+    }
+
+    /// The record, with the sampler's ticks.
+    pub fn finish(mut self, ticks: Vec<SentinelTick>) -> SentinelsRecord {
         self.record.ticks = ticks;
         self.record
     }
-}
 
-fn read_mark(name: &str, run_cpu_ns: Option<u64>, cpus: Option<&[usize]>) -> SentinelMark {
-    SentinelMark {
-        name: name.to_string(),
-        t_ns: monotonic_ns(),
-        machine_cpu: read::proc_stat_over(cpus).map(|s| s.cpu),
-        // Next to /proc/stat (a struct literal is evaluated in the order written), so that both
-        // cover the same window.
-        kernel_threads: read::kernel_threads(),
-        run_cpu_ns,
-        vmstat: read::vmstat(),
-        page_reporting: read::page_reporting_parameters().map(|p| read::numeric(&p)),
-        uninitialized_kb: procfs::uninitialized_kb(),
-        pressure_us: read::pressure(),
+    /// The run's processes now: its cgroup's, else its process and descendants.
+    fn run_pids(&self) -> Vec<u32> {
+        let threads = procfs::read_key_values(format!("/proc/{}/status", self.pid))
+            .ok()
+            .and_then(|s| s.get("Threads").copied());
+        let listed: Vec<u32> = self
+            .cgroup
+            .as_ref()
+            .map(|c| c.processes_of(self.pid, threads))
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|p| u32::try_from(p).ok())
+            .collect();
+        if !listed.is_empty() {
+            return listed;
+        }
+        std::iter::once(self.pid)
+            .chain(procfs::descendants(self.pid))
+            .collect()
+    }
+
+    fn push_mark(&mut self, name: &str, run_cpu: impl FnOnce() -> Option<u64>) {
+        let cpus = self.cpus.as_deref();
+        // The three CPU readings back to back, cheapest first: what the machine did outside
+        // the run is the machine's busy time less the other two, so they must cover one window.
+        let t_ns = monotonic_ns();
+        let conductor_cpu_ns = process_cpu_ns();
+        let run_cpu_ns = run_cpu();
+        let stat = read::proc_stat_over(cpus);
+        let span_ns = monotonic_ns().saturating_sub(t_ns);
+        let mut run_pids = self.run_pids();
+        run_pids.push(std::process::id());
+        run_pids.sort_unstable();
+        let mark = SentinelMark {
+            name: name.to_string(),
+            t_ns,
+            machine_cpu: stat.map(|s| s.cpu),
+            cpu_read: stat.map(|s| CpuRead {
+                span_ns,
+                cpus: s.cpus,
+            }),
+            conductor_cpu_ns,
+            run_cpu_ns,
+            kernel_threads: read::kernel_threads(),
+            processes: read::processes_cpu(|pid| run_pids.binary_search(&pid).is_ok()),
+            vmstat: read::vmstat(),
+            page_reporting: read::page_reporting_parameters().map(|p| read::numeric(&p)),
+            uninitialized_kb: procfs::uninitialized_kb(),
+            pressure_us: read::pressure(),
+        };
+        self.record.marks.push(mark);
     }
 }
 
@@ -184,7 +227,8 @@ mod tests {
         watch.mark("start");
         let t = tick(&watch.reader());
         watch.mark("spawn");
-        let record = watch.finish(vec![t], Some(5));
+        watch.mark_reaped(Some(5));
+        let record = watch.finish(vec![t]);
         let names: Vec<&str> = record.marks.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["start", "spawn", "reaped"]);
         assert!(record.marks[0].machine_cpu.is_some());
@@ -195,6 +239,15 @@ mod tests {
             .iter()
             .all(|m| m.kernel_threads.is_some() == visible));
         assert!(record.marks[1].run_cpu_ns.is_some());
+        // spawnscope's own CPU, read with the others, and grown by what it did between.
+        let own = |i: usize| record.marks[i].conductor_cpu_ns.unwrap();
+        assert!(own(0) > 0 && own(1) >= own(0));
+        assert_eq!(record.conductor_pid, Some(me));
+        let read = record.marks[0].cpu_read.as_ref().unwrap();
+        assert!(read.cpus >= 1 && read.span_ns < 1_000_000_000);
+        // The per-process reading leaves out the run (here this very process) and lists others.
+        let listed = record.marks[1].processes.as_ref().unwrap();
+        assert!(listed.iter().all(|p| p.pid != me) && !listed.is_empty());
         assert_eq!(
             record.marks[2].run_cpu_ns,
             Some(5),

@@ -41,8 +41,8 @@ pub use run::{
     Stage, StoppedBy, Target, TraceCalibration,
 };
 pub use sentinels::{
-    KernelThreadTime, KernelThreads, MachineCpu, RunCpuSource, SentinelMark, SentinelTick,
-    SentinelsRecord,
+    CpuRead, KernelThreadTime, KernelThreads, MachineCpu, ProcessCpu, RunCpuSource, SentinelMark,
+    SentinelTick, SentinelsRecord,
 };
 pub use sysctl::{Change, Entry, Owner, SysctlRecord};
 pub use tree::ProcessReading;

@@ -84,6 +84,48 @@ pub struct SentinelMark {
     /// (another PID namespace), or in records from before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_threads: Option<KernelThreads>,
+    /// spawnscope's own CPU time so far, ns: every thread of the conductor (its sampler, the
+    /// trace's drain, the event follower), CLOCK_PROCESS_CPUTIME_ID. Read back to back with
+    /// `run_cpu_ns` and `machine_cpu` (`cpu_read`), so that its work is never taken for the
+    /// machine's. None in records from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conductor_cpu_ns: Option<u64>,
+    /// How the three CPU readings (the conductor's, the run's, /proc/stat's) were taken. None in
+    /// records from before they were read as one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_read: Option<CpuRead>,
+    /// Every process's CPU time at the mark, the run's, the conductor's and kernel threads left
+    /// out (/proc/PID/stat): who took the CPU outside the run. None where /proc could not be
+    /// listed, or in records from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<Vec<ProcessCpu>>,
+}
+
+/// The CPU readings of one mark, taken as one: what the machine's busy time is derived from.
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CpuRead {
+    /// How long the three readings took together, ns (CLOCK_MONOTONIC before the first and after
+    /// the last): the window they may be apart by.
+    pub span_ns: u64,
+    /// The CPUs `machine_cpu` sums (its `cpuN` lines: the online ones, or the K a run is held
+    /// to): the capacity the machine's busy time is taken from.
+    pub cpus: u32,
+}
+
+/// One process at a mark (/proc/PID/stat).
+#[derive(schemars::JsonSchema, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProcessCpu {
+    pub pid: u32,
+    pub ppid: u32,
+    /// Its start time, clock ticks since boot: with the PID it names the process.
+    pub start_ticks: u64,
+    /// utime + stime, every thread of it, clock ticks (`ticks_per_second`).
+    pub cpu_ticks: u64,
+    /// cutime + cstime: its children that ended and were waited for, clock ticks: where the CPU
+    /// of processes that began and ended between two marks went.
+    pub children_ticks: u64,
+    /// Its name (/proc/PID/stat's comm).
+    pub comm: String,
 }
 
 /// The kernel threads' CPU times at one mark (/proc/PID/stat of kthreadd and its children).
@@ -142,6 +184,10 @@ pub struct SentinelsRecord {
     /// so marks of two runs compare only within one. Absent in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_id: Option<String>,
+    /// spawnscope's own PID (the conductor): its children outside the run are its work too.
+    /// Absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conductor_pid: Option<u32>,
     pub marks: Vec<SentinelMark>,
     pub ticks: Vec<SentinelTick>,
 }
@@ -156,3 +202,4 @@ pub const RUNNABLE: &str = "runnable_outside_run";
 pub const FREQUENCY: &str = "cpu_frequency";
 pub const PRESSURE: &str = "pressure";
 pub const KERNEL_THREADS: &str = "kernel_threads";
+pub const PROCESSES: &str = "processes";

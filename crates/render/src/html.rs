@@ -295,6 +295,9 @@ pub fn page(
     if report.cells.iter().any(|c| c.counts_wrong_runs > 0) {
         let _ = write!(h, "<p>{}</p>", escape(compare::COUNTS_WRONG_NOTE));
     }
+    if report.cells.iter().any(|c| c.times_from_suspect_runs > 0) {
+        let _ = write!(h, "<p>{}</p>", escape(compare::SUSPECT_NOTE));
+    }
     if !report.repeats.is_empty() {
         h.push_str("<h2 id=\"repeats\">Time over repeats: median (min … max)</h2>\n");
         h.push_str(&repeats::table(&report.repeats).html("repeats"));

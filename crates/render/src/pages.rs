@@ -244,6 +244,7 @@ fn side_of(cell: &Cell) -> Option<Side> {
         spawn_us: None,
         memory_unresolved: cell.memory_unresolved,
         counts_wrong_runs: cell.counts_wrong_runs,
+        spawn_from_suspect_runs: 0,
     })
 }
 

@@ -101,6 +101,11 @@ pub struct Cell {
     /// tables mark the cell.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub counts_wrong_runs: usize,
+    /// The runs the time figures are of, when every one of them is suspect (its time verdict
+    /// found a sentinel past its rule): the tables mark the times (¶). 0: one is trustworthy,
+    /// or none has a verdict.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub times_from_suspect_runs: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -667,6 +672,15 @@ fn cells(runs: &[RunPoint]) -> Vec<Cell> {
                     .iter()
                     .filter(|r| counts_verdict::wrong(r.counts_verdict.as_ref()))
                     .count(),
+                times_from_suspect_runs: if !timed_ok.is_empty()
+                    && timed_ok
+                        .iter()
+                        .all(|r| r.verdict.as_ref().is_some_and(|v| !v.trustworthy))
+                {
+                    timed_ok.len()
+                } else {
+                    0
+                },
             }
         })
         .collect();

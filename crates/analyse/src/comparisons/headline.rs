@@ -41,7 +41,16 @@ pub struct Side {
     /// Of `runs`, those whose counts are wrong (a cross-check failed): the line says so.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub counts_wrong_runs: usize,
+    /// The spawn time's runs when every one of them is suspect (the time verdict found a
+    /// sentinel past its rule in each): the figure rests on no trustworthy run, and the line
+    /// marks it (`SUSPECT_MARK`). 0: some run was trustworthy, or none had a verdict.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spawn_from_suspect_runs: usize,
 }
+
+/// What marks a time figure that rests on no trustworthy run (every run it is the median of is
+/// suspect), beside † (emulated), ‡ (memory not resolved) and § (counts wrong).
+pub const SUSPECT_MARK: &str = "¶";
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -221,6 +230,7 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
                                 .filter_map(|r| r.summary.time_per_task.as_ref()?.spawn_us),
                         )
                         .filter(|_| !emulated),
+                        spawn_from_suspect_runs: suspect_only(&timed_at_n),
                     })
                 })
                 .filter(|s| s.memory_kib.is_some())
@@ -241,6 +251,29 @@ pub fn headlines(runs: &[Measured], several_machines: bool) -> Vec<Headline> {
             })
         })
         .collect()
+}
+
+/// How many runs a time figure is the median of, when each of them is suspect; 0 when one is
+/// trustworthy or a run has no verdict (records from before it).
+fn suspect_only(timed: &[&Measured]) -> usize {
+    let timed: Vec<&&Measured> = timed
+        .iter()
+        .filter(|r| {
+            r.summary
+                .time_per_task
+                .as_ref()
+                .is_some_and(|t| t.spawn_us.is_some())
+        })
+        .collect();
+    let all_suspect = !timed.is_empty()
+        && timed
+            .iter()
+            .all(|r| r.summary.verdict.as_ref().is_some_and(|v| !v.trustworthy));
+    if all_suspect {
+        timed.len()
+    } else {
+        0
+    }
 }
 
 fn one_task(runtime: &str) -> &str {
@@ -330,6 +363,30 @@ impl Headline {
                 wrong.join(" and ")
             ));
         }
+        let suspect: Vec<String> = dearer
+            .iter()
+            .copied()
+            .chain([base])
+            .filter(|s| s.spawn_from_suspect_runs > 0 && s.spawn_us.is_some())
+            .map(|s| {
+                format!(
+                    "{} spawn time from {} suspect run{}",
+                    s.runtime,
+                    s.spawn_from_suspect_runs,
+                    if s.spawn_from_suspect_runs == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                )
+            })
+            .collect();
+        if !suspect.is_empty() {
+            line.push_str(&format!(
+                "; {SUSPECT_MARK} {} (no trustworthy run: each run's summary says why)",
+                suspect.join(" and ")
+            ));
+        }
         let woken: Vec<String> = self
             .woken
             .iter()
@@ -410,7 +467,18 @@ fn clause(a: &Side, b: &Side) -> String {
         } else {
             format!("but {:.1}× less in spawn time", 1.0 / f)
         };
-        text.push_str(&format!(" {how} ({sa:.1} µs against {sb:.1} µs)"));
+        let mark = |side: &Side| {
+            if side.spawn_from_suspect_runs > 0 {
+                format!(" {SUSPECT_MARK}")
+            } else {
+                String::new()
+            }
+        };
+        text.push_str(&format!(
+            " {how} ({sa:.1} µs{} against {sb:.1} µs{})",
+            mark(a),
+            mark(b)
+        ));
     }
     text
 }
@@ -617,6 +685,61 @@ mod tests {
         assert!(json["dearer"].get("counts_wrong_runs").is_none(), "{json}");
     }
 
+    /// A spawn time whose every run is suspect is marked in the line, with how many runs it
+    /// rests on; one trustworthy run among them, or no verdict at all, and it is not.
+    #[test]
+    fn a_spawn_time_from_suspect_runs_only_is_marked() {
+        use crate::time::verdict::Verdict;
+        let verdict = |trustworthy| {
+            Some(Verdict {
+                trustworthy,
+                findings: Vec::new(),
+                not_checked: Vec::new(),
+            })
+        };
+        let judged = |mut s: Summary, trustworthy| {
+            s.verdict = verdict(trustworthy);
+            s
+        };
+        let summaries = [
+            judged(run("threads", 100_000, 36.5, 40.0), false),
+            judged(run("threads", 100_000, 36.5, 41.0), false),
+            judged(run("goroutines", 1_000_000, 2.7, 3.2), true),
+            judged(run("goroutines", 1_000_000, 2.7, 3.2), false),
+        ];
+        let h = headlines(&on_m1(&summaries), false);
+        assert_eq!(
+            (
+                h[0].dearer.spawn_from_suspect_runs,
+                h[0].cheaper.spawn_from_suspect_runs
+            ),
+            (2, 0)
+        );
+        assert_eq!(
+            h[0].line(),
+            "hold: a thread costs 13.5× a goroutine in memory (36.5 KiB against 2.7 KiB per task) \
+             and 12.7× in spawn time (40.5 µs ¶ against 3.2 µs); threads at N = 100,000 (2 runs), \
+             goroutines at N = 1,000,000 (2 runs), medians; ¶ threads spawn time from 2 suspect \
+             runs (no trustworthy run: each run's summary says why)"
+        );
+        let mut one_good = summaries.clone();
+        one_good[1].verdict = verdict(true);
+        assert!(!headlines(&on_m1(&one_good), false)[0]
+            .line()
+            .contains(SUSPECT_MARK));
+        let unjudged: Vec<Summary> = summaries
+            .iter()
+            .cloned()
+            .map(|mut s| {
+                s.verdict = None;
+                s
+            })
+            .collect();
+        assert!(!headlines(&on_m1(&unjudged), false)[0]
+            .line()
+            .contains(SUSPECT_MARK));
+    }
+
     #[test]
     fn a_memory_factor_not_resolved_at_its_n_says_so_in_its_clause() {
         let resolved = Side {
@@ -627,6 +750,7 @@ mod tests {
             spawn_us: None,
             memory_unresolved: false,
             counts_wrong_runs: 0,
+            spawn_from_suspect_runs: 0,
         };
         let unresolved = Side {
             runtime: "goroutines".into(),

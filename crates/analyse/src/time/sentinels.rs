@@ -4,10 +4,13 @@
 //!
 //! Definitions:
 //! - steal: /proc/stat's steal column, the vCPUs' time taken by the hypervisor for others.
-//! - CPU outside the run: the machine's busy time (user + nice + system + irq + softirq of
-//!   /proc/stat; idle, iowait and steal excluded) less the run's own CPU time (its cgroup's
-//!   counter, else its process's utime+stime). /proc/stat counts in USER_HZ ticks: a few ticks per
-//!   phase are rounding, not noise. Floored at 0.
+//! - CPU outside the run: the machine's busy time less the run's own CPU time (its cgroup's
+//!   counter, else its process's utime+stime) less spawnscope's (the conductor's every thread,
+//!   and its children outside the run). Where a mark read the three as one (`cpu_read`), busy is
+//!   CPUs × wall less idle, iowait and steal, the difference is kept signed with its resolution,
+//!   and the processes that took it are named (analyse::time::outside_cpu); in older records
+//!   busy is user + nice + system + irq + softirq of /proc/stat (tick-sampled) and spawnscope's
+//!   own work is in it. Floored at 0.
 //! - kernel threads' CPU: the growth of each kernel thread's utime+stime (/proc/PID/stat of
 //!   kthreadd and its children, read at every mark) between the two marks, summed, and by family
 //!   (kworker, rcu, ksoftirqd…). Machine-wide: a run held to K CPUs gets none (its CPU outside
@@ -29,6 +32,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::run::phases::shown_name;
+use crate::time::outside_cpu::{self, ProcessShare};
 use record::sentinels::{
     BALLOON, FREQUENCY, KERNEL_THREADS, OUTSIDE_CPU, PAGE_REPORTING, RUNNABLE, STEAL, VMSTAT,
 };
@@ -46,6 +50,29 @@ pub struct PhaseSentinels {
     pub machine_busy_ns: Option<u64>,
     pub run_cpu_ns: Option<u64>,
     pub outside_cpu_ns: Option<u64>,
+    /// spawnscope's own CPU time in the phase: its conductor (every thread, exact) and its
+    /// children outside the run, ns. Inside `machine_busy_ns`, never in `outside_cpu_ns`. None
+    /// in records from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawnscope_cpu_ns: Option<u64>,
+    /// Busy less the run less spawnscope, signed: below zero by less than
+    /// `outside_cpu_resolution_ns` is the reading's rounding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_cpu_balance_ns: Option<i64>,
+    /// What `outside_cpu_ns` may be off by, ns: a figure below it is not a finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_cpu_resolution_ns: Option<u64>,
+    /// The processes outside the run that took the most CPU in the phase, most first (their own
+    /// and their ended children's, clock-tick grained).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_processes: Vec<ProcessShare>,
+    /// Every process outside the run together, ns (None: not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_processes_cpu_ns: Option<u64>,
+    /// /proc/stat's softirq column in the phase, ns: sampled at the tick (an interrupt between
+    /// two ticks is not in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub softirq_ns: Option<u64>,
     /// Kernel threads' CPU time in the phase (Σ utime+stime growth, /proc/PID/stat), ns: on a
     /// whole-machine run it is inside `machine_busy_ns` and so inside `outside_cpu_ns` (up to
     /// tick rounding). None: a run held to K CPUs, kernel threads not visible, or a record from
@@ -261,6 +288,13 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
                 .run_cpu_ns
                 .zip(m1.run_cpu_ns)
                 .map(|(a, b)| b.saturating_sub(a));
+            let balance = run_cpu_ns.filter(|_| !gone(OUTSIDE_CPU)).and_then(|run| {
+                outside_cpu::balance(m0, m1, run, record.ticks_per_second, record.conductor_pid)
+            });
+            let machine_busy_ns = balance
+                .as_ref()
+                .map(|b| b.machine_busy_ns)
+                .or(machine_busy_ns);
             let vm = |key: &str| counter(m0, m1, key).filter(|_| !gone(VMSTAT));
             let kernel_threads = m0
                 .kernel_threads
@@ -290,9 +324,21 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
                     .map(|(a, b)| ticks_ns(b.steal.saturating_sub(a.steal))),
                 machine_busy_ns,
                 run_cpu_ns,
-                outside_cpu_ns: machine_busy_ns
-                    .zip(run_cpu_ns)
-                    .map(|(busy, run)| busy.saturating_sub(run)),
+                outside_cpu_ns: match &balance {
+                    Some(b) => Some(b.outside_ns.max(0) as u64),
+                    None => machine_busy_ns
+                        .zip(run_cpu_ns)
+                        .map(|(busy, run)| busy.saturating_sub(run)),
+                },
+                spawnscope_cpu_ns: balance.as_ref().map(|b| b.spawnscope_ns),
+                outside_cpu_balance_ns: balance.as_ref().map(|b| b.outside_ns),
+                outside_cpu_resolution_ns: balance.as_ref().map(|b| b.resolution_ns),
+                outside_processes_cpu_ns: balance.as_ref().and_then(|b| b.processes_ns),
+                softirq_ns: balance
+                    .as_ref()
+                    .and(cpu)
+                    .map(|(a, b)| ticks_ns(b.softirq.saturating_sub(a.softirq))),
+                outside_processes: balance.map(|b| b.processes).unwrap_or_default(),
                 kernel_threads_cpu_ns: kernel_threads.as_ref().map(|(all, _)| ticks_ns(*all)),
                 kernel_threads_by_family_ns: kernel_threads
                     .map(|(_, by)| by.into_iter().map(|(f, t)| (f, ticks_ns(t))).collect())
@@ -416,6 +462,9 @@ mod tests {
                 .into(),
             ),
             kernel_threads: None,
+            conductor_cpu_ns: None,
+            cpu_read: None,
+            processes: None,
         }
     }
 
@@ -439,6 +488,7 @@ mod tests {
             unavailable: [(FREQUENCY.to_string(), "no cpufreq".to_string())].into(),
             cpus: None,
             boot_id: None,
+            conductor_pid: None,
             marks: vec![
                 mark("start", 0, 0, 0, 0),
                 mark("spawn", 1, 50, 1, 0),
@@ -506,6 +556,48 @@ mod tests {
             }]
         );
         assert_eq!(f.run_cpu_source.as_deref(), Some("cgroup v1 cpuacct.usage"));
+    }
+
+    /// Marks that read their CPU as one give the phase from idle, spawnscope's own apart, the
+    /// signed balance with its resolution, and who took the rest.
+    #[test]
+    fn a_phase_read_as_one_keeps_spawnscope_apart_and_names_the_processes() {
+        let at = |t_s: u64, idle: u64, own_ms: u64, burner: u64| SentinelMark {
+            conductor_cpu_ns: Some(own_ms * 1_000_000),
+            cpu_read: Some(record::CpuRead {
+                span_ns: 0,
+                cpus: 2,
+            }),
+            machine_cpu: Some(MachineCpu {
+                idle,
+                ..Default::default()
+            }),
+            processes: Some(vec![record::ProcessCpu {
+                pid: 4321,
+                ppid: 1,
+                start_ticks: 5,
+                cpu_ticks: burner,
+                children_ticks: 0,
+                comm: "burner".into(),
+            }]),
+            ..mark("m", t_s, 0, 0, t_s)
+        };
+        let record = SentinelsRecord {
+            ticks_per_second: 100,
+            conductor_pid: Some(99),
+            // 0–2 s: 4 CPU-s of capacity, 100 ticks idle, the run 2 s (its mark's run_s),
+            // spawnscope 300 ms, the burner 60 ticks.
+            marks: vec![at(0, 1000, 100, 40), at(2, 1100, 400, 100)],
+            ..Default::default()
+        };
+        let p = &figures(&record).per_phase[0];
+        assert_eq!(p.machine_busy_ns, Some(3_000_000_000));
+        assert_eq!(p.spawnscope_cpu_ns, Some(300_000_000));
+        assert_eq!(p.outside_cpu_balance_ns, Some(700_000_000));
+        assert_eq!(p.outside_cpu_ns, Some(700_000_000));
+        assert_eq!(p.outside_cpu_resolution_ns, Some(30_000_000 + 20_000_000));
+        assert_eq!(p.outside_processes_cpu_ns, Some(600_000_000));
+        assert_eq!(p.outside_processes[0].label(), "burner (PID 4321)");
     }
 
     #[test]

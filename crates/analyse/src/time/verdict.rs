@@ -28,6 +28,13 @@ pub struct PhaseEvidence {
     /// their task structs through RCU — on its behalf; their other work is judged by the
     /// reclaim, compaction, THP and page-reporting rules.
     pub kernel_threads_cpu_ns: Option<u64>,
+    /// What `outside_cpu_ns` may be off by (None: not stated, records from before): a figure
+    /// below it is not a finding.
+    pub outside_cpu_resolution_ns: Option<u64>,
+    /// Who took the CPU outside the run, where the sentinels read every process: the processes
+    /// by CPU (most first), all of them together, and /proc/stat's softirq column. None: not
+    /// read (older records), and the finding names no one.
+    pub outside_takers: Option<OutsideTakers>,
     /// Free memory the guest handed back to the host (free page reporting).
     pub reported_to_host_bytes: Option<u64>,
     /// Memory used for the first time since boot: initialized by the kernel during the phase.
@@ -48,6 +55,78 @@ pub struct PhaseEvidence {
     /// the futex hash slot's chain.
     pub futex_wakes: Option<u64>,
     pub futex_waiters_walked: Option<u64>,
+}
+
+/// Who took a phase's CPU outside the run (analyse::time::outside_cpu).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OutsideTakers {
+    /// The processes that took the most, most first: (label "stress-ng (PID 4321)", ns).
+    pub processes: Vec<(String, u64)>,
+    /// Every process outside the run, ns.
+    pub processes_ns: u64,
+    /// Interrupt work the tick saw (softirq), ns.
+    pub softirq_ns: Option<u64>,
+}
+
+/// Whether a CPU figure passes the outside-CPU rule's threshold (≥ 10 % of the phase's capacity
+/// and ≥ 100 ms) and the reading's resolution.
+fn outside_past_rule(ns: u64, p: &PhaseEvidence, cpus: u32) -> bool {
+    ns as f64 >= 0.10 * capacity_ns(p, cpus)
+        && ns >= 100_000_000
+        && p.outside_cpu_resolution_ns.is_none_or(|r| ns >= r)
+}
+
+/// The outside-CPU finding's causes, each with its figure, each past the rule on its own: the
+/// processes that are, the other processes together, the interrupts, and what no process
+/// accounts for (a process that began and ended between two marks without a parent to wait
+/// for it, an interrupt on an idle CPU). Where none is past the rule alone (the CPU spread
+/// thin), the largest two with their figures.
+fn outside_causes(outside: u64, t: &OutsideTakers, p: &PhaseEvidence, cpus: u32) -> Vec<String> {
+    let mut candidates: Vec<(String, u64)> = Vec::new();
+    let mut named = 0;
+    for (label, ns) in &t.processes {
+        if outside_past_rule(*ns, p, cpus) {
+            candidates.push((label.clone(), *ns));
+            named += ns;
+        }
+    }
+    let others = t.processes_ns.saturating_sub(named);
+    if others > 0 {
+        // One process's time alone is named as that process.
+        let alone = t
+            .processes
+            .iter()
+            .find(|(label, ns)| *ns == others && !candidates.iter().any(|(c, _)| c == label));
+        let what = alone.map_or("other processes together".to_string(), |(l, _)| l.clone());
+        candidates.push((what, others));
+    }
+    if let Some(softirq) = t.softirq_ns.filter(|&n| n > 0) {
+        candidates.push(("interrupts (softirq, as the tick saw them)".into(), softirq));
+    }
+    let unattributed = outside
+        .saturating_sub(t.processes_ns)
+        .saturating_sub(t.softirq_ns.unwrap_or(0));
+    if unattributed > 0 {
+        candidates.push((
+            "unattributed (no process alive at a mark took it: processes that began and ended between two marks unwaited for, kernel work in interrupts)".into(),
+            unattributed,
+        ));
+    }
+    let past: Vec<&(String, u64)> = candidates
+        .iter()
+        .filter(|(_, ns)| outside_past_rule(*ns, p, cpus))
+        .collect();
+    let shown: Vec<&(String, u64)> = if past.is_empty() {
+        let mut largest: Vec<&(String, u64)> = candidates.iter().collect();
+        largest.sort_by(|a, b| b.1.cmp(&a.1));
+        largest.into_iter().take(2).collect()
+    } else {
+        past
+    };
+    shown
+        .into_iter()
+        .map(|(label, ns)| format!("{label} {}", seconds(*ns)))
+        .collect()
 }
 
 /// A run's evidence: its phases and the machine's CPUs.
@@ -117,15 +196,21 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "outside_cpu",
-        rule: "CPU time of other programs' tasks ≥ 10 % of the phase's CPU capacity and ≥ 100 ms (kernel threads apart where the collector tells them or the sentinels read their /proc times: they free what the run leaves, and their other work has its own rules)",
+        rule: "CPU time outside the run ≥ 10 % of the phase's CPU capacity, ≥ 100 ms and ≥ the reading's stated resolution — other processes (named by PID where every process was read) and interrupts; spawnscope's own CPU apart, and kernel threads apart where the collector tells them or the sentinels read their /proc times: they free what the run leaves, and their other work has its own rules",
         check: |p, cpus| {
             check_opt(p.outside_cpu_ns, |ns| {
-                (ns as f64 >= 0.10 * capacity_ns(p, cpus) && ns >= 100_000_000).then(|| {
-                    format!(
+                outside_past_rule(ns, p, cpus).then(|| match &p.outside_takers {
+                    Some(takers) => format!(
+                        "{} of CPU outside the run ({} of the CPUs): {}",
+                        seconds(ns),
+                        share(ns, p, cpus),
+                        outside_causes(ns, takers, p, cpus).join(", ")
+                    ),
+                    None => format!(
                         "{} of CPU used by other programs' tasks ({} of the CPUs)",
                         seconds(ns),
                         share(ns, p, cpus)
-                    )
+                    ),
                 })
             })
         },
@@ -360,6 +445,16 @@ pub fn evidence(sentinels: &SentinelFigures, kernel: &KernelCounts, cpus: u32) -
                 steal_ns: p.steal_ns,
                 outside_cpu_ns,
                 kernel_threads_cpu_ns,
+                outside_cpu_resolution_ns: p.outside_cpu_resolution_ns,
+                outside_takers: p.outside_processes_cpu_ns.map(|all| OutsideTakers {
+                    processes: p
+                        .outside_processes
+                        .iter()
+                        .map(|s| (s.label(), s.cpu_ns))
+                        .collect(),
+                    processes_ns: all,
+                    softirq_ns: p.softirq_ns,
+                }),
                 reported_to_host_bytes: p.reported_bytes,
                 first_used_bytes: p.first_used_bytes,
                 balloon_change_bytes: p.balloon_pages.map(|pages| pages * PAGE_BYTES),
@@ -487,6 +582,8 @@ mod tests {
             steal_ns: Some(0),
             outside_cpu_ns: Some(0),
             kernel_threads_cpu_ns: Some(0),
+            outside_cpu_resolution_ns: None,
+            outside_takers: None,
             reported_to_host_bytes: Some(0),
             first_used_bytes: Some(0),
             balloon_change_bytes: None,
@@ -527,6 +624,65 @@ mod tests {
         assert!(v.trustworthy, "{v:?}");
         assert_eq!(v.not_checked, ["balloon", "cpu_frequency"]);
         assert_eq!(v.line(), "trustworthy (no sentinel past its rule)");
+    }
+
+    /// Where every process was read, the finding names who took the CPU, each cause with its
+    /// figure past the rule; a figure below the reading's resolution is no finding.
+    #[test]
+    fn outside_cpu_names_the_processes_that_took_it_each_past_the_rule() {
+        let mut p = phase("join", 2000); // capacity 4 CPU-s: the rule's 10 % is 400 ms
+        p.outside_cpu_ns = Some(1_300_000_000);
+        p.outside_cpu_resolution_ns = Some(50_000_000);
+        p.outside_takers = Some(OutsideTakers {
+            processes: vec![
+                ("stress-ng-cpu (PID 4321)".into(), 900_000_000),
+                ("bash (PID 77)".into(), 60_000_000),
+                ("cron (PID 12)".into(), 40_000_000),
+            ],
+            processes_ns: 1_000_000_000,
+            softirq_ns: Some(20_000_000),
+        });
+        let v = judge(&evidence(vec![p.clone()]));
+        assert_eq!(
+            v.line(),
+            "suspect: 1.3 s of CPU outside the run (32 % of the CPUs): stress-ng-cpu (PID 4321) \
+             900 ms during join"
+        );
+        // Nobody past the rule alone: the largest two, with their figures.
+        let takers = p.outside_takers.as_mut().unwrap();
+        takers.processes = vec![
+            ("a (PID 1)".into(), 300_000_000),
+            ("b (PID 2)".into(), 300_000_000),
+            ("c (PID 3)".into(), 300_000_000),
+        ];
+        takers.processes_ns = 900_000_000;
+        takers.softirq_ns = None;
+        let v = judge(&evidence(vec![p.clone()]));
+        assert_eq!(
+            v.line(),
+            "suspect: 1.3 s of CPU outside the run (32 % of the CPUs): other processes together \
+             900 ms, unattributed (no process alive at a mark took it: processes that began and \
+             ended between two marks unwaited for, kernel work in interrupts) 400 ms during join",
+            "the three together are past the rule, and so is what no process took"
+        );
+        // What no process took is said as unattributed, with its size.
+        p.outside_takers.as_mut().unwrap().processes_ns = 0;
+        p.outside_takers.as_mut().unwrap().processes.clear();
+        let v = judge(&evidence(vec![p.clone()]));
+        assert!(
+            v.line()
+                .contains(": unattributed (no process alive at a mark took it"),
+            "{}",
+            v.line()
+        );
+        assert!(v.line().ends_with(") 1.3 s during join"), "{}", v.line());
+        // Past 10 % and 100 ms but within the reading's resolution: rounding, no finding.
+        let mut small = phase("join", 500); // 10 % = 100 ms
+        small.outside_cpu_ns = Some(120_000_000);
+        small.outside_cpu_resolution_ns = Some(150_000_000);
+        assert!(judge(&evidence(vec![small.clone()])).trustworthy);
+        small.outside_cpu_resolution_ns = Some(50_000_000);
+        assert!(!judge(&evidence(vec![small])).trustworthy);
     }
 
     #[test]

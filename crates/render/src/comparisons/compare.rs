@@ -269,6 +269,11 @@ pub fn unresolved_note() -> String {
 pub const COUNTS_WRONG_MARK: &str = "§";
 pub const COUNTS_WRONG_NOTE: &str = "§ counts WRONG in a run of the cell: the probes' counts disagree with the kernel's own accounting (a cross-check failed; each run's summary says which, expected against counted), so the counts and waits of that run are not to be trusted.";
 
+/// What marks a time figure every run of which is suspect, and the note under a table that has
+/// one.
+pub const SUSPECT_MARK: &str = analyse::comparisons::headline::SUSPECT_MARK;
+pub const SUSPECT_NOTE: &str = "¶ from suspect runs only: the time verdict of every run these times are of found a sentinel past its rule (steal, CPU outside the run with who took it, memory used for the first time, memory handed back to the host…; each run's summary says which), so no trustworthy run stands behind them; memory and counts are not affected.";
+
 /// A figure's cell with `mark` after it when `on` and there is a figure to mark.
 fn marked(cell: String, s: &Option<Spread>, on: bool, mark: &str) -> String {
     if on && s.is_some() {
@@ -295,7 +300,8 @@ fn rss_cell(c: &Cell) -> String {
 
 /// A time in seconds, marked when the cell's machine emulated its CPU.
 fn time_cell(c: &Cell, s: &Option<Spread>) -> String {
-    marked(spread_cell(s, 2), s, c.cpu_emulated, EMULATED_MARK)
+    let cell = marked(spread_cell(s, 2), s, c.cpu_emulated, EMULATED_MARK);
+    marked(cell, s, c.times_from_suspect_runs > 0, SUSPECT_MARK)
 }
 
 fn spread_cell(s: &Option<Spread>, digits: usize) -> String {
@@ -509,6 +515,9 @@ pub fn markdown(r: &Comparison) -> String {
     }
     if r.cells.iter().any(|c| c.counts_wrong_runs > 0) {
         let _ = writeln!(md, "\n{COUNTS_WRONG_NOTE}");
+    }
+    if r.cells.iter().any(|c| c.times_from_suspect_runs > 0) {
+        let _ = writeln!(md, "\n{SUSPECT_NOTE}");
     }
     md.push_str(&repeats::markdown(&r.repeats));
     if let Some(sweep) = &r.cpu_sweep {
@@ -817,6 +826,32 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("| M1"))
             .all(|l| !l.contains(EMULATED_MARK)));
+    }
+
+    #[test]
+    fn times_from_suspect_runs_only_are_marked_with_their_legend() {
+        let mut r = two_machines();
+        let plain = markdown(&r);
+        assert!(!plain.contains(SUSPECT_MARK) && !plain.contains(SUSPECT_NOTE));
+        for c in r.cells.iter_mut().filter(|c| c.machine == "M2 (b,c)") {
+            c.times_from_suspect_runs = 3;
+        }
+        let md = markdown(&r);
+        assert!(md.contains(&format!("\n{SUSPECT_NOTE}\n")), "{md}");
+        for row in md
+            .lines()
+            .filter(|l| l.starts_with("| M2 (b,c) | goroutines | hold |") && l.contains(" / "))
+        {
+            assert_eq!(
+                row.matches(SUSPECT_MARK).count(),
+                3,
+                "wall, user, system: {row}"
+            );
+        }
+        assert!(md
+            .lines()
+            .filter(|l| l.starts_with("| M1"))
+            .all(|l| !l.contains(SUSPECT_MARK)));
     }
 
     #[test]

@@ -53,22 +53,73 @@ fn kernel_threads_cell(p: &PhaseSentinels) -> Option<String> {
 /// The kernel threads' families named in a cell, largest first (the rest are in summary.json).
 const KERNEL_THREAD_FAMILIES_SHOWN: usize = 3;
 
-const COLUMNS: [Column; 11] = [
+/// A signed CPU time: "−40 ms".
+fn signed_ms(ns: i64) -> String {
+    let ms = (ns as f64 / 1e6).round();
+    if ms < 0.0 {
+        format!("−{:.0} ms", -ms)
+    } else {
+        format!("{ms:.0} ms")
+    }
+}
+
+/// CPU outside the run: where the marks read it as one, the signed balance and its
+/// resolution ("−40 ms ± 50 ms"), else the floored figure; and in CPUs.
+fn outside_cell(p: &PhaseSentinels) -> Option<String> {
+    let outside = p.outside_cpu_ns?;
+    let cpus = if p.wall_ns > 0 {
+        outside as f64 / p.wall_ns as f64
+    } else {
+        0.0
+    };
+    Some(
+        match (p.outside_cpu_balance_ns, p.outside_cpu_resolution_ns) {
+            (Some(balance), Some(resolution)) => format!(
+                "{} ± {} ({cpus:.2} CPUs)",
+                signed_ms(balance),
+                ms(resolution)
+            ),
+            _ => format!("{} ({cpus:.2} CPUs)", ms(outside)),
+        },
+    )
+}
+
+/// The processes outside the run that took the most, with their CPU: "stress-ng (PID 42)
+/// 800 ms, bash (PID 7) 20 ms"; "none" where every process was read and none ran.
+fn processes_cell(p: &PhaseSentinels) -> Option<String> {
+    p.outside_processes_cpu_ns?;
+    let shown: Vec<String> = p
+        .outside_processes
+        .iter()
+        .take(PROCESSES_SHOWN)
+        .map(|s| format!("{} {}", s.label(), ms(s.cpu_ns)))
+        .collect();
+    Some(if shown.is_empty() {
+        "none".into()
+    } else {
+        shown.join(", ")
+    })
+}
+
+/// The processes named in a cell, most CPU first (summary.json keeps five).
+const PROCESSES_SHOWN: usize = 3;
+
+const COLUMNS: [Column; 13] = [
     Column {
         header: "steal",
         cell: |p| p.steal_ns.map(ms),
     },
     Column {
+        header: "spawnscope itself",
+        cell: |p| p.spawnscope_cpu_ns.map(ms),
+    },
+    Column {
         header: "CPU outside the run",
-        cell: |p| {
-            let outside = p.outside_cpu_ns?;
-            let cpus = if p.wall_ns > 0 {
-                outside as f64 / p.wall_ns as f64
-            } else {
-                0.0
-            };
-            Some(format!("{} ({cpus:.2} CPUs)", ms(outside)))
-        },
+        cell: outside_cell,
+    },
+    Column {
+        header: "of it processes (most CPU)",
+        cell: processes_cell,
     },
     Column {
         header: "of it kernel threads",
@@ -157,14 +208,30 @@ pub fn table(f: &SentinelFigures) -> Table {
     t
 }
 
+/// How CPU outside the run was read: from what the CPUs did not do, spawnscope's own apart,
+/// where every mark read the CPU as one; else as records from before read it.
+fn outside_definition(f: &SentinelFigures) -> String {
+    let run = f.run_cpu_source.as_deref().unwrap_or("?");
+    if f.per_phase
+        .iter()
+        .any(|p| p.outside_cpu_resolution_ns.is_some())
+    {
+        format!(
+            "CPU outside the run: the CPUs' capacity (CPUs × wall) less idle, iowait and steal (/proc/stat, clocked exactly on a tickless kernel, where its busy columns are sampled at the tick) less the run's ({run}) less spawnscope's own (its every thread, CLOCK_PROCESS_CPUTIME_ID, and its children outside the run), read back to back at each mark; signed, ± what the reading may be off by (/proc/stat's 1/100 s units, a scheduler tick of the run's counter per CPU, the readings' span): a figure within it is rounding, not a finding. Of it processes: every process's utime+stime and its ended children's (/proc/PID/stat at each mark)."
+        )
+    } else {
+        format!("CPU outside the run: the machine's busy time (user, nice, system, irq, softirq; /proc/stat, in 1/100 s ticks, coarse for short phases) less the run's ({run}).")
+    }
+}
+
 /// The section, from its heading on.
 pub fn markdown(f: &SentinelFigures) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "\n## Noise sentinels\n");
     let _ = writeln!(
         md,
-        "What else the machine did in each phase (read only). CPU outside the run: the machine's busy time (user, nice, system, irq, softirq; /proc/stat, in 1/100 s ticks, coarse for short phases) less the run's ({}). Runnable outside: procs_running at each 100 ms tick less the sampler and the run's average concurrency, an estimate; — where no tick fell in the phase.{}\n",
-        f.run_cpu_source.as_deref().unwrap_or("?"),
+        "What else the machine did in each phase (read only). {} Runnable outside: procs_running at each 100 ms tick less the sampler and the run's average concurrency, an estimate; — where no tick fell in the phase.{}\n",
+        outside_definition(f),
         if f.per_phase.iter().any(|p| p.kernel_threads_cpu_ns.is_some()) {
             " Of it kernel threads: the growth of every kernel thread's utime+stime (/proc/PID/stat of kthreadd and its children, read at each mark; one that exited meanwhile is not counted), by family; the time verdict leaves it out of other programs' CPU where the collector did not count it."
         } else {
@@ -221,6 +288,47 @@ mod tests {
             !md.contains("of it kernel threads |") && !md.contains("Of it kernel threads"),
             "no column, no words without the figure"
         );
+    }
+
+    /// A phase read as one: spawnscope's own CPU, the signed balance with its resolution, and
+    /// who took the CPU outside the run, with the words that say how it was read.
+    #[test]
+    fn spawnscope_apart_the_balance_signed_and_the_processes_named() {
+        let share = |pid, comm: &str, ms: u64| analyse::time::outside_cpu::ProcessShare {
+            pid,
+            comm: comm.into(),
+            cpu_ns: ms * 1_000_000,
+        };
+        let p = PhaseSentinels {
+            name: "join".into(),
+            wall_ns: 1_000_000_000,
+            outside_cpu_ns: Some(0),
+            outside_cpu_balance_ns: Some(-40_000_000),
+            outside_cpu_resolution_ns: Some(50_200_000),
+            spawnscope_cpu_ns: Some(180_000_000),
+            outside_processes_cpu_ns: Some(30_000_000),
+            outside_processes: vec![
+                share(4321, "burner", 20),
+                share(77, "bash", 10),
+                share(12, "cron", 0),
+                share(13, "sshd", 0),
+            ],
+            ..Default::default()
+        };
+        let f = SentinelFigures {
+            per_phase: vec![p],
+            ..Default::default()
+        };
+        let md = markdown(&f);
+        assert!(
+            md.contains("| phase | wall | spawnscope itself | CPU outside the run | of it processes (most CPU) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| join | 1000 ms | 180 ms | −40 ms ± 50 ms (0.00 CPUs) | burner (PID 4321) 20 ms, bash (PID 77) 10 ms, cron (PID 12) 0 ms |"),
+            "{md}"
+        );
+        assert!(md.contains("less spawnscope's own"), "{md}");
     }
 
     #[test]
