@@ -145,19 +145,47 @@ impl DeepReads {
     }
 
     /// The last walk's smaps_rollup and command line, for each process whose threads and RSS
-    /// are as they were then.
+    /// are as they were then, and at most CARRIED_FOR old.
     fn carry(&self, s: &mut Snapshot) {
+        let fresh = |w: &ProcessReading| {
+            w.smaps_t_ns
+                .is_some_and(|t| s.t_ns.saturating_sub(t) <= CARRIED_FOR.as_nanos() as u64)
+        };
         for p in s.tree.iter_mut() {
-            if let Some(w) = self
-                .walked
-                .iter()
-                .find(|w| w.pid == p.pid && w.threads == p.threads && w.status == p.status)
-            {
+            if let Some(w) = self.walked.iter().find(|w| {
+                w.pid == p.pid && w.threads == p.threads && w.status == p.status && fresh(w)
+            }) {
                 p.smaps_rollup = w.smaps_rollup.clone();
                 p.command = w.command.clone();
                 p.smaps_t_ns = w.smaps_t_ns;
             }
         }
+    }
+}
+
+/// How old a process's walk a later sample may carry: the moment measured is one where every
+/// process's smaps_rollup was read no longer ago than this (and it has not changed since).
+pub const CARRIED_FOR: Duration = Duration::from_secs(1);
+
+/// Whether every process of a moment has its walk (smaps_rollup): PSS for all of them, so that a
+/// page shared after fork is counted once.
+fn every_process_walked(s: &Snapshot) -> bool {
+    !s.tree.is_empty() && s.tree.iter().all(|p| !p.smaps_rollup.is_empty())
+}
+
+/// The moment a command's memory is measured at: the sample with the most memory in use, or,
+/// where some of its processes were not walked then, the best sample where all were, if it
+/// held as much within what the charge moves by at rest (`fell`). Else the most, its missing
+/// walks said by the analysis ("not resolved").
+fn measured_moment(most: Option<Snapshot>, walked: Option<Snapshot>) -> Option<Snapshot> {
+    match (most, walked) {
+        (Some(most), Some(walked))
+            if !every_process_walked(&most)
+                && !fell(memory_in_use(&most), memory_in_use(&walked)) =>
+        {
+            Some(walked)
+        }
+        (most, _) => most,
     }
 }
 
@@ -195,6 +223,8 @@ impl Sampler {
         let handle = std::thread::spawn(move || {
             let mut timeline = Vec::new();
             let mut peak: Option<Snapshot> = None;
+            // The best moment where every process was walked in that very sample.
+            let mut peak_walked: Option<Snapshot> = None;
             let mut sentinel_ticks = Vec::new();
             let mut deep = DeepReads::default();
             while !flag.load(Ordering::Relaxed) {
@@ -223,13 +253,21 @@ impl Sampler {
                     // Not a moment the process is exiting at: its memory is still charged
                     // (a tie, taken as the later reading) while its status no longer says it.
                     let in_use = memory_in_use(&now);
+                    let beats = |best: &Option<Snapshot>| {
+                        best.as_ref().is_none_or(|p| in_use >= memory_in_use(p))
+                    };
+                    let (beats_peak, beats_walked) = (beats(&peak), beats(&peak_walked));
+                    // Where the most so far lacks some process's walk, a sample that beats the
+                    // best walked one is worth a walk too: it may stand in for the most.
+                    let peak_unwalked = peak.as_ref().is_some_and(|p| !every_process_walked(p));
                     if now.reads_its_processes_memory()
-                        && peak.as_ref().is_none_or(|p| in_use >= memory_in_use(p))
+                        && (beats_peak || (peak_unwalked && beats_walked))
                     {
                         // The walk comes after the charge was read: where the charge fell
                         // meanwhile (the tasks ending), it read memory already freed, so the
                         // moment is not taken (the tie before it, read still, stays).
-                        let fell_while_walked = if deep.due() {
+                        let walked_now = deep.due();
+                        let fell_while_walked = if walked_now {
                             deep.walk(&mut now);
                             fell(in_use, memory_in_use_now(cgroup.as_ref()))
                         } else {
@@ -237,7 +275,14 @@ impl Sampler {
                             false
                         };
                         if !fell_while_walked {
-                            peak = Some(now);
+                            // Kept apart: the most memory's stand-in where its sample's walks
+                            // were carried or missing (`measured_moment`).
+                            if walked_now && beats_walked && every_process_walked(&now) {
+                                peak_walked = Some(now.clone());
+                            }
+                            if beats_peak {
+                                peak = Some(now);
+                            }
                         }
                     }
                 }
@@ -246,7 +291,7 @@ impl Sampler {
             }
             Sampled {
                 timeline,
-                peak,
+                peak: measured_moment(peak, peak_walked),
                 sentinel_ticks,
             }
         });
@@ -432,8 +477,10 @@ mod tests {
             last: Some((Instant::now(), Duration::from_secs(1))),
             walked: vec![walked(reading(10, 1, 100)), walked(reading(11, 5, 900))],
         };
+        // Carried within CARRIED_FOR of the walk (at 42 ns).
         assert!(!deep.due(), "a walk of 1 s waits 10 s");
         let mut now = Snapshot {
+            t_ns: 100,
             tree: vec![reading(10, 1, 100), reading(11, 6, 900), reading(12, 1, 50)],
             ..Default::default()
         };
@@ -449,6 +496,84 @@ mod tests {
         assert!(grown.smaps_rollup.is_empty() && grown.smaps_t_ns.is_none());
         assert!(new.smaps_rollup.is_empty());
         assert!(DeepReads::default().due(), "the first is walked");
+    }
+
+    /// A forking command's moment: the most memory where every process was walked, or the best
+    /// walked moment when it holds as much within what the charge moves by at rest; else the
+    /// most, for the analysis to call not resolved.
+    #[test]
+    fn the_moment_measured_is_one_where_every_process_was_walked() {
+        let moment = |t_ns, charged: u64, walked: bool| Snapshot {
+            t_ns,
+            tree: [10, 11]
+                .map(|pid| ProcessReading {
+                    pid,
+                    smaps_rollup: if walked {
+                        [("Pss".to_string(), 1)].into()
+                    } else {
+                        Default::default()
+                    },
+                    ..Default::default()
+                })
+                .to_vec(),
+            cgroup: Some(CgroupStats {
+                memory_current_bytes: Some(charged),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        const MIB: u64 = 1 << 20;
+        let most = moment(2, 500 * MIB, false);
+        let near = moment(1, 497 * MIB, true);
+        let far = moment(1, 400 * MIB, true);
+        assert_eq!(
+            measured_moment(Some(most.clone()), Some(near))
+                .unwrap()
+                .t_ns,
+            1
+        );
+        assert_eq!(
+            measured_moment(Some(most.clone()), Some(far)).unwrap().t_ns,
+            2
+        );
+        assert_eq!(measured_moment(Some(most.clone()), None).unwrap().t_ns, 2);
+        let walked_most = moment(2, 500 * MIB, true);
+        assert_eq!(
+            measured_moment(Some(walked_most), Some(moment(1, 499 * MIB, true)))
+                .unwrap()
+                .t_ns,
+            2,
+            "the most, walked, stands"
+        );
+    }
+
+    /// A walk is carried at most CARRIED_FOR: an older one leaves the process without PSS.
+    #[test]
+    fn an_old_walk_is_not_carried() {
+        let reading = ProcessReading {
+            pid: 10,
+            threads: 1,
+            ..Default::default()
+        };
+        let deep = DeepReads {
+            last: Some((Instant::now(), Duration::from_secs(1))),
+            walked: vec![ProcessReading {
+                smaps_rollup: [("Pss".to_string(), 7)].into(),
+                smaps_t_ns: Some(1_000_000_000),
+                ..reading.clone()
+            }],
+        };
+        let at = |t_ns| {
+            let mut s = Snapshot {
+                t_ns,
+                tree: vec![reading.clone()],
+                ..Default::default()
+            };
+            deep.carry(&mut s);
+            s.tree[0].pss_kb()
+        };
+        assert_eq!(at(1_900_000_000), Some(7));
+        assert_eq!(at(2_100_000_000), None);
     }
 
     #[test]

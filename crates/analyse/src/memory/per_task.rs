@@ -311,7 +311,30 @@ fn per_task(
         m.total_kb,
         alive / moments.len() as u64,
     );
+    // Several processes without every one's PSS: no figure rather than RSS summed.
+    let unwalked = moments
+        .iter()
+        .zip(&parts)
+        .filter(|(_, p)| p.rss_counted == Some(TREE_BY_RSS))
+        .find_map(|((peak, _), _)| unwalked_holders(peak));
+    if let Some((without, holders)) = unwalked {
+        m.resolution = resolution::not_every_process_walked(without, holders);
+    }
     Some(m)
+}
+
+/// Where several processes hold the run's tasks: how many of them have no smaps_rollup reading
+/// at this moment, and how many there are. None with one holder (no page of its is shared with
+/// another holder) or when every one was walked.
+fn unwalked_holders(peak: &Snapshot) -> Option<(usize, usize)> {
+    let launchers = tree::launchers(&peak.tree);
+    let holders: Vec<&ProcessReading> = peak
+        .tree
+        .iter()
+        .filter(|p| !launchers.contains(&p.pid))
+        .collect();
+    let without = holders.iter().filter(|p| p.pss_kb().is_none()).count();
+    (holders.len() > 1 && without > 0).then_some((without, holders.len()))
 }
 
 /// What the parts are checked against: the MemAvailable drop, plus the slab room the run used
@@ -1113,6 +1136,47 @@ pub mod tests {
 
     fn kv(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    /// A forking program's workers, one of them without its walk at the moment measured: no
+    /// figure from RSS summed (a page shared after fork counted once per worker), "not resolved"
+    /// with why; every worker walked, and it stands.
+    #[test]
+    fn several_workers_without_every_walk_are_not_resolved_rather_than_summed_by_rss() {
+        let (base, mut peak) = shell_wrapped_snapshots(true);
+        let mut second = peak.tree[1].clone();
+        second.pid = 12;
+        second.smaps_rollup.clear();
+        peak.tree.push(second.clone());
+        let m = memory_per_task_over(&base, &[(&peak, 4_000)]).unwrap();
+        assert_eq!(m.rss_counted.as_deref(), Some(TREE_BY_RSS));
+        assert!(!m.resolution.resolved);
+        assert_eq!(
+            m.resolution.unresolved,
+            Some(resolution::Unresolved::NotEveryProcessWalked)
+        );
+        assert!(
+            m.resolution
+                .resolution_note
+                .contains("1 of the 2 processes holding the tasks had no smaps_rollup"),
+            "{}",
+            m.resolution.resolution_note
+        );
+        peak.tree[2].smaps_rollup = peak.tree[1].smaps_rollup.clone();
+        let walked = memory_per_task_over(&base, &[(&peak, 4_000)]).unwrap();
+        assert_eq!(walked.rss_counted.as_deref(), Some(TREE_BY_PSS));
+        assert_ne!(
+            walked.resolution.unresolved,
+            Some(resolution::Unresolved::NotEveryProcessWalked)
+        );
+        // One holder without its walk (the shell's PROG alone): RSS shares no page with another
+        // holder, and stands as before.
+        let (base, peak) = shell_wrapped_snapshots(false);
+        let one = memory_per_task_over(&base, &[(&peak, 2_000)]).unwrap();
+        assert_ne!(
+            one.resolution.unresolved,
+            Some(resolution::Unresolved::NotEveryProcessWalked)
+        );
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub enum Unresolved {
     /// One run's memory per task, where the tasks alive at the moment measured held less than
     /// MIN_HELD_KB in all: a reading of free memory moves by as much without them.
     TooLittleHeld,
+    /// One run's memory per task, where the run's task-holding processes are several and the
+    /// moment measured lacks a walk of some of their mappings (smaps_rollup): without PSS, RSS
+    /// summed over processes counts a page shared after fork once per process.
+    NotEveryProcessWalked,
 }
 
 /// The verdict on one fitted slope (flattened into compare.json's fits beside the line).
@@ -158,6 +162,19 @@ pub fn judge_held(held_kb: f64, per_task_kb: f64, alive: u64) -> Resolution {
                 "; needs ≈ {} tasks alive at once (an estimate)",
                 count(n)
             ))
+        ),
+    }
+}
+
+/// The verdict on a run's memory per task counted from several processes when `without` of
+/// the `holders` that hold its tasks have no smaps_rollup at the moment measured.
+pub fn not_every_process_walked(without: usize, holders: usize) -> Resolution {
+    Resolution {
+        resolved: false,
+        unresolved: Some(Unresolved::NotEveryProcessWalked),
+        resolve_at_n: None,
+        resolution_note: format!(
+            "not resolved: at the moment measured {without} of the {holders} processes holding the tasks had no smaps_rollup reading (their walk could not be taken then), and RSS summed over processes would count each page shared after fork once per process"
         ),
     }
 }
