@@ -192,7 +192,7 @@ func (h *harness) emitPeak(expected uint64) {
 		with("status", status))
 }
 
-// runtimeStats reads runtime/metrics and the count of OS threads the runtime created.
+// runtimeStats reads runtime/metrics and the count of OS threads the runtime made (osThreadsMade).
 func runtimeStats() object {
 	names := []string{
 		"/gc/stack/starting-size:bytes", "/memory/classes/heap/stacks:bytes", "/memory/classes/os-stacks:bytes",
@@ -220,7 +220,24 @@ func runtimeStats() object {
 		with("gc_cycles", value(5)).
 		with("goroutines_created", value(6)).
 		with("os_threads", value(7)).
-		with("os_threads_created", pprof.Lookup("threadcreate").Count())
+		with("os_threads_created", osThreadsMade())
+}
+
+// osThreadsMade is the OS threads the Go runtime has made, the main thread (exec made it)
+// included. pprof's threadcreate count is every M on the runtime's list, and a binary that links
+// cgo (net's resolver does unless built with CGO_ENABLED=0) has an M more from its start: the
+// extra M kept for a thread C made to call into Go on (needm), which has no thread of its own —
+// counted, it is one thread more than the kernel ever created. runtime/metrics'
+// /sched/threads/total (Go 1.26) is the Ms less the extra ones, idle or lent to a C thread (whose
+// creation was C's, not the runtime's); without it (an older Go), the threadcreate count, which
+// is the same count in a binary without cgo.
+func osThreadsMade() uint64 {
+	sample := []metrics.Sample{{Name: "/sched/threads/total:threads"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		return sample[0].Value.Uint64()
+	}
+	return uint64(pprof.Lookup("threadcreate").Count())
 }
 
 // gcCPU is the Go GC's work so far, as runtime/metrics estimates it: its completed cycles and
@@ -278,16 +295,15 @@ func (g gcCPU) object() object {
 		with("pause_cpu_s", g.pause)
 }
 
-// rusageWithThreads reads getrusage and the OS threads the runtime has made (pprof's
-// threadcreate count) at one moment: the count is read before and after the call, again until
-// the two agree. The runtime may start an M at any time (one for a blocked syscall, one more P
+// rusageWithThreads reads getrusage and the OS threads the runtime has made (osThreadsMade) at
+// one moment: the count is read before and after the call, again until the two agree. The runtime may start an M at any time (one for a blocked syscall, one more P
 // woken after the peak); the probes' "threads created" check cuts its count at this very call,
 // so the count it is held against must be this call's, not the peak's.
-func rusageWithThreads() (object, int) {
+func rusageWithThreads() (object, uint64) {
 	for {
-		before := pprof.Lookup("threadcreate").Count()
+		before := osThreadsMade()
 		ru := rusageObject()
-		if after := pprof.Lookup("threadcreate").Count(); after == before {
+		if after := osThreadsMade(); after == before {
 			return ru, after
 		}
 	}

@@ -272,6 +272,49 @@ func TestBuiltWithoutCgo(t *testing.T) {
 	}
 }
 
+// Built with cgo on (as most Go programs are), the runtime keeps an extra M for callbacks from
+// threads C made, which has no thread of its own: the OS threads the workload says it made are
+// the kernel's count of its threads, read at the same peak (before: pprof's threadcreate count,
+// one more, and the probes' threads check failed by one). The runtime may start a thread between
+// the two readings, so a few runs are given to find them at one moment.
+func TestCgoBuildCountsTheThreadsItMade(t *testing.T) {
+	cgoBinary := filepath.Join(t.TempDir(), "goroutines-cgo")
+	build := exec.Command(filepath.Join("..", "scripts", "build-goroutines.sh"), "--cgo", cgoBinary)
+	var stderr bytes.Buffer
+	build.Stderr = &stderr
+	if err := build.Run(); err != nil {
+		if exitErr, ok := err.(*exec.ExitError); ok && exitErr.ExitCode() == 77 {
+			t.Skipf("SKIP: %s", strings.TrimSpace(stderr.String()))
+		}
+		t.Fatalf("build-goroutines.sh --cgo: %v: %s", err, stderr.String())
+	}
+	var seen []string
+	for try := 0; try < 5; try++ {
+		out, err := exec.Command(cgoBinary, "hold", "--n", "200", "--hold-for", "50ms").Output()
+		if err != nil {
+			t.Fatalf("hold: %v", err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		var result struct {
+			StatusAtPeak struct {
+				Threads uint64 `json:"threads"`
+			} `json:"status_at_peak"`
+			RuntimeStats struct {
+				OsThreadsCreated uint64 `json:"os_threads_created"`
+			} `json:"runtime_stats"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &result); err != nil {
+			t.Fatalf("result: %v", err)
+		}
+		kernel, made := result.StatusAtPeak.Threads, result.RuntimeStats.OsThreadsCreated
+		if kernel > 1 && made == kernel {
+			return
+		}
+		seen = append(seen, strconv.FormatUint(made, 10)+" made, "+strconv.FormatUint(kernel, 10)+" threads")
+	}
+	t.Fatalf("the threads made never matched the kernel's count at the peak: %v", seen)
+}
+
 // The start gate (--wait-to-start): after `start` nothing happens until a line on stdin, and
 // hold's release is the line after it, even when both arrive in one write (one buffer reads
 // stdin for the whole process).

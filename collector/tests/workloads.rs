@@ -92,9 +92,9 @@ fn goroutines_hold_100000_clone_only_for_the_runtimes_threads() {
     };
     let r = &run.report;
     assert_eq!(run.result["spawned"].as_u64(), Some(GOROUTINES));
-    // runtime_stats are read at the peak; os_threads_created is pprof's threadcreate count, the
-    // Ms on the runtime's allm list: m0 (the main thread, which exec made, no clone) and one per
-    // clone.
+    // runtime_stats are read at the peak; os_threads_created is the runtime's threads, its Ms
+    // less the extra M a cgo binary keeps without a thread (this build is pure Go): m0 (the main
+    // thread, which exec made, no clone) and one per clone.
     let created = run.result["runtime_stats"]["os_threads_created"]
         .as_u64()
         .unwrap();

@@ -1,0 +1,3 @@
+module spawnscope/tests/cgo-threads
+
+go 1.22
