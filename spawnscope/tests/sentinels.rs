@@ -90,6 +90,54 @@ fn cpu_burnt_beside_the_run_shows_as_outside_the_run() {
     assert!(run_cgroups().is_empty(), "{:?}", run_cgroups());
 }
 
+/// A CPU burner of a known name beside an untraced run: the time verdict names it with its
+/// PID and its CPU, and spawnscope's own CPU is told apart, never outside the run.
+#[test]
+fn a_cpu_burner_beside_the_run_is_named_with_its_pid() {
+    if skip_unless_root("a_cpu_burner_beside_the_run_is_named_with_its_pid") {
+        return;
+    }
+    let _one = serial();
+    let sandbox = Sandbox::new();
+    let hog = Hogs::named_busy_loop("burner-of-cpus");
+    let pid = hog.0[0].id();
+    let (summary, sentinels, _) = hold_run(&sandbox);
+    drop(hog);
+    let findings: Vec<&str> = summary["verdict"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "outside_cpu")
+        .map(|f| f["found"].as_str().unwrap())
+        .collect();
+    let named = format!("burner-of-cpus (PID {pid}) ");
+    assert!(
+        findings.iter().any(|f| f.contains(&named)),
+        "a finding names {named}: {findings:?}"
+    );
+    // spawnscope's own CPU is read at every mark, and is in no phase's outside figure.
+    assert!(sentinels["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["conductor_cpu_ns"].as_u64().is_some()));
+    let steady = phase(&summary, "steady");
+    assert!(steady["spawnscope_cpu_ns"].as_u64().is_some(), "{steady}");
+    let listed: Vec<u64> = steady["outside_processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_u64().unwrap())
+        .collect();
+    assert!(listed.contains(&u64::from(pid)), "{listed:?}");
+    let conductor = sentinels["conductor_pid"].as_u64().unwrap();
+    assert!(
+        !listed.contains(&conductor),
+        "spawnscope is not outside: {listed:?}"
+    );
+    assert!(run_cgroups().is_empty(), "{:?}", run_cgroups());
+}
+
 #[test]
 fn an_untraced_run_tells_the_kernel_threads_that_free_its_threads_apart() {
     if skip_unless_root("an_untraced_run_tells_the_kernel_threads_that_free_its_threads_apart") {

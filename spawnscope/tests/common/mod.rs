@@ -498,6 +498,22 @@ impl Hogs {
     }
 }
 
+impl Hogs {
+    /// One busy loop run by a copy of /bin/sh named `name` (at most 15 characters: the kernel's
+    /// comm), so that a finding can be checked to name it.
+    pub fn named_busy_loop(name: &str) -> Hogs {
+        let dir = std::env::temp_dir().join(format!("spawnscope-hog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let shell = dir.join(name);
+        std::fs::copy("/bin/sh", &shell).expect("a copy of /bin/sh");
+        Hogs(vec![Command::new(&shell)
+            .args(["-c", "while :; do :; done"])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("starting the named busy loop")])
+    }
+}
+
 impl Drop for Hogs {
     fn drop(&mut self) {
         for hog in &mut self.0 {
