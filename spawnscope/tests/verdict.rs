@@ -48,6 +48,7 @@ fn a_run_beside_a_cpu_hog_is_suspect_and_names_the_cpu_taken() {
     let _one = serial();
     let sandbox = Sandbox::new();
     let hogs = Hogs::busy_loops();
+    let hog_pids: Vec<u32> = hogs.0.iter().map(|h| h.id()).collect();
     let out = sandbox.hold_2000_threads("2s", &[]);
     drop(hogs);
     let summary = assert_suspect(
@@ -72,7 +73,14 @@ fn a_run_beside_a_cpu_hog_is_suspect_and_names_the_cpu_taken() {
     let dir = sandbox.only_results_dir();
     let md = fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("## Can the time figures be trusted?"), "{md}");
-    assert!(md.contains("of CPU used by other programs' tasks"), "{md}");
+    assert!(md.contains("of CPU outside the run"), "{md}");
+    // Who took it is named: a busy loop, by its PID.
+    assert!(
+        hog_pids
+            .iter()
+            .any(|pid| md.contains(&format!("sh (PID {pid}) "))),
+        "one of the busy loops {hog_pids:?} named: {md}"
+    );
     let terminal = String::from_utf8_lossy(&out.stdout);
     assert!(
         terminal.contains("time figures: suspect:"),

@@ -333,12 +333,20 @@ pub fn figures(record: &SentinelsRecord) -> SentinelFigures {
                 spawnscope_cpu_ns: balance.as_ref().map(|b| b.spawnscope_ns),
                 outside_cpu_balance_ns: balance.as_ref().map(|b| b.outside_ns),
                 outside_cpu_resolution_ns: balance.as_ref().map(|b| b.resolution_ns),
-                outside_processes_cpu_ns: balance.as_ref().and_then(|b| b.processes_ns),
+                // Processes' /proc times are the whole machine's, as kernel threads' are: not
+                // set against a reading of K CPUs.
+                outside_processes_cpu_ns: balance
+                    .as_ref()
+                    .and_then(|b| b.processes_ns)
+                    .filter(|_| !held_to_cpus),
                 softirq_ns: balance
                     .as_ref()
                     .and(cpu)
                     .map(|(a, b)| ticks_ns(b.softirq.saturating_sub(a.softirq))),
-                outside_processes: balance.map(|b| b.processes).unwrap_or_default(),
+                outside_processes: balance
+                    .map(|b| b.processes)
+                    .filter(|_| !held_to_cpus)
+                    .unwrap_or_default(),
                 kernel_threads_cpu_ns: kernel_threads.as_ref().map(|(all, _)| ticks_ns(*all)),
                 kernel_threads_by_family_ns: kernel_threads
                     .map(|(_, by)| by.into_iter().map(|(f, t)| (f, ticks_ns(t))).collect())
