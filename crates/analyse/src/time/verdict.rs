@@ -118,7 +118,7 @@ fn outside_causes(outside: u64, t: &OutsideTakers, p: &PhaseEvidence, cpus: u32)
         .collect();
     let shown: Vec<&(String, u64)> = if past.is_empty() {
         let mut largest: Vec<&(String, u64)> = candidates.iter().collect();
-        largest.sort_by(|a, b| b.1.cmp(&a.1));
+        largest.sort_by_key(|c| std::cmp::Reverse(c.1));
         largest.into_iter().take(2).collect()
     } else {
         past
